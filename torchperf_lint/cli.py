@@ -1,0 +1,210 @@
+"""The `torchperf-lint` command."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence, TextIO
+
+from . import __version__
+from .config import ConfigError, Settings, load_settings, parse_version
+from .docs import render_rule_page
+from .engine.findings import Finding
+from .engine.fixer import fix_bytes
+from .engine.runner import ERROR_CODE, error_finding, lint_bytes
+from .files import discover
+from .reporting import REPORTERS, ReportOptions
+from .rules import ALL_RULES, lookup, select_rules
+from .rules.base import Rule
+from .writer import NotWritable, write_atomic
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchperf-lint",
+        description="Find the PyTorch code that makes GPUs wait, and fix it.",
+        epilog="Exit status: 0 no findings, 1 findings (or a --diff to show), 2 usage error or a "
+        "file that could not be checked.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
+    parser.add_argument("--version", action="version", version=f"torchperf-lint {__version__}")
+    select = parser.add_argument_group("rule selection (codes, code prefixes or rule names, comma separated)")
+    select.add_argument("--select", type=_codes, help="only these rules (replaces the default set)")
+    select.add_argument("--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones")
+    select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
+    files = parser.add_argument_group("files")
+    files.add_argument("--exclude", type=_codes, help="names or globs to skip (replaces the defaults)")
+    files.add_argument("--extend-exclude", type=_codes, default=[], help="names or globs to skip as well")
+    files.add_argument("--stdin-filename", metavar="PATH", help="the path to report for - (stdin)")
+    files.add_argument("--config", metavar="FILE", help="read settings from this file instead of searching")
+    files.add_argument(
+        "--lint-all-files", action="store_true", help="also parse files that never mention torch"
+    )
+    fixing = parser.add_argument_group("fixing")
+    fixing.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    fixing.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: unsafe fixes too")
+    fixing.add_argument("--diff", action="store_true", help="print the diff --fix would apply; write nothing")
+    output = parser.add_argument_group("output")
+    output.add_argument("--format", choices=sorted(REPORTERS), default="text")
+    output.add_argument("--show-context", action="store_true", help="say why each line counts as hot")
+    output.add_argument("--statistics", action="store_true", help="count findings per rule")
+    output.add_argument("--output-file", metavar="FILE", help="write the report here instead of stdout")
+    output.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (not on errors)")
+    info = parser.add_argument_group("information")
+    info.add_argument("--explain", metavar="CODE", help="print a rule's page")
+    info.add_argument("--list-rules", action="store_true", help="list every rule")
+    parser.add_argument("--torch-version", metavar="X.Y", help="the torch version the code targets")
+    return parser
+
+
+def _settings(args: argparse.Namespace, start: Path) -> Settings:
+    config = Path(args.config) if args.config else None
+    settings = load_settings(start, config)
+    changes: dict[str, object] = {}
+    if args.select is not None:
+        changes["select"] = tuple(args.select)
+    if args.ignore:
+        changes["ignore"] = settings.ignore + tuple(args.ignore)
+    if args.extend_select:
+        changes["extend_select"] = settings.extend_select + tuple(args.extend_select)
+    if args.exclude is not None:
+        changes["exclude"] = tuple(args.exclude)
+    if args.extend_exclude:
+        changes["extend_exclude"] = settings.extend_exclude + tuple(args.extend_exclude)
+    if args.torch_version:
+        changes["torch_version"] = parse_version(args.torch_version, "--torch-version")
+        changes["torch_version_source"] = f"--torch-version {args.torch_version}"
+    if args.lint_all_files:
+        changes["lint_all_files"] = True
+    return settings.replace(**changes)
+
+
+def _list_rules(out: TextIO) -> None:
+    out.write(f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}summary\n")
+    for rule in ALL_RULES:
+        default = "on" if rule.default_on else "off"
+        out.write(f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}{rule.summary}\n")
+
+
+def _read(path: str) -> tuple[Optional[bytes], Optional[Finding]]:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(), None
+    except IsADirectoryError:
+        return None, error_finding(path, "could not read: is a directory")
+    except OSError as error:
+        return None, error_finding(path, f"could not read: {error.strerror or error}")
+
+
+def _diff(path: str, before: bytes, after: bytes, encoding: str) -> str:
+    old = before.decode(encoding, errors="replace").splitlines(keepends=True)
+    new = after.decode(encoding, errors="replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}"))
+
+
+class Run:
+    """One invocation over many files; collects findings, diffs and whether anything failed."""
+
+    def __init__(self, args: argparse.Namespace, rules: Sequence[Rule], settings: Settings) -> None:
+        self.args = args
+        self.rules = rules
+        self.settings = settings
+        self.findings: list[Finding] = []
+        self.diffs: list[str] = []
+        self.fixed_files = 0
+
+    def file(self, path: str, data: bytes, stdin: bool = False) -> Optional[bytes]:
+        """Lint or fix one file's bytes; returns fixed bytes for stdin under --fix."""
+        args = self.args
+        if not (args.fix or args.diff):
+            self.findings.extend(lint_bytes(data, path, self.rules, self.settings).findings)
+            return None
+        outcome = fix_bytes(data, path, self.rules, self.settings, unsafe=args.unsafe_fixes)
+        if not outcome.changed:
+            self.findings.extend(outcome.result.findings)
+            return data if stdin else None
+        if args.diff:
+            self.findings.extend(outcome.result.findings)
+            encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
+            self.diffs.append(_diff(path, data, outcome.fixed, encoding))
+            return None
+        if stdin:
+            self.findings.extend(outcome.result.findings)
+            return outcome.fixed
+        try:
+            write_atomic(path, outcome.fixed)
+        except (NotWritable, OSError) as error:
+            # the file keeps its old bytes, so its old findings still stand
+            message = str(error) if isinstance(error, NotWritable) else f"could not write: {error}"
+            self.findings.append(error_finding(path, message))
+            self.findings.extend(lint_bytes(data, path, self.rules, self.settings).findings)
+            return None
+        self.fixed_files += 1
+        self.findings.extend(outcome.result.findings)
+        return None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = sys.stdout
+    if args.list_rules:
+        _list_rules(out)
+        return EXIT_CLEAN
+    if args.explain:
+        rule = lookup(args.explain)
+        if rule is None:
+            parser.error(f"unknown rule {args.explain!r}; see --list-rules")
+        out.write(render_rule_page(rule))
+        return EXIT_CLEAN
+    paths = args.paths or ["."]
+    for path in paths:
+        if path != "-" and not os.path.lexists(path):
+            parser.error(f"path not found: {path}")
+    first = next((p for p in paths if p != "-"), args.stdin_filename or ".")
+    try:
+        settings = _settings(args, Path(first))
+        rules = select_rules(settings.select, settings.ignore, settings.extend_select, "rule selection")
+    except ConfigError as error:
+        parser.error(str(error))
+    run = Run(args, rules, settings)
+    discovery_errors: list[tuple[str, str]] = []
+    stdin_output: Optional[bytes] = None
+    for path in discover(paths, settings.exclude + settings.extend_exclude, discovery_errors):
+        if path == "-":
+            stdin_output = run.file(args.stdin_filename or "-", sys.stdin.buffer.read(), stdin=True)
+            continue
+        data, error = _read(path)
+        if error is not None:
+            run.findings.append(error)
+            continue
+        assert data is not None
+        run.file(path, data)
+    run.findings.extend(error_finding(path, message) for path, message in discovery_errors)
+    run.findings.sort(key=Finding.sort_key)
+    options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics)
+    report = REPORTERS[args.format](run.findings, options)
+    if stdin_output is not None and args.fix:
+        sys.stdout.buffer.write(stdin_output)
+        sys.stdout.flush()
+        sys.stderr.write(report)
+    elif args.output_file:
+        Path(args.output_file).write_text("".join(run.diffs) + report, encoding="utf-8")
+    else:
+        out.write("".join(run.diffs))
+        out.write(report)
+    if run.fixed_files and args.format == "text":
+        sys.stderr.write(f"Fixed {run.fixed_files} file{'s' if run.fixed_files != 1 else ''}.\n")
+    if any(f.code == ERROR_CODE for f in run.findings):
+        return EXIT_ERROR
+    problems = bool(run.diffs) if args.diff else any(f.code != ERROR_CODE for f in run.findings)
+    return EXIT_CLEAN if args.exit_zero or not problems else EXIT_FINDINGS

@@ -1,0 +1,1 @@
+"""Parsing, the single walk, analysis (hot paths, names, tensors), running rules and fixing."""

@@ -1,0 +1,80 @@
+"""What a rule reports: a finding, and the fix it may carry."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Union
+
+import libcst as cst
+
+Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+
+
+class Safety(enum.Enum):
+    """How much a fix can be trusted: `SAFE` fixes never change what the program computes."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    NONE = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fix:
+    """Node replacements applied together; nodes are matched by identity in the parsed tree.
+
+    `needs_torch_import` asks the fixer to add `import torch` because the replacement
+    spells `torch.` and the file has no alias for it.
+    """
+
+    replacements: tuple[tuple[cst.CSTNode, Replacement], ...]
+    safety: Safety
+    description: str
+    needs_torch_import: bool = False
+
+    @classmethod
+    def replace(
+        cls,
+        old: cst.CSTNode,
+        new: Replacement,
+        safety: Safety,
+        description: str,
+        needs_torch_import: bool = False,
+    ) -> Fix:
+        return cls(((old, new),), safety, description, needs_torch_import)
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """What a rule yields: the node and message; the engine adds positions and renders the reason."""
+
+    code: str
+    name: str
+    node: cst.CSTNode
+    message: str
+    reason: object | None = None  # an engine.hotpath.Reason, rendered once positions exist
+    fix: Fix | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One reported problem. Line and column are 1-based; `node` is the tree node it points at."""
+
+    code: str
+    name: str
+    message: str
+    path: str
+    line: int = 0
+    col: int = 0
+    end_line: int = 0
+    end_col: int = 0
+    context: str | None = None
+    fix: Fix | None = None
+    node: cst.CSTNode | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.col, self.code)

@@ -1,0 +1,126 @@
+"""Apply the fixes findings carry: non-overlapping ones in one transform per pass, passes
+repeated until nothing changes, every pass re-parsed. libcst keeps every byte it was not asked
+to change, so encoding, BOM, newline style and formatting survive."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Sequence, Union
+
+import libcst as cst
+
+from ..config import Settings
+from .findings import Finding, Fix, Replacement, Safety
+from .runner import FileResult, lint_bytes
+
+if TYPE_CHECKING:
+    from ..rules.base import Rule
+
+MAX_PASSES = 10
+
+
+@dataclasses.dataclass
+class FixOutcome:
+    original: bytes
+    fixed: bytes
+    applied: int
+    result: FileResult  # the lint of the fixed code: what remains
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+
+def allowed(fix: Fix | None, unsafe: bool) -> bool:
+    if fix is None:
+        return False
+    return fix.safety is Safety.SAFE or (unsafe and fix.safety is Safety.UNSAFE)
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replacements: dict[cst.CSTNode, Replacement]) -> None:
+        self._replacements = replacements
+
+    def on_leave(
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel[cst.CSTNode]]:
+        return self._replacements.get(original_node, updated_node)  # type: ignore[return-value]
+
+
+def _choose(findings: Sequence[Finding], parents: dict[cst.CSTNode, cst.CSTNode], unsafe: bool) -> list[Fix]:
+    """Fixes whose nodes neither contain nor sit inside another chosen fix's nodes."""
+    chosen: list[Fix] = []
+    taken: set[cst.CSTNode] = set()
+    covered: set[cst.CSTNode] = set()  # taken nodes and all their ancestors
+    for finding in findings:
+        fix = finding.fix
+        if fix is None or not allowed(fix, unsafe):
+            continue
+        olds = [old for old, _ in fix.replacements]
+        chains = []
+        for old in olds:
+            chain = [old]
+            node = parents.get(old)
+            while node is not None:
+                chain.append(node)
+                node = parents.get(node)
+            chains.append(chain)
+        if any(old in covered for old in olds) or any(n in taken for c in chains for n in c):
+            continue  # overlaps: left for the next pass
+        chosen.append(fix)
+        taken.update(olds)
+        for chain in chains:
+            covered.update(chain)
+    return chosen
+
+
+def _add_torch_import(module: cst.Module) -> cst.Module:
+    """`import torch` after the docstring and `from __future__` imports."""
+    body = list(module.body)
+    index = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine):
+        first = body[0].body[0] if body[0].body else None
+        if isinstance(first, cst.Expr) and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString)):
+            index = 1
+    while index < len(body):
+        statement = body[index]
+        if not (
+            isinstance(statement, cst.SimpleStatementLine)
+            and any(isinstance(s, cst.ImportFrom) and s.module is not None
+                    and isinstance(s.module, cst.Name) and s.module.value == "__future__"
+                    for s in statement.body)
+        ):
+            break
+        index += 1
+    new = cst.parse_statement("import torch" + module.default_newline, config=module.config_for_parsing)
+    body.insert(index, new)
+    return module.with_changes(body=body)
+
+
+def fix_bytes(
+    data: bytes, path: str, rules: Sequence[Rule], settings: Settings, unsafe: bool = False
+) -> FixOutcome:
+    """The fixed bytes of one file and what remains. A file that does not parse is returned
+    unchanged with its TPL000 finding."""
+    current = data
+    applied = 0
+    result = lint_bytes(current, path, rules, settings)
+    for _ in range(MAX_PASSES):
+        if result.module is None or result.parents is None:
+            break
+        fixes = _choose(result.findings, result.parents, unsafe)
+        if not fixes:
+            break
+        mapping: dict[cst.CSTNode, Replacement] = {}
+        for fix in fixes:
+            mapping.update(fix.replacements)
+        module = result.module.visit(_Replace(mapping))
+        if any(fix.needs_torch_import for fix in fixes):
+            module = _add_torch_import(module)
+        candidate = module.bytes
+        reparsed = lint_bytes(candidate, path, rules, settings)
+        if reparsed.module is None:
+            break  # never hand back code that does not parse
+        current, result = candidate, reparsed
+        applied += len(fixes)
+    return FixOutcome(data, current, applied, result)

@@ -1,0 +1,62 @@
+"""`# noqa` with flake8's own semantics, so the CLI and the flake8 plugin agree.
+
+flake8 looks for the comment on the finding's physical line, joined with the other lines of any
+token that spans several lines (a triple-quoted string, a backslash continuation).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+
+# The same pattern flake8 7 uses (flake8/defaults.py); codes are letters followed by digits.
+NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
+NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa(?P<codes>:\s?[^\n]*)?", re.IGNORECASE)
+
+
+class NoqaIndex:
+    def __init__(self, source: str) -> None:
+        self._lines = source.splitlines(keepends=True)
+        self._mapping: dict[int, str] | None = None
+
+    def file_is_exempt(self) -> bool:
+        """`# flake8: noqa` alone on a line exempts the file (flake8 ignores it when codes follow)."""
+        for line in self._lines:
+            match = NOQA_FILE.match(line)
+            if match and not match.group("codes"):
+                return True
+        return False
+
+    def _build(self) -> dict[int, str]:
+        mapping: dict[int, str] = {}
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO("".join(self._lines)).readline))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            return mapping
+        low, high = len(self._lines) + 2, -1
+        for kind, _, (start, _), (end, _), _ in tokens:
+            if kind in (tokenize.ENDMARKER, tokenize.DEDENT):
+                continue
+            low, high = min(low, start), max(high, end)
+            if kind in (tokenize.NL, tokenize.NEWLINE):
+                joined = "".join(self._lines[low - 1 : high])
+                for number in range(low, high + 1):
+                    mapping[number] = joined
+                low, high = len(self._lines) + 2, -1
+        return mapping
+
+    def suppresses(self, line: int, code: str) -> bool:
+        if self._mapping is None:
+            self._mapping = self._build()
+        text = self._mapping.get(line)
+        if text is None:
+            text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        match = NOQA_INLINE.search(text)
+        if match is None:
+            return False
+        codes_text = match.group("codes")
+        if not codes_text:
+            return True
+        codes = {c for c in re.split(r"[,\s]+", codes_text.strip()) if c}
+        return code in codes or code.startswith(tuple(codes))

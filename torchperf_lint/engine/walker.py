@@ -1,0 +1,303 @@
+"""The single walk over a parsed file.
+
+It records what the analysis and the rules need (parents, scopes and their bindings, import
+aliases, classes, functions, loops, calls) and collects the nodes each rule asked for, so
+that no rule walks the tree again. pyflakes keeps parents and scopes the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Callable, Optional, Union
+
+import libcst as cst
+
+ScopeNode = Union[cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda]
+Loop = Union[cst.For, cst.While]
+
+
+@dataclasses.dataclass(eq=False)
+class Binding:
+    """One place where a name gets a value.
+
+    kind: "assign" (node is the value), "unpack" (node is the unpacked value), "augassign"
+    (node is the AugAssign), "param" (node is the Param), "for" (node is the For),
+    "compfor" (node is the CompFor), "with" (node is the WithItem), "import", "def", "class".
+    """
+
+    kind: str
+    node: cst.CSTNode
+    scope: Scope
+    order: int = 0  # position in the walk, to tell bindings before a use from those after
+
+
+@dataclasses.dataclass(eq=False)
+class Scope:
+    node: ScopeNode
+    parent: Optional[Scope]
+    bindings: dict[str, list[Binding]] = dataclasses.field(default_factory=lambda: defaultdict(list))
+
+    @property
+    def is_class(self) -> bool:
+        return isinstance(self.node, cst.ClassDef)
+
+
+@dataclasses.dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    methods: dict[str, cst.FunctionDef] = dataclasses.field(default_factory=dict)
+    # self.<attr> = <value> anywhere in the class's methods
+    attributes: dict[str, list[cst.BaseExpression]] = dataclasses.field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+
+@dataclasses.dataclass(eq=False)
+class FunctionInfo:
+    node: cst.FunctionDef
+    name: str
+    cls: Optional[ClassInfo]
+    scope: Scope
+    calls: list[cst.Call] = dataclasses.field(default_factory=list)
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.cls.name}.{self.name}" if self.cls else self.name
+
+
+class FileFacts:
+    """Everything the walk learned about one file."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.module_scope = Scope(module, None)
+        self.scope_of: dict[cst.CSTNode, Scope] = {module: self.module_scope}
+        self.imports: dict[str, str] = {}  # bound name -> qualified name
+        self.classes: dict[str, ClassInfo] = {}
+        self.class_of: dict[cst.ClassDef, ClassInfo] = {}
+        self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
+        self.module_functions: dict[str, cst.FunctionDef] = {}
+        self.loops: list[Loop] = []
+        self.calls: list[cst.Call] = []  # every call, in source order
+        self.module_calls: list[cst.Call] = []  # calls outside any function
+        self.method_calls: dict[str, list[cst.Call]] = defaultdict(list)  # by attribute name
+        self.collected: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.order: dict[cst.CSTNode, int] = {}  # walk position of collected nodes
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` for Name/Attribute chains, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: list[cst.Name] = []
+        for element in target.elements:
+            names.extend(_target_names(element.value))
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+class Walker(cst.CSTVisitor):
+    """Records facts while libcst visits every node once."""
+
+    def __init__(self, module: cst.Module, interest: frozenset[type]) -> None:
+        self.facts = FileFacts(module)
+        self._interest = interest
+        self._stack: list[cst.CSTNode] = []
+        self._count = 0
+        self._scopes: list[Scope] = [self.facts.module_scope]
+        self._functions: list[FunctionInfo] = []
+        self._classes: list[ClassInfo] = []
+        self._enter: dict[type, Callable[[cst.CSTNode], None]] = {
+            cst.Import: self._import,  # type: ignore[dict-item]  # handlers narrow the node type
+            cst.ImportFrom: self._import_from,  # type: ignore[dict-item]
+            cst.FunctionDef: self._function,  # type: ignore[dict-item]
+            cst.ClassDef: self._class,  # type: ignore[dict-item]
+            cst.Lambda: self._lambda,  # type: ignore[dict-item]
+            cst.Assign: self._assign,  # type: ignore[dict-item]
+            cst.AnnAssign: self._ann_assign,  # type: ignore[dict-item]
+            cst.AugAssign: self._aug_assign,  # type: ignore[dict-item]
+            cst.For: self._for,  # type: ignore[dict-item]
+            cst.While: self._while,  # type: ignore[dict-item]
+            cst.CompFor: self._comp_for,  # type: ignore[dict-item]
+            cst.WithItem: self._with_item,  # type: ignore[dict-item]
+            cst.Call: self._call,  # type: ignore[dict-item]
+        }
+
+    # -- generic dispatch -------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            self.facts.parents[node] = self._stack[-1]
+        self._stack.append(node)
+        self._count += 1
+        kind = type(node)
+        handler = self._enter.get(kind)
+        if handler is not None:
+            handler(node)
+        if kind in self._interest:
+            self.facts.collected[kind].append(node)
+            self.facts.order[node] = self._count
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+        kind = type(original_node)
+        if kind is cst.FunctionDef or kind is cst.Lambda:
+            self._scopes.pop()
+            if kind is cst.FunctionDef:
+                self._functions.pop()
+        elif kind is cst.ClassDef:
+            self._scopes.pop()
+            self._classes.pop()
+
+    # -- helpers ----------------------------------------------------------------------
+    def _bind(self, name: str, kind: str, node: cst.CSTNode) -> None:
+        scope = self._scopes[-1]
+        scope.bindings[name].append(Binding(kind, node, scope, self._count))
+
+    def _push_scope(self, node: ScopeNode) -> Scope:
+        scope = Scope(node, self._scopes[-1])
+        self._scopes.append(scope)
+        self.facts.scope_of[node] = scope
+        return scope
+
+    def _bind_params(self, params: cst.Parameters) -> None:
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        if isinstance(params.star_arg, cst.Param):
+            every.append(params.star_arg)
+        if params.star_kwarg is not None:
+            every.append(params.star_kwarg)
+        for param in every:
+            self._bind(param.name.value, "param", param)
+
+    # -- handlers ---------------------------------------------------------------------
+    def _import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound, target = alias.asname.name.value, full
+            else:
+                bound = target = full.split(".")[0]
+            self.facts.imports[bound] = target
+            self._bind(bound, "import", node)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module)
+        if module is None:
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            bound = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            self.facts.imports[bound] = f"{module}.{name}"
+            self._bind(bound, "import", node)
+
+    def _function(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        self._bind(name, "def", node)
+        outer = self._scopes[-1]
+        cls = self._classes[-1] if outer.is_class and self._classes else None
+        if cls is not None:
+            cls.methods.setdefault(name, node)
+        elif outer.node is self.facts.module:
+            self.facts.module_functions.setdefault(name, node)
+        scope = self._push_scope(node)
+        info = FunctionInfo(node, name, cls, scope)
+        self.facts.functions[node] = info
+        self._functions.append(info)
+        self._bind_params(node.params)
+
+    def _lambda(self, node: cst.Lambda) -> None:
+        self._push_scope(node)
+        self._bind_params(node.params)
+
+    def _class(self, node: cst.ClassDef) -> None:
+        name = node.name.value
+        self._bind(name, "class", node)
+        info = ClassInfo(node, name)
+        self.facts.classes.setdefault(name, info)
+        self.facts.class_of[node] = info
+        self._classes.append(info)
+        self._push_scope(node)
+
+    def _record_target(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, "assign", value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for name in _target_names(target):
+                self._bind(name.value, "unpack", value)
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and self._functions
+            and self._functions[-1].cls is not None
+        ):
+            self._functions[-1].cls.attributes[target.attr.value].append(value)
+
+    def _assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._record_target(target.target, node.value)
+
+    def _ann_assign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record_target(node.target, node.value)
+
+    def _aug_assign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target.value, "augassign", node)
+
+    def _for(self, node: cst.For) -> None:
+        self.facts.loops.append(node)
+        for name in _target_names(node.target):
+            self._bind(name.value, "for", node)
+
+    def _while(self, node: cst.While) -> None:
+        self.facts.loops.append(node)
+
+    def _comp_for(self, node: cst.CompFor) -> None:
+        for name in _target_names(node.target):
+            self._bind(name.value, "compfor", node)
+
+    def _with_item(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            for name in _target_names(node.asname.name):
+                self._bind(name.value, "with", node)
+
+    def _call(self, node: cst.Call) -> None:
+        self.facts.calls.append(node)
+        if self._functions:
+            self._functions[-1].calls.append(node)
+        else:
+            self.facts.module_calls.append(node)
+        if isinstance(node.func, cst.Attribute):
+            self.facts.method_calls[node.func.attr.value].append(node)
+
+
+def walk(module: cst.Module, interest: frozenset[type]) -> FileFacts:
+    walker = Walker(module, interest)
+    module.visit(walker)
+    return walker.facts

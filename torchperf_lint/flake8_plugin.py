@@ -1,0 +1,70 @@
+"""The flake8 plugin: a thin adapter over the same engine the CLI runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Iterator, Sequence
+
+from . import __version__
+from .config import ConfigError, Settings, parse_version
+from .engine.runner import ERROR_CODE, lint_bytes
+from .rules import ALL_RULES, select_rules
+from .rules.base import Rule
+
+
+class TorchPerfPlugin:
+    name = "torchperf-lint"
+    version = __version__
+    _settings = Settings()
+    _rules: Sequence[Rule] = select_rules(None, ())
+
+    def __init__(self, tree: Any, filename: str, lines: Sequence[str]) -> None:
+        # `tree` makes flake8 run us once per file; we parse with libcst ourselves.
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def add_options(cls, manager: Any) -> None:
+        manager.add_option(
+            "--torchperf-torch-version",
+            parse_from_config=True,
+            default=None,
+            help="torch version the code targets (X.Y), for version-dependent TPL rules",
+        )
+        manager.add_option(
+            "--torchperf-test-file-patterns",
+            parse_from_config=True,
+            comma_separated_list=True,
+            default=None,
+            help="path patterns of test files (default: pytest's)",
+        )
+
+    @classmethod
+    def parse_options(cls, options: argparse.Namespace) -> None:
+        settings = Settings()
+        version = getattr(options, "torchperf_torch_version", None)
+        if version:
+            try:
+                settings = settings.replace(
+                    torch_version=parse_version(version, "--torchperf-torch-version"),
+                    torch_version_source=f"--torchperf-torch-version {version}",
+                )
+            except ConfigError as error:
+                raise SystemExit(f"flake8: {error}") from None
+        patterns = getattr(options, "torchperf_test_file_patterns", None)
+        if patterns:
+            settings = settings.replace(test_file_patterns=tuple(patterns))
+        cls._settings = settings
+        # flake8 filters codes itself; off-by-default rules run only when named exactly.
+        named: set[str] = set()
+        for option in ("select", "extend_select", "enable_extensions"):
+            named.update(c.strip().upper() for c in (getattr(options, option, None) or []))
+        extra = [rule.code for rule in ALL_RULES if not rule.default_on and rule.code in named]
+        cls._rules = select_rules(None, (), extra)
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        result = lint_bytes("".join(self.lines), self.filename, self._rules, self._settings)
+        for finding in result.findings:
+            if finding.code == ERROR_CODE and finding.message.startswith("could not parse"):
+                continue  # flake8 reports syntax errors itself (E999)
+            yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self)

@@ -1,0 +1,21 @@
+"""Output formats. Each reporter turns findings into text for a stream."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..engine.findings import Finding
+from .json import render_json
+from .text import render_text
+
+Reporter = Callable[[Sequence[Finding], "ReportOptions"], str]
+
+
+class ReportOptions:
+    def __init__(self, show_context: bool = False, unsafe_fixes: bool = False, statistics: bool = False) -> None:
+        self.show_context = show_context
+        self.unsafe_fixes = unsafe_fixes
+        self.statistics = statistics
+
+
+REPORTERS: dict[str, Reporter] = {"text": render_text, "json": render_json}

@@ -1,0 +1,33 @@
+"""A JSON list of finding objects (1-based lines and columns)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..engine.findings import Finding
+
+if TYPE_CHECKING:
+    from . import ReportOptions
+
+
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
+    fix = None
+    if finding.fix is not None:
+        fix = {"safety": finding.fix.safety.value, "description": finding.fix.description}
+    return {
+        "path": finding.path,
+        "line": finding.line,
+        "col": finding.col,
+        "end_line": finding.end_line,
+        "end_col": finding.end_col,
+        "code": finding.code,
+        "name": finding.name,
+        "message": finding.message,
+        "context": finding.context,
+        "fix": fix,
+    }
+
+
+def render_json(findings: Sequence[Finding], options: ReportOptions) -> str:
+    return json.dumps([finding_to_dict(f) for f in findings], indent=2) + "\n"

@@ -1,0 +1,38 @@
+"""`path:line:col: CODE message`, the form flake8 prints and editors parse."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Sequence
+
+from ..engine.findings import Finding
+from ..engine.fixer import allowed
+
+if TYPE_CHECKING:
+    from . import ReportOptions
+
+
+def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
+    lines: list[str] = []
+    for finding in findings:
+        mark = " [*]" if allowed(finding.fix, options.unsafe_fixes) else ""
+        lines.append(f"{finding.path}:{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}")
+        if options.show_context and finding.context:
+            lines.append(f"    hot: {finding.context}")
+    if options.statistics:
+        counts = Counter((f.code, f.name) for f in findings)
+        for (code, name), count in sorted(counts.items()):
+            lines.append(f"{count:<5} {code} {name}")
+    problems = [f for f in findings if f.code != "TPL000"]
+    if problems:
+        fixable = sum(1 for f in problems if allowed(f.fix, options.unsafe_fixes))
+        noun = "finding" if len(problems) == 1 else "findings"
+        summary = f"Found {len(problems)} {noun}"
+        if fixable:
+            summary += f" ({fixable} fixable with --fix"
+            summary += " --unsafe-fixes)" if options.unsafe_fixes else ")"
+        lines.append(summary + ".")
+        hidden = sum(1 for f in problems if f.fix is not None and not allowed(f.fix, options.unsafe_fixes))
+        if hidden:
+            lines.append(f"{hidden} more fixable with --fix --unsafe-fixes.")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,57 @@
+"""The rule API: one class per rule carries its code, docs, examples and check."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
+
+import libcst as cst
+
+from ..engine.findings import Fix, Report, Safety
+
+if TYPE_CHECKING:
+    from ..engine.context import Context
+    from ..engine.hotpath import Reason
+
+
+class Rule:
+    """Base class. Subclasses set the class attributes and implement `check` (per node of
+    `node_types`, after the walk) and/or `check_file` (once per file).
+
+    The docstring is the rule's page: sections `## What it does`, `## Why it is slow`,
+    `## Fix safety`, `## When it stays silent`. BAD/GOOD/FIXED map example labels to code;
+    `# expect: CODE` marks the first line of each expected finding in BAD.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    message: ClassVar[str]
+    default_on: ClassVar[bool] = True
+    fix_safety: ClassVar[Safety] = Safety.NONE
+    where: ClassVar[str] = "hot code"
+    node_types: ClassVar[tuple[type[cst.CSTNode], ...]] = ()
+    benchmark: ClassVar[Optional[str]] = None  # the case in benchmarks/cases that measures it
+    BAD: ClassVar[dict[str, str]] = {}
+    GOOD: ClassVar[dict[str, str]] = {}
+    FIXED: ClassVar[dict[str, str]] = {}
+
+    def check(self, node: Any, ctx: Context) -> Iterator[Report]:
+        return iter(())
+
+    def check_file(self, ctx: Context) -> Iterator[Report]:
+        return iter(())
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        *,
+        reason: Optional[Reason] = None,
+        fix: Optional[Fix] = None,
+        **message_args: object,
+    ) -> Report:
+        return Report(self.code, self.name, node, self.message.format(**message_args), reason, fix)
+
+    @classmethod
+    def explanation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
