@@ -8,8 +8,9 @@ that no rule walks the tree again. pyflakes keeps parents and scopes the same wa
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import defaultdict
-from typing import Callable, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
@@ -297,7 +298,55 @@ class Walker(cst.CSTVisitor):
             self.facts.method_calls[node.func.attr.value].append(node)
 
 
+# Fields that hold only whitespace, comments and punctuation: no rule or fact needs them, and
+# skipping them halves the walk.
+_PUNCTUATION_FIELD = re.compile(
+    r"whitespace|lpar|rpar|lbracket|rbracket|lbrace|rbrace|comma|semicolon|colon|leading_lines"
+    r"|lines_after|footer|header|newline|operator|equal|^dot$|arrow|walrus|asynchronous|trailing"
+)
+# Where dataclass field order differs from source order.
+_SOURCE_ORDER = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+}
+_child_fields: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(kind: type) -> tuple[str, ...]:
+    names = _child_fields.get(kind)
+    if names is None:
+        names = _SOURCE_ORDER.get(kind) or tuple(
+            f.name for f in dataclasses.fields(kind) if not _PUNCTUATION_FIELD.search(f.name)
+        )
+        _child_fields[kind] = names
+    return names
+
+
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for name in _fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
 def walk(module: cst.Module, interest: frozenset[type]) -> FileFacts:
+    """Visit every node once, depth first in source order, without recursion (so deeply nested
+    code cannot exhaust the stack) and without libcst's visitor machinery, which rebuilds every
+    node it passes."""
     walker = Walker(module, interest)
-    module.visit(walker)
+    walker.on_visit(module)
+    stack: list[tuple[cst.CSTNode, Iterator[cst.CSTNode]]] = [(module, _children(module))]
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            walker.on_leave(node)
+            continue
+        walker.on_visit(child)
+        stack.append((child, _children(child)))
     return walker.facts
