@@ -71,10 +71,11 @@ class Finding:
     context: str | None = None
     fix: Fix | None = None
     node: cst.CSTNode | None = dataclasses.field(default=None, compare=False, repr=False)
+    cell: int | None = None  # notebooks: the cell (1-based); line and col are within it
 
     @property
     def fixable(self) -> bool:
         return self.fix is not None
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.line, self.col, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.line, self.col, self.code)

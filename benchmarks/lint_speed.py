@@ -1,0 +1,141 @@
+"""Lint throughput: torchperf-lint against the bare libcst parse and TorchFix, in one run.
+
+    python benchmarks/lint_speed.py [--corpus DIR ...] [--torchfix PATH] [--out DIR]
+
+The default corpus is torch.nn, torch.optim and torch.utils.data of the installed torch, plus
+timm's sources when `--corpus` names them (`pip download timm --no-deps`, then unzip). TorchFix
+(`torchfix==0.7.0`, which pins libcst<1.6) must live in a virtualenv of its own: pass its
+`torchfix` executable with `--torchfix`. Every tool runs on the same files; the headline is the
+ratio of lines per second against TorchFix and against the bare parse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+
+def default_corpus() -> list[Path]:
+    import torch  # only to find its sources; the linter itself never imports torch
+
+    root = Path(torch.__file__).parent
+    return [root / "nn", root / "optim", root / "utils" / "data"]
+
+
+def python_files(roots: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for root in roots:
+        files.extend(sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts))
+    return files
+
+
+def timed(function: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def run_command(command: list[str], cwd: Optional[Path] = None) -> tuple[float, int]:
+    """Wall time and the child's peak RSS in MB (`/usr/bin/time` when present)."""
+    wrapper = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
+    start = time.perf_counter()
+    done = subprocess.run(wrapper + command, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    peak = 0
+    if wrapper:
+        tail = done.stderr.strip().splitlines()
+        peak = int(tail[-1]) // 1024 if tail and tail[-1].isdigit() else 0
+    else:
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return elapsed, peak
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, action="append", help="a source tree (repeatable)")
+    parser.add_argument("--with-default-corpus", action="store_true", help="add torch's sources to --corpus")
+    parser.add_argument("--torchfix", help="the torchfix executable of its own virtualenv")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    args = parser.parse_args(argv)
+    roots = list(args.corpus or [])
+    if not roots or args.with_default_corpus:
+        roots = default_corpus() + roots
+    files = python_files(roots)
+    datas = [f.read_bytes() for f in files]
+    lines = sum(d.count(b"\n") for d in datas)
+    work = Path(tempfile.mkdtemp(prefix="lint-speed-"))
+    listing = [str(f) for f in files]
+
+    import libcst
+
+    from torchperf_lint.engine.walker import walk
+    from torchperf_lint.rules import select_rules
+
+    interest = frozenset(t for r in select_rules(None, ()) for t in r.node_types)
+    rows: dict[str, dict[str, float]] = {}
+
+    def record(name: str, seconds: float, peak_mb: int = 0) -> None:
+        rows[name] = {"seconds": round(seconds, 3), "files_per_s": round(len(files) / seconds, 1),
+                      "lines_per_s": round(lines / seconds), "peak_rss_mb": peak_mb}
+        print(f"{name:<44} {seconds:8.2f} s {lines / seconds:10.0f} lines/s", flush=True)
+
+    record("bare libcst.parse_module (floor)", timed(lambda: [libcst.parse_module(d) for d in datas]))
+    record("parse + torchperf-lint walk", timed(lambda: [walk(libcst.parse_module(d), interest) for d in datas]))
+    cli = [sys.executable, "-m", "torchperf_lint", "--exit-zero", "--lint-all-files"]
+    cache = work / "cache"
+    record("torchperf-lint cold --jobs 1", *run_command(cli + ["--no-cache", "--jobs", "1", *listing]))
+    record("torchperf-lint cold (default jobs)", *run_command(cli + ["--no-cache", *listing]))
+    run_command(cli + ["--cache-dir", str(cache), *listing])
+    record("torchperf-lint warm (cache hit)", *run_command(cli + ["--cache-dir", str(cache), *listing]))
+    flake8 = [sys.executable, "-m", "flake8", "--select", "TPL", "--exit-zero", "-j", "1"]
+    record("flake8 --select TPL -j 1", *run_command(flake8 + listing))
+    if args.torchfix:
+        record("TorchFix 0.7.0", *run_command([args.torchfix, *listing]))
+    shutil.rmtree(work, ignore_errors=True)
+
+    floor = rows["bare libcst.parse_module (floor)"]["seconds"]
+    cold = rows["torchperf-lint cold --jobs 1"]["seconds"]
+    ratios = {
+        "cold_jobs1_over_parse": round(cold / floor, 2),
+        "warm_over_cold": round(rows["torchperf-lint warm (cache hit)"]["seconds"] / cold, 3),
+    }
+    if "TorchFix 0.7.0" in rows:
+        ratios["throughput_vs_torchfix"] = round(rows["TorchFix 0.7.0"]["seconds"] / cold, 2)
+    stamp = datetime.date.today().isoformat()
+    result = {"date": stamp, "machine": f"{platform.machine()} {os.cpu_count()} cores",
+              "python": platform.python_version(), "libcst": libcst_version(),
+              "corpus": [str(r) for r in roots], "files": len(files), "lines": lines,
+              "rows": rows, "ratios": ratios}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"lint-speed-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = ["| tool | seconds | files/s | lines/s | peak RSS MB |", "|---|---|---|---|---|"]
+    table += [f"| {k} | {v['seconds']} | {v['files_per_s']} | {v['lines_per_s']} | {v['peak_rss_mb'] or ''} |"
+              for k, v in rows.items()]
+    table += ["", f"{len(files)} files, {lines} lines; ratios: "
+              + ", ".join(f"{k} = {v}" for k, v in ratios.items())]
+    (args.out / f"lint-speed-{stamp}.md").write_text("\n".join(table) + "\n")
+    print("\n".join(table))
+    return 0
+
+
+def libcst_version() -> str:
+    from importlib.metadata import version
+
+    return version("libcst")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

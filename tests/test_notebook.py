@@ -1,0 +1,83 @@
+"""Notebooks: cells analysed as one module, findings per cell, fixes written back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from torchperf_lint.api import fix_source, lint_source
+from torchperf_lint.notebook import NotebookError, read_notebook, write_back
+
+
+def _notebook(*cells: tuple[str, list[str]], **extra: object) -> str:
+    data = {
+        "cells": [
+            {"cell_type": kind, "metadata": {}, "source": source,
+             **({"execution_count": 1, "outputs": [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}]}
+                if kind == "code" else {})}
+            for kind, source in cells
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        **extra,
+    }
+    return json.dumps(data, indent=1) + "\n"
+
+
+MODEL_CELL = ["import torch\n", "from torch import nn\n", "%matplotlib inline\n", "!nvidia-smi\n",
+              "class Net(nn.Module):\n", "    def forward(self, x):\n",
+              "        return x + torch.zeros(x.shape[0], 1).cuda()\n"]
+LOOP_CELL = ["model = Net()\n", "for xb, yb in train_loader:\n", "    loss = model(xb)[[0, 1]].sum()\n",
+             "    loss.backward()\n", "    files = !ls\n", "    optimizer.step()"]
+
+
+def test_unchanged_notebook_round_trips_byte_for_byte() -> None:
+    text = _notebook(("markdown", ["# Title"]), ("code", MODEL_CELL), ("code", LOOP_CELL))
+    notebook = read_notebook(text)
+    assert write_back(notebook, notebook.module_source()) == text
+
+
+def test_magics_and_shell_escapes_are_masked_not_errors() -> None:
+    notebook = read_notebook(_notebook(("code", MODEL_CELL), ("code", LOOP_CELL)))
+    source = notebook.module_source()
+    assert "%matplotlib" not in source and "!nvidia-smi" not in source and "!ls" not in source
+    assert all(f.code != "TPL000" for f in lint_source(source))
+
+
+def test_findings_are_located_in_their_cells() -> None:
+    notebook = read_notebook(_notebook(("markdown", ["# Title"]), ("code", MODEL_CELL), ("code", LOOP_CELL)))
+    located = sorted((notebook.locate(f.line), f.code) for f in lint_source(notebook.module_source()))
+    # cell numbers count every cell, markdown included, as the notebook shows them
+    assert located == [((2, 7), "TPL101"), ((3, 3), "TPL103")]
+
+
+def test_loop_in_one_cell_makes_a_helper_of_another_hot() -> None:
+    helper = ["import torch\n", "def pick(out):\n", "    return out[[0, 1]].sum()\n"]
+    loop = ["for xb, yb in train_loader:\n", "    loss = pick(model(xb))\n", "    loss.backward()"]
+    notebook = read_notebook(_notebook(("code", helper), ("code", loop)))
+    found = [(notebook.locate(f.line), f.code, notebook.relabel(f.context))
+             for f in lint_source(notebook.module_source())]
+    assert found == [((1, 3), "TPL103", "in pick, called from loop over train_loader at cell 2, line 1")]
+    assert lint_source("".join(helper)) == []  # alone, the helper is cold
+
+
+def test_fix_writes_cells_back_keeping_outputs_metadata_and_magics() -> None:
+    text = _notebook(("markdown", ["# Title"]), ("code", MODEL_CELL), ("code", LOOP_CELL))
+    notebook = read_notebook(text)
+    fixed = write_back(notebook, fix_source(notebook.module_source()))
+    data = json.loads(fixed)
+    assert data["metadata"] == json.loads(text)["metadata"]
+    cell = data["cells"][1]
+    assert cell["outputs"] == [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}]
+    assert cell["source"][2:4] == ["%matplotlib inline\n", "!nvidia-smi\n"]
+    assert cell["source"][-1] == '        return x + torch.zeros(x.shape[0], 1, device="cuda")\n'
+    assert data["cells"][2]["source"][4] == "    files = !ls\n"
+
+
+def test_not_a_notebook_is_a_clear_error() -> None:
+    with pytest.raises(NotebookError, match="not valid notebook JSON"):
+        read_notebook("{ not json")
+    with pytest.raises(NotebookError, match="no cell list"):
+        read_notebook('{"metadata": {}}')
