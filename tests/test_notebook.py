@@ -50,7 +50,7 @@ def test_findings_are_located_in_their_cells() -> None:
     notebook = read_notebook(_notebook(("markdown", ["# Title"]), ("code", MODEL_CELL), ("code", LOOP_CELL)))
     located = sorted((notebook.locate(f.line), f.code) for f in lint_source(notebook.module_source()))
     # cell numbers count every cell, markdown included, as the notebook shows them
-    assert located == [((2, 7), "TPL101"), ((3, 3), "TPL103")]
+    assert located == [((2, 7), "TPL101"), ((3, 3), "TPL103"), ((3, 4), "TPL701")]
 
 
 def test_loop_in_one_cell_makes_a_helper_of_another_hot() -> None:

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence, TextIO
+from typing import TextIO
 
 from . import __version__
 from .config import ConfigError, Settings, load_settings, parse_version
 from .docs import render_rule_page
 from .engine.findings import Finding
 from .engine.fixer import fix_bytes
-from .engine.runner import ERROR_CODE, error_finding, lint_bytes
+from .engine.runner import ERROR_CODE, deep_recursion, error_finding, internal_error, lint_bytes
 from .files import discover
 from .reporting import REPORTERS, ReportOptions
 from .rules import ALL_RULES, lookup, select_rules
@@ -95,12 +97,14 @@ def _list_rules(out: TextIO) -> None:
         out.write(f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}{rule.summary}\n")
 
 
-def _read(path: str) -> tuple[Optional[bytes], Optional[Finding]]:
+def _read(path: str) -> tuple[bytes | None, Finding | None]:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            # a FIFO or device named *.py would block the run or never end
+            what = "a directory" if os.path.isdir(path) else "not a regular file"
+            return None, error_finding(path, f"could not read: {what}")
         with open(path, "rb") as stream:
             return stream.read(), None
-    except IsADirectoryError:
-        return None, error_finding(path, "could not read: is a directory")
     except OSError as error:
         return None, error_finding(path, f"could not read: {error.strerror or error}")
 
@@ -122,8 +126,17 @@ class Run:
         self.diffs: list[str] = []
         self.fixed_files = 0
 
-    def file(self, path: str, data: bytes, stdin: bool = False) -> Optional[bytes]:
-        """Lint or fix one file's bytes; returns fixed bytes for stdin under --fix."""
+    def file(self, path: str, data: bytes, stdin: bool = False) -> bytes | None:
+        """Lint or fix one file's bytes; returns fixed bytes for stdin under --fix. Never raises:
+        a failure is a TPL000 finding and the file keeps its bytes."""
+        try:
+            with deep_recursion():
+                return self._file(path, data, stdin)
+        except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
+            self.findings.append(error_finding(path, internal_error("torchperf-lint", error)))
+            return data if stdin else None  # an editor piping its buffer gets it back unchanged
+
+    def _file(self, path: str, data: bytes, stdin: bool) -> bytes | None:
         args = self.args
         if not (args.fix or args.diff):
             self.findings.extend(lint_bytes(data, path, self.rules, self.settings).findings)
@@ -153,7 +166,24 @@ class Run:
         return None
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _emit(stream: TextIO, text: str) -> None:
+    """Write text that may hold a path the terminal's encoding cannot show (a file name with
+    undecodable bytes comes back from the OS as surrogates): escape it rather than crash."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+def _usage_error(message: str) -> int:
+    """One line on stderr, like argparse's own errors but without the usage block: the problem
+    is in a path or a config file, not in how the command was spelled."""
+    _emit(sys.stderr, f"torchperf-lint: error: {message}\n")
+    return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = sys.stdout
@@ -163,29 +193,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.explain:
         rule = lookup(args.explain)
         if rule is None:
-            parser.error(f"unknown rule {args.explain!r}; see --list-rules")
+            return _usage_error(f"unknown rule {args.explain!r}; see --list-rules")
         out.write(render_rule_page(rule))
         return EXIT_CLEAN
     paths = args.paths or ["."]
-    for path in paths:
-        if path != "-" and not os.path.lexists(path):
-            parser.error(f"path not found: {path}")
+    missing = [path for path in paths if path != "-" and not os.path.lexists(path)]
+    if missing:
+        return _usage_error(f"path not found: {', '.join(missing)}")
     first = next((p for p in paths if p != "-"), args.stdin_filename or ".")
     try:
         settings = _settings(args, Path(first))
         rules = select_rules(settings.select, settings.ignore, settings.extend_select, "rule selection")
     except ConfigError as error:
-        parser.error(str(error))
+        return _usage_error(str(error))
     run = Run(args, rules, settings)
     discovery_errors: list[tuple[str, str]] = []
-    stdin_output: Optional[bytes] = None
+    stdin_output: bytes | None = None
+    seen: set[str] = set()
     for path in discover(paths, settings.exclude + settings.extend_exclude, discovery_errors):
+        key = os.path.normpath(path)
+        if key in seen:
+            continue  # named twice, or a file inside a directory also named
+        seen.add(key)
         if path == "-":
             stdin_output = run.file(args.stdin_filename or "-", sys.stdin.buffer.read(), stdin=True)
             continue
-        data, error = _read(path)
-        if error is not None:
-            run.findings.append(error)
+        data, unreadable = _read(path)
+        if unreadable is not None:
+            run.findings.append(unreadable)
             continue
         assert data is not None
         run.file(path, data)
@@ -196,12 +231,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if stdin_output is not None and args.fix:
         sys.stdout.buffer.write(stdin_output)
         sys.stdout.flush()
-        sys.stderr.write(report)
+        _emit(sys.stderr, report)
     elif args.output_file:
-        Path(args.output_file).write_text("".join(run.diffs) + report, encoding="utf-8")
+        try:
+            Path(args.output_file).write_text(
+                "".join(run.diffs) + report, encoding="utf-8", errors="backslashreplace"
+            )
+        except OSError as error:
+            return _usage_error(f"could not write {args.output_file}: {error.strerror or error}")
     else:
-        out.write("".join(run.diffs))
-        out.write(report)
+        _emit(out, "".join(run.diffs) + report)
     if run.fixed_files and args.format == "text":
         sys.stderr.write(f"Fixed {run.fixed_files} file{'s' if run.fixed_files != 1 else ''}.\n")
     if any(f.code == ERROR_CODE for f in run.findings):

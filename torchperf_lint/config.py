@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
+import difflib
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-if sys.version_info >= (3, 11):
+if sys.version_info >= (3, 11):  # noqa: UP036 - Python 3.10 is supported (setup.cfg)
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
@@ -26,7 +27,7 @@ DEFAULT_EXCLUDE = (
     ".nox",
     ".venv",
     "venv",
-    "env",
+    "site-packages",
     ".eggs",
     "__pycache__",
     "build",
@@ -47,17 +48,18 @@ class ConfigError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    select: Optional[tuple[str, ...]] = None  # None: the default rule set
+    select: tuple[str, ...] | None = None  # None: the default rule set
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    torch_version: Optional[tuple[int, int]] = None
+    torch_version: tuple[int, int] | None = None
     torch_version_source: str = "no torch version given or declared: assuming the newest"
     test_file_patterns: tuple[str, ...] = DEFAULT_TEST_FILE_PATTERNS
     lint_all_files: bool = False
-    config_file: Optional[Path] = None
+    config_file: Path | None = None
+    noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -79,49 +81,84 @@ def _as_list(value: Any, key: str, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where}: {key} must be a list of strings, got {value!r}")
 
 
+def _rule_selectors(codes: tuple[str, ...], key: str, where: str) -> tuple[str, ...]:
+    """Codes, code prefixes or rule names that name at least one rule."""
+    from .rules import select_rules  # the registry imports this module
+
+    select_rules(None, (), codes, f"{where}: {key}")
+    return codes
+
+
 def _per_file_ignores(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     pairs: list[tuple[str, tuple[str, ...]]] = []
     if isinstance(value, dict):
         for pattern, codes in value.items():
             pairs.append((pattern, _as_list(codes, "per-file-ignores", where)))
     elif isinstance(value, str):
-        # flake8's form: "path/pattern.py:TPL101,TPL103" one per line (or space separated)
-        for entry in value.split():
-            pattern, sep, codes = entry.rpartition(":")
-            if not sep or not pattern:
-                raise ConfigError(f"{where}: per-file-ignores entry {entry!r} is not PATTERN:CODES")
-            pairs.append((pattern, _as_list(codes, "per-file-ignores", where)))
+        # flake8's form, one `pattern: codes` per line, parsed the way flake8 parses it
+        from flake8.exceptions import ExecutionError  # type: ignore[import-untyped]
+        from flake8.utils import parse_files_to_codes_mapping  # type: ignore[import-untyped]
+
+        try:
+            mapping = parse_files_to_codes_mapping(value)
+        except (ExecutionError, ValueError):
+            raise ConfigError(f"{where}: per-file-ignores must be lines of PATTERN:CODES, got {value!r}") from None
+        pairs.extend((pattern, tuple(codes)) for pattern, codes in mapping)
     else:
         raise ConfigError(f"{where}: per-file-ignores must be a table of pattern = [codes]")
+    for _, codes in pairs:
+        _rule_selectors(codes, "per-file-ignores", where)
     return tuple(pairs)
 
 
+KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "exclude",
+    "extend-exclude",
+    "per-file-ignores",
+    "torch-version",
+    "test-file-patterns",
+    "lint-all-files",
+)
+_BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def section_name(where: str) -> str:
+    return f"tool.{SECTION}" if where.endswith(".toml") else SECTION
+
+
 def apply_values(settings: Settings, raw: dict[str, Any], where: str) -> Settings:
-    """Validate a config table (keys as written) and merge it into `settings`."""
+    """Validate a config table (keys as written) and merge it into `settings`. `where` names
+    the file for error messages."""
     changes: dict[str, Any] = {}
     for key, value in raw.items():
         name = key.replace("_", "-")
-        if name in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+        if name in ("select", "ignore", "extend-select"):
+            changes[name.replace("-", "_")] = _rule_selectors(_as_list(value, name, where), name, where)
+        elif name in ("exclude", "extend-exclude", "test-file-patterns"):
             changes[name.replace("-", "_")] = _as_list(value, name, where)
-        elif name == "test-file-patterns":
-            changes["test_file_patterns"] = _as_list(value, name, where)
         elif name == "per-file-ignores":
             changes["per_file_ignores"] = _per_file_ignores(value, where)
         elif name == "torch-version":
             if not isinstance(value, str):
-                raise ConfigError(f"{where}: torch-version must be a string like \"2.1\"")
+                raise ConfigError(f"{where}: torch-version must be a string like \"2.1\", got {value!r}")
             changes["torch_version"] = parse_version(value, where)
             changes["torch_version_source"] = f"torch-version {value} from {where}"
         elif name == "lint-all-files":
-            if not isinstance(value, bool) and value not in ("true", "false"):
-                raise ConfigError(f"{where}: lint-all-files must be true or false")
-            changes["lint_all_files"] = value in (True, "true")
+            flag = value if isinstance(value, bool) else _BOOLEANS.get(str(value).strip().lower())
+            if flag is None:
+                raise ConfigError(f"{where}: lint-all-files must be true or false, got {value!r}")
+            changes["lint_all_files"] = flag
         else:
-            raise ConfigError(f"{where}: unknown key {key!r} in [{SECTION}]")
+            close = difflib.get_close_matches(name, KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(KEYS)}"
+            raise ConfigError(f"{where}: unknown key {key!r} in [{section_name(where)}]{hint}")
     return settings.replace(**changes)
 
 
-def _read_ini(path: Path) -> Optional[dict[str, Any]]:
+def _read_ini(path: Path) -> dict[str, Any] | None:
     parser = configparser.RawConfigParser()
     try:
         parser.read(path, encoding="utf-8")
@@ -132,12 +169,15 @@ def _read_ini(path: Path) -> Optional[dict[str, Any]]:
     return dict(parser.items(SECTION))
 
 
-def _read_pyproject(path: Path) -> Optional[dict[str, Any]]:
+def _read_pyproject(path: Path) -> dict[str, Any] | None:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = data.get("tool", {}).get(SECTION)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    tool = data.get("tool")
+    table = tool.get(SECTION) if isinstance(tool, dict) else None
     if table is None:
         return None
     if not isinstance(table, dict):
@@ -145,7 +185,7 @@ def _read_pyproject(path: Path) -> Optional[dict[str, Any]]:
     return table
 
 
-def find_config(start: Path) -> Optional[tuple[Path, dict[str, Any]]]:
+def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
     """The nearest config table at or above `start`."""
     directory = start if start.is_dir() else start.parent
     directory = directory.resolve()
@@ -163,15 +203,18 @@ def find_config(start: Path) -> Optional[tuple[Path, dict[str, Any]]]:
     return None
 
 
-def load_settings(start: Path, config_file: Optional[Path] = None) -> Settings:
+def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     """Defaults merged with the config found at or above `start` (or with `config_file`)."""
     settings = Settings()
+    found: tuple[Path, dict[str, Any]] | None
     if config_file is not None:
         if not config_file.is_file():
             raise ConfigError(f"{config_file}: config file not found")
         reader = _read_pyproject if config_file.suffix == ".toml" else _read_ini
         table = reader(config_file)
-        found = (config_file, table) if table is not None else None
+        if table is None:
+            raise ConfigError(f"{config_file}: no [{section_name(str(config_file))}] section")
+        found = (config_file, table)
     else:
         found = find_config(start)
     if found is None:

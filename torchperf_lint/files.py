@@ -1,15 +1,16 @@
 """Which files a run lints: explicit files always, directories recursively (`*.py`), minus
-excluded names and paths."""
+excluded names and paths and any virtualenv or conda environment inside them."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .engine.paths import matches_path
 
 SOURCE_SUFFIXES = (".py",)
+ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")
 
 
 def is_excluded(path: str, patterns: Sequence[str]) -> bool:
@@ -19,6 +20,11 @@ def is_excluded(path: str, patterns: Sequence[str]) -> bool:
         if name == bare or matches_path(path, bare):
             return True
     return False
+
+
+def is_environment(directory: str) -> bool:
+    """A virtualenv (`pyvenv.cfg`) or conda environment (`conda-meta/`), whatever its name."""
+    return any(os.path.exists(os.path.join(directory, marker)) for marker in ENVIRONMENT_MARKERS)
 
 
 def discover(paths: Sequence[str], exclude: Sequence[str], errors: list[tuple[str, str]]) -> Iterator[str]:
@@ -36,7 +42,12 @@ def _walk(root: str, exclude: Sequence[str], errors: list[tuple[str, str]]) -> I
         errors.append((error.filename or root, f"could not read directory: {error.strerror or error}"))
 
     for directory, subdirs, files in os.walk(root, onerror=on_error, followlinks=False):
-        subdirs[:] = sorted(d for d in subdirs if not is_excluded(os.path.join(directory, d), exclude))
+        subdirs[:] = sorted(
+            d
+            for d in subdirs
+            if not is_excluded(os.path.join(directory, d), exclude)
+            and not is_environment(os.path.join(directory, d))
+        )
         for name in sorted(files):
             path = os.path.join(directory, name)
             if name.endswith(SOURCE_SUFFIXES) and not is_excluded(path, exclude):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from . import __version__
 from .config import ConfigError, Settings, parse_version
-from .engine.runner import ERROR_CODE, lint_bytes
+from .engine.runner import error_finding, internal_error, lint_bytes
 from .rules import ALL_RULES, select_rules
 from .rules.base import Rule
 
@@ -15,7 +16,7 @@ from .rules.base import Rule
 class TorchPerfPlugin:
     name = "torchperf-lint"
     version = __version__
-    _settings = Settings()
+    _settings = Settings(noqa=False)  # flake8 applies noqa comments itself, honouring --disable-noqa
     _rules: Sequence[Rule] = select_rules(None, ())
 
     def __init__(self, tree: Any, filename: str, lines: Sequence[str]) -> None:
@@ -41,7 +42,7 @@ class TorchPerfPlugin:
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
-        settings = Settings()
+        settings = Settings(noqa=False)
         version = getattr(options, "torchperf_torch_version", None)
         if version:
             try:
@@ -63,8 +64,13 @@ class TorchPerfPlugin:
         cls._rules = select_rules(None, (), extra)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        result = lint_bytes("".join(self.lines), self.filename, self._rules, self._settings)
-        for finding in result.findings:
-            if finding.code == ERROR_CODE and finding.message.startswith("could not parse"):
-                continue  # flake8 reports syntax errors itself (E999)
+        # flake8 calls us only for files its own parser accepted (it reports E999/E902 for the
+        # others), so a TPL000 here is something flake8 cannot see: a file libcst cannot parse,
+        # one nested too deeply, or a bug in a rule. Nothing may escape: flake8 would abort the
+        # whole run on an exception raised while it iterates over our findings.
+        try:
+            findings = lint_bytes("".join(self.lines), self.filename, self._rules, self._settings).findings
+        except Exception as error:  # noqa: BLE001 - lint_bytes never raises; this is the last guard
+            findings = [error_finding(self.filename, internal_error("the flake8 plugin", error))]
+        for finding in findings:
             yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self)

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterator, Optional
 
 import libcst as cst
 
 from ..config import Settings
+from .batches import Batches
+from .constants import HostConstants
+from .constructors import ModuleGraph
+from .devices import HostTensors
+from .grad_mode import GradMode
 from .hotpath import HotPaths, Reason
+from .iteration import Iterations
 from .names import Names
 from .paths import matches_path
+from .sequential import LoopDependences, LoopFacts
 from .tensors import TensorInference, Tensorness
+from .torch_version import Declared, target_version
 from .walker import Binding, FileFacts, Loop
 
 _CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda""")
@@ -75,7 +84,88 @@ class Context:
         """The step loop whose body holds `node` (in the same function), if any."""
         return self.hot.step_loop(node)
 
+    def is_optimizer_step(self, call: cst.Call) -> bool:
+        """`<x>.step()` on an optimizer: a receiver named like one, or bound to `torch.optim.*`."""
+        return (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "step"
+            and self.hot._is_optimizer_step(call)
+        )
+
+    @functools.cached_property
+    def _loop_dependences(self) -> LoopDependences:
+        return LoopDependences(self.facts.imports)
+
+    def loop_facts(self, loop: Loop) -> LoopFacts:
+        """What one iteration of `loop` hands to the next (`.carried`: name -> reduction or
+        recurrence), every read in its body (`.uses(name)`), and whether it exits early."""
+        return self._loop_dependences.facts(loop)
+
+    def is_sequential_loop(self, loop: Loop) -> bool:
+        """A name assigned in the body is read by the next iteration before it is reassigned
+        (`h = cell(x[t], h)`); list appends and reductions (`acc = acc + f(x[i])`) are not."""
+        return self._loop_dependences.facts(loop).sequential
+
+    # -- modules ------------------------------------------------------------------------
+    @functools.cached_property
+    def module_graph(self) -> ModuleGraph:
+        """Constructor calls behind module names and attributes, and how modules are wired."""
+        return ModuleGraph(self.facts, self.names, self.hot)
+
+    @functools.cached_property
+    def iterations(self) -> Iterations:
+        """Where objects built by calls (DataLoaders) are iterated, and whether that repeats."""
+        return Iterations(self.facts, self.names, self.hot)
+
+    # -- autograd and the target torch version -----------------------------------------
+    @functools.cached_property
+    def grad_mode(self) -> GradMode:
+        return GradMode(self.facts, self.names, self.hot)
+
+    def grad_disabled(self, node: cst.CSTNode) -> bool:
+        """`node` runs under `torch.no_grad()`/`inference_mode()`/`set_grad_enabled(False)`:
+        a `with` block, a decorator of an enclosing function, an earlier statement, or every
+        call site in the file of the function that holds it."""
+        return self.grad_mode.disabled_by(node) is not None
+
+    def target_torch_version(self) -> Declared:
+        """The torch version the file targets (`.version` None: the newest) and where that
+        comes from (`.source`): --torch-version/config, else the project's requirement."""
+        return target_version(self.path, self.settings.torch_version, self.settings.torch_version_source)
+
+    # -- batches and host values ---------------------------------------------------------
+    @functools.cached_property
+    def _batches(self) -> Batches:
+        return Batches(self.facts, self.names, self.hot)
+
+    def batch_loop(self, expr: cst.BaseExpression) -> Optional[cst.For]:
+        """The loop over a DataLoader whose batch `expr` is, or is an element of (unpacked,
+        indexed, or a value of its dict); None when `expr` is not batch data."""
+        return self._batches.loop_of(expr)
+
+    def is_whole_batch(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a loader loop's item itself (`for batch in loader`), not an element of it."""
+        return self._batches.is_whole_item(expr)
+
+    @functools.cached_property
+    def _host_constants(self) -> HostConstants:
+        return HostConstants(self.facts, self.names, self.hot)
+
+    def is_step_invariant(self, expr: cst.BaseExpression) -> bool:
+        """`expr` has the same host value at every step: literals, and names or `self.`
+        attributes that hot code never rebinds."""
+        return self._host_constants.is_step_invariant(expr)
+
     # -- tensors and devices -----------------------------------------------------------
+    @functools.cached_property
+    def _host_tensors(self) -> HostTensors:
+        return HostTensors(self.names, self.is_tensor)
+
+    def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is certainly a CPU tensor: built by a torch factory or from host data without
+        `device=`, never moved; reading its values waits for no device."""
+        return self._host_tensors.is_host_tensor(expr)
+
     def is_tensor(self, expr: cst.BaseExpression, certain: bool = False) -> bool:
         wanted = Tensorness.CERTAIN if certain else Tensorness.LIKELY
         return self.tensors.infer(expr) >= wanted

@@ -5,7 +5,8 @@ to change, so encoding, BOM, newline style and formatting survive."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Sequence, Union
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -43,7 +44,7 @@ class _Replace(cst.CSTTransformer):
 
     def on_leave(
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
-    ) -> Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel[cst.CSTNode]]:
+    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
         return self._replacements.get(original_node, updated_node)  # type: ignore[return-value]
 
 
@@ -97,11 +98,50 @@ def _add_torch_import(module: cst.Module) -> cst.Module:
     return module.with_changes(body=body)
 
 
+def _apply(module: cst.Module, fixes: Sequence[Fix]) -> bytes:
+    """The bytes of `module` with `fixes` (non-overlapping) applied in one transform."""
+    mapping: dict[cst.CSTNode, Replacement] = {}
+    for fix in fixes:
+        mapping.update(fix.replacements)
+    fixed = module.visit(_Replace(mapping))
+    if any(fix.needs_torch_import for fix in fixes):
+        fixed = _add_torch_import(fixed)
+    return fixed.bytes
+
+
+def _render(module: cst.Module, fixes: Sequence[Fix]) -> bytes | None:
+    """The fixed bytes, or None when a replacement cannot be rendered or the result does not
+    parse."""
+    try:
+        candidate = _apply(module, fixes)
+        cst.parse_module(candidate)
+    except Exception:  # noqa: BLE001 - any failure means "do not hand this back"
+        return None
+    return candidate
+
+
+def _apply_checked(module: cst.Module, fixes: Sequence[Fix]) -> tuple[bytes, int] | None:
+    """Apply `fixes` and say how many went in. If the result does not parse, keep only the
+    fixes that parse on their own (a bad fix must not block the others), or only the first
+    of them if they fail only together. None when no fix can be applied."""
+    candidate = _render(module, fixes)
+    if candidate is not None:
+        return candidate, len(fixes)
+    if len(fixes) == 1:
+        return None
+    good = [fix for fix in fixes if _render(module, [fix]) is not None]
+    if len(good) == len(fixes):
+        good = good[:1]
+    return _apply_checked(module, good) if good else None
+
+
 def fix_bytes(
     data: bytes, path: str, rules: Sequence[Rule], settings: Settings, unsafe: bool = False
 ) -> FixOutcome:
     """The fixed bytes of one file and what remains. A file that does not parse is returned
-    unchanged with its TPL000 finding."""
+    unchanged with its TPL000 finding. Fixes on nested nodes go in successive passes: a pass
+    applies only fixes whose nodes neither contain nor sit inside each other, and the next
+    pass re-lints the result."""
     current = data
     applied = 0
     result = lint_bytes(current, path, rules, settings)
@@ -111,16 +151,13 @@ def fix_bytes(
         fixes = _choose(result.findings, result.parents, unsafe)
         if not fixes:
             break
-        mapping: dict[cst.CSTNode, Replacement] = {}
-        for fix in fixes:
-            mapping.update(fix.replacements)
-        module = result.module.visit(_Replace(mapping))
-        if any(fix.needs_torch_import for fix in fixes):
-            module = _add_torch_import(module)
-        candidate = module.bytes
+        outcome = _apply_checked(result.module, fixes)
+        if outcome is None or outcome[0] == current:
+            break  # nothing applicable, or fixes that change nothing: stop rather than loop
+        candidate, count = outcome
         reparsed = lint_bytes(candidate, path, rules, settings)
-        if reparsed.module is None:
+        if reparsed.errors and reparsed.module is None:
             break  # never hand back code that does not parse
         current, result = candidate, reparsed
-        applied += len(fixes)
+        applied += count
     return FixOutcome(data, current, applied, result)

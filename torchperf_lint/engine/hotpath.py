@@ -223,11 +223,20 @@ class HotPaths:
         todo: list[cst.BaseExpression] = [loop.iter]
         while todo:
             expr = todo.pop()
+            if expr in candidates:
+                continue  # `it = tqdm(it)`
             candidates.append(expr)
             if isinstance(expr, cst.Call):
                 callee = (dotted_name(expr.func) or "").split(".")[-1]
                 if callee in _ITERATION_WRAPPERS:
                     todo.extend(arg.value for arg in expr.args if arg.keyword is None)
+            elif isinstance(expr, cst.Name):
+                # `epoch_iterator = tqdm(train_dataloader)`, then `for batch in epoch_iterator:`
+                for binding in self._names.lookup(expr.value, expr):
+                    value = binding.node
+                    if binding.kind == "assign" and isinstance(value, cst.Call):
+                        if (dotted_name(value.func) or "").split(".")[-1] in _ITERATION_WRAPPERS:
+                            todo.append(value)
         for candidate in candidates:
             label = self._loader_label(candidate)
             if label is not None:

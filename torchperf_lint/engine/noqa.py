@@ -12,21 +12,21 @@ import tokenize
 
 # The same pattern flake8 7 uses (flake8/defaults.py); codes are letters followed by digits.
 NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
-NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa(?P<codes>:\s?[^\n]*)?", re.IGNORECASE)
+NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.IGNORECASE)
+_LINE_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
 class NoqaIndex:
     def __init__(self, source: str) -> None:
-        self._lines = source.splitlines(keepends=True)
+        # Physical lines end at \n, \r\n or \r only (str.splitlines would also split at a form feed
+        # and shift every later line); flake8 strips the BOM.
+        self._lines = [line for line in _LINE_ENDS.split(source.removeprefix("\ufeff")) if line]
         self._mapping: dict[int, str] | None = None
 
     def file_is_exempt(self) -> bool:
-        """`# flake8: noqa` alone on a line exempts the file (flake8 ignores it when codes follow)."""
-        for line in self._lines:
-            match = NOQA_FILE.match(line)
-            if match and not match.group("codes"):
-                return True
-        return False
+        """A line that starts with `# flake8: noqa` exempts the file, as in flake8 7 (codes after
+        it do not narrow it); after code on a line it means nothing."""
+        return any(NOQA_FILE.match(line) for line in self._lines)
 
     def _build(self) -> dict[int, str]:
         mapping: dict[int, str] = {}

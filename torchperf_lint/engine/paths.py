@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 from pathlib import PurePath
 
 
+@functools.lru_cache(maxsize=4096)  # asked per node by rules (ctx.is_test_file): keep it O(1)
 def matches_path(path: str, pattern: str) -> bool:
     """flake8-style path pattern: a glob on the whole path, its tail, or a directory part."""
-    posix = PurePath(path).as_posix()
+    posix = PurePath(path.replace("\\", "/")).as_posix()  # `a\b.py` is `a/b.py` on every OS
     if pattern.endswith("/"):
         return f"/{pattern}" in f"/{posix}" or posix.startswith(pattern)
+    if "/" not in pattern:
+        # a name pattern (`test_*.py`): fnmatch's `*` would cross `/` and match any file under a
+        # `test_...` directory
+        return fnmatch.fnmatch(PurePath(posix).name, pattern)
     return (
         fnmatch.fnmatch(posix, pattern)
         or fnmatch.fnmatch(posix, f"*/{pattern}")

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import codecs
+import contextlib
 import dataclasses
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -20,14 +26,15 @@ if TYPE_CHECKING:
 
 ERROR_CODE = "TPL000"
 ISSUES_URL = "https://github.com/torchperf-lint/torchperf-lint/issues"
+RECURSION_LIMIT = 20_000
 
 
 @dataclasses.dataclass
 class FileResult:
     path: str
     findings: list[Finding]
-    module: Optional[cst.Module] = None  # None when the file did not parse (or was skipped)
-    parents: Optional[dict[cst.CSTNode, cst.CSTNode]] = None  # the walk's parent map, for fixes
+    module: cst.Module | None = None  # None when the file did not parse (or was skipped)
+    parents: dict[cst.CSTNode, cst.CSTNode] | None = None  # the walk's parent map, for fixes
 
     @property
     def errors(self) -> list[Finding]:
@@ -38,19 +45,113 @@ def error_finding(path: str, what: str, line: int = 1, col: int = 1) -> Finding:
     return Finding(ERROR_CODE, "error", what, path, line, col, line, col)
 
 
-def parse(data: Union[bytes, str], path: str) -> tuple[Optional[cst.Module], Optional[Finding]]:
+def internal_error(where: str, error: BaseException) -> str:
+    """One line naming the failing rule (or the engine) and asking for a report."""
+    detail = str(error).strip().splitlines()
+    what = f"{type(error).__name__}: {detail[0]}" if detail else type(error).__name__
+    return f"internal error in {where} ({what}); please report it at {ISSUES_URL}"
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Room for libcst's recursive parser and visitors on deeply nested code (1,000 levels of
+    nesting take about 12,000 frames); the old limit comes back afterwards."""
+    old = sys.getrecursionlimit()
+    if old >= RECURSION_LIMIT:
+        yield
+        return
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def parse(data: bytes | str, path: str) -> tuple[cst.Module | None, Finding | None]:
     """The module, or a TPL000 finding saying why it could not be parsed."""
     try:
         return cst.parse_module(data), None
     except cst.ParserSyntaxError as error:
-        message = error.message.splitlines()[0] if error.message else "invalid syntax"
-        return None, error_finding(
-            path, f"could not parse: {message}", error.raw_line, error.raw_column + 1
-        )
+        return None, _syntax_error(data, path, error)
     except RecursionError:
         return None, error_finding(path, "could not parse: nesting too deep for the parser")
     except (UnicodeError, LookupError, SyntaxError, ValueError) as error:
-        return None, error_finding(path, f"could not decode: {error}")
+        return None, _decode_error(data, path, error)
+
+
+def _position(data: bytes | str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a byte (or character) offset."""
+    newline: bytes | str = b"\n" if isinstance(data, bytes) else "\n"
+    line_start = data.rfind(newline, 0, offset) + 1  # type: ignore[arg-type]
+    return data.count(newline, 0, offset) + 1, offset - line_start + 1  # type: ignore[arg-type]
+
+
+def _nul_byte(data: bytes | str, path: str) -> Finding | None:
+    offset = data.find(b"\0" if isinstance(data, bytes) else "\0")  # type: ignore[arg-type]
+    if offset < 0:
+        return None
+    return error_finding(path, "could not parse: contains a NUL byte (a binary file?)", *_position(data, offset))
+
+
+def _syntax_error(data: bytes | str, path: str, error: cst.ParserSyntaxError) -> Finding:
+    """CPython's own message where it has one (`Missing parentheses in call to 'print'`), else
+    libcst's, at the position of the error."""
+    nul = _nul_byte(data, path)
+    if nul is not None:
+        return nul
+    try:
+        compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        if python_error.lineno and python_error.msg:
+            column = max(python_error.offset or 1, 1)  # characters, like every other column
+            return error_finding(path, f"could not parse: {python_error.msg}", python_error.lineno, column)
+    except Exception:  # noqa: BLE001, S110 - only a better message was at stake
+        pass
+    message = error.message.splitlines()[0] if error.message else "invalid syntax"
+    return error_finding(path, f"could not parse: {message}", error.raw_line, error.raw_column + 1)
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _declared_encoding(data: bytes) -> tuple[int, str] | None:
+    """The line (1 or 2) and name of a PEP 263 coding declaration."""
+    head = data.removeprefix(codecs.BOM_UTF8)
+    for number, line in enumerate(head.splitlines()[:2], start=1):
+        match = _CODING.match(line)
+        if match:
+            return number, match.group(1).decode("ascii", "replace")
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break
+    return None
+
+
+def _decode_error(data: bytes | str, path: str, error: Exception) -> Finding:
+    """Where and why the bytes are not text in the file's encoding."""
+    nul = _nul_byte(data, path)
+    if nul is not None:
+        return nul
+    if not isinstance(data, bytes):
+        return error_finding(path, f"could not decode: {error}")
+    declared = _declared_encoding(data)
+    encoding = declared[1] if declared else "utf-8"
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        assert declared is not None
+        return error_finding(path, f"could not decode: unknown encoding {encoding!r} declared", declared[0], 1)
+    if data.startswith(codecs.BOM_UTF8) and declared and codecs.lookup(encoding).name != "utf-8":
+        return error_finding(
+            path, f"could not decode: a UTF-8 byte order mark and a {encoding!r} declaration disagree", declared[0], 1
+        )
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as bad:
+        line, column = _position(data, bad.start)
+        byte = data[bad.start : bad.start + 1].hex()
+        where = f"the declared encoding {encoding!r}" if declared else "utf-8 (no encoding declared)"
+        return error_finding(path, f"could not decode: byte 0x{byte} is not valid in {where}", line, column)
+    return error_finding(path, f"could not decode: {error}")
 
 
 def run_rules(
@@ -68,16 +169,10 @@ def run_rules(
                 for node in facts.collected.get(kind, ()):
                     reports.extend(rule.check(node, ctx))
             reports.extend(rule.check_file(ctx))
-        except Exception as error:  # a bug in one rule must not hide the others' findings
-            failures.append(
-                Report(
-                    ERROR_CODE,
-                    "internal-error",
-                    module,
-                    f"internal error in {rule.code} ({type(error).__name__}: {error}); "
-                    f"please report it at {ISSUES_URL}",
-                )
-            )
+        except RecursionError:
+            raise  # the file is too deeply nested for every rule, not a bug in this one
+        except Exception as error:  # noqa: BLE001 - a bug in one rule must not hide the others
+            failures.append(Report(ERROR_CODE, "internal-error", module, internal_error(rule.code, error)))
     if not reports and not failures:
         return [], facts.parents
     return _place(module, source, path, reports + failures, settings), facts.parents
@@ -88,8 +183,8 @@ def _place(
 ) -> list[Finding]:
     # Positions cost a second pass over the tree, so only files with findings pay it.
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    noqa = NoqaIndex(source)
-    exempt = noqa.file_is_exempt()
+    noqa = NoqaIndex(source) if settings.noqa else None
+    exempt = noqa is not None and noqa.file_is_exempt()
     ignored = tuple(
         code
         for pattern, codes in settings.per_file_ignores
@@ -107,7 +202,7 @@ def _place(
         start_line, start_col = (where.start.line, where.start.column) if where else (1, 0)
         end_line, end_col = (where.end.line, where.end.column) if where else (1, 0)
         if report.code != ERROR_CODE:
-            if exempt or noqa.suppresses(start_line, report.code):
+            if exempt or (noqa is not None and noqa.suppresses(start_line, report.code)):
                 continue
             if ignored and report.code.startswith(ignored):
                 continue
@@ -136,19 +231,25 @@ def _place(
 
 
 def lint_bytes(
-    data: Union[bytes, str], path: str, rules: Sequence[Rule], settings: Settings
+    data: bytes | str, path: str, rules: Sequence[Rule], settings: Settings
 ) -> FileResult:
-    """Lint one file's bytes (or its decoded text, as flake8 hands it). Never raises."""
-    marker: Union[bytes, str] = b"torch" if isinstance(data, bytes) else "torch"
+    """Lint one file's bytes (or its decoded text, as flake8 hands it). Never raises: what
+    cannot be checked, including a bug in the engine, is a TPL000 finding."""
+    marker: bytes | str = b"torch" if isinstance(data, bytes) else "torch"
     if not settings.lint_all_files and marker not in data:  # type: ignore[operator]
         return FileResult(path, [])  # cannot hold a PyTorch pattern: skip the parse
-    module, error = parse(data, path)
-    if module is None:
-        assert error is not None
-        return FileResult(path, [error])
-    try:
-        source = data.decode(module.encoding) if isinstance(data, bytes) else data
-        findings, parents = run_rules(module, source, path, rules, settings)
-    except RecursionError:
-        return FileResult(path, [error_finding(path, "could not analyse: nesting too deep")])
+    with deep_recursion():
+        try:
+            module, error = parse(data, path)
+            if module is None:
+                assert error is not None
+                return FileResult(path, [error])
+            source = data.decode(module.encoding) if isinstance(data, bytes) else data
+            findings, parents = run_rules(module, source, path, rules, settings)
+        except RecursionError:
+            return FileResult(path, [error_finding(path, "could not analyse: nesting too deep")])
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 - a Rust panic in libcst is a BaseException
+            return FileResult(path, [error_finding(path, internal_error("the engine", error))])
     return FileResult(path, findings, module, parents)

@@ -37,6 +37,8 @@ _NOT_TENSOR_FUNCTIONS = frozenset(
     autocast result_type promote_types can_cast finfo iinfo split chunk unbind meshgrid
     broadcast_tensors set_rng_state is_inference_mode_enabled""".split()
 )
+# Predicates, getters and setters of global state: torch.are_deterministic_algorithms_enabled()...
+_NOT_TENSOR_PREFIXES = ("is_", "are_", "get_", "set_")
 _TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.fft.", "torch.linalg.", "torch.special.")
 # Tensor methods whose result is not a tensor.
 NON_TENSOR_METHODS = frozenset(
@@ -75,6 +77,8 @@ def is_torch_tensor_function(qualified: str) -> bool:
         return False
     if name[:1].isupper():
         return name.endswith("Tensor")
+    if name.startswith(_NOT_TENSOR_PREFIXES) and name != "get_rng_state":
+        return False  # torch.is_autocast_enabled(), torch.get_default_device()...
     return name not in _NOT_TENSOR_FUNCTIONS
 
 
@@ -137,7 +141,8 @@ class TensorInference:
         qualified = self._names.qualified_name(call)
         if qualified is not None:
             if is_torch_tensor_function(qualified):
-                return Tensorness.CERTAIN
+                # private helpers are internal, and some return bools (torch._use_cudnn_rnn_flatten_weight)
+                return Tensorness.LIKELY if qualified.startswith("torch._") else Tensorness.CERTAIN
             return Tensorness.NO
         func = call.func
         if isinstance(func, cst.Attribute):

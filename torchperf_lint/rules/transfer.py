@@ -6,15 +6,14 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from ..engine.batches import HOST_CONVERSIONS
 from ..engine.context import Context
-from ..engine.edits import add_keyword, keyword, torch_attribute
+from ..engine.devices import GENERATING_FACTORIES
+from ..engine.edits import add_keyword, has_star_kwargs, keyword, torch_attribute
 from ..engine.findings import Fix, Report, Safety
 from ..engine.walker import dotted_name
 from .base import Rule
 
-GENERATING_FACTORIES = frozenset(
-    "randperm zeros ones empty full arange rand randn randint normal eye linspace logspace".split()
-)
 _TO_HOST = frozenset({"tolist", "numpy", "item"})
 
 
@@ -30,7 +29,9 @@ def _chained_move(call: cst.Call, ctx: Context) -> Optional[cst.Call]:
 
 def _goes_to_host(call: cst.Call, ctx: Context) -> bool:
     attribute = ctx.parent(call)
-    return isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST
+    return (
+        isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST
+    )
 
 
 def move_target(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpression, Safety]]:
@@ -264,14 +265,16 @@ class CpuFactoryInHotPath(Rule):
         target = move_target(move, ctx) if move is not None else None
         if move is not None and target is not None:
             device, safety = target
-            fix = Fix.replace(move, add_keyword(node, "device", device), safety, "pass device= to the factory")
+            fix = Fix.replace(
+                move, add_keyword(node, "device", device), safety, "pass device= to the factory"
+            )
             shown = ctx.code(device)
             report_node: cst.CSTNode = move
         else:
-            device = ctx.device_for(node)
-            shown = ctx.code(device) if device is not None else "<the model's device>"
-            if device is not None and move is None:
-                fix = Fix.replace(node, add_keyword(node, "device", device), Safety.UNSAFE, "pass device=")
+            in_scope = ctx.device_for(node)
+            shown = ctx.code(in_scope) if in_scope is not None else "<the model's device>"
+            if in_scope is not None and move is None:
+                fix = Fix.replace(node, add_keyword(node, "device", in_scope), Safety.UNSAFE, "pass device=")
             report_node = move if move is not None else node
         yield self.report(
             report_node, reason=reason, fix=fix, factory=factory, place=hot_place(node, ctx), device=shown
@@ -499,3 +502,1194 @@ class PythonRangeIndexing(Rule):
         call = add_keyword(cst.Call(func=arange, args=args), "device", device)
         safety = Safety.SAFE if ctx.is_tensor(node.value, certain=True) else Safety.UNSAFE
         return Fix.replace(range_call, call, safety, "use torch.arange on the device", needs_import)
+
+
+# -- shared by TPL102-TPL107 ------------------------------------------------------------
+
+_HOST_CONSTRUCTORS = frozenset(
+    {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"}
+)
+# Tensor methods that copy values to the host and wait for the device.
+_SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+_SYNC_CASTS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+_VALUE_COMPARISONS = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
+
+
+def _is_host_constructor(qualified: str) -> bool:
+    """`torch.tensor`, `torch.from_numpy`... and the legacy `torch.FloatTensor`-style classes."""
+    if qualified in _HOST_CONSTRUCTORS:
+        return True
+    name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
+    return "." not in name and name[:1].isupper() and name.endswith("Tensor")
+
+
+def device_move(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpression, Safety]]:
+    """Like `move_target`, judged on the device part alone: `.to(d, torch.half)`,
+    `.to(d, non_blocking=True)` and `.cuda(d, non_blocking=True)` move to `d`."""
+    assert isinstance(move.func, cst.Attribute)
+    device_args = [
+        a for a in move.args if a.star == "" and (a.keyword is None or a.keyword.value == "device")
+    ]
+    if move.func.attr.value == "to":
+        device_args = device_args[:1]
+    return move_target(move.with_changes(args=device_args), ctx)
+
+
+def _to_accelerator(move: cst.Call, ctx: Context) -> bool:
+    """`move` may take its value to an accelerator: a device that is not the CPU, or the device
+    of another tensor (`.to(x)`, `.type_as(x)`)."""
+    assert isinstance(move.func, cst.Attribute)
+    positional = [a.value for a in move.args if a.keyword is None and a.star == ""]
+    if move.func.attr.value in ("to", "type_as") and len(positional) == 1 and ctx.is_tensor(positional[0]):
+        return True
+    if move.func.attr.value == "type_as":
+        return False
+    target = device_move(move, ctx)
+    if target is None:
+        return False
+    device = target[0]
+    if isinstance(device, cst.SimpleString):
+        text = device.evaluated_value
+        return not (isinstance(text, str) and text.startswith(("cpu", "meta")))
+    return True
+
+
+def _move_after_conversions(call: cst.Call, ctx: Context) -> Optional[cst.Call]:
+    """The `.cuda()`/`.to()`/`.type_as()` applied to `call`'s result, through `.float()`-style
+    conversions."""
+    current = call
+    while True:
+        attribute = ctx.parent(current)
+        if not (isinstance(attribute, cst.Attribute) and attribute.value is current):
+            return None
+        outer = ctx.parent(attribute)
+        if not (isinstance(outer, cst.Call) and outer.func is attribute):
+            return None
+        if attribute.attr.value in ("cuda", "to", "type_as"):
+            return outer
+        if attribute.attr.value not in HOST_CONVERSIONS:
+            return None
+        current = outer
+
+
+def _condition_parts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The operands that `and`/`or`/`not` hand to `bool()`."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from _condition_parts(test.left)
+        yield from _condition_parts(test.right)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _condition_parts(test.expression)
+    else:
+        yield test
+
+
+def _is_bare_parameter(expr: cst.BaseExpression, ctx: Context) -> bool:
+    if not isinstance(expr, cst.Name):
+        return False
+    bindings = ctx.bindings(expr.value, expr)
+    return bool(bindings) and all(b.kind == "param" for b in bindings)
+
+
+def _shown_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """A tensor whose values `print()` or an f-string would read: certain, or likely but neither
+    a bare parameter (a flag or a name) nor a host batch."""
+    if ctx.is_host_tensor(expr):
+        return False
+    if ctx.is_tensor(expr, certain=True):
+        return True
+    return ctx.is_tensor(expr) and not _is_bare_parameter(expr, ctx) and ctx.batch_loop(expr) is None
+
+
+def _printed(call: cst.Call) -> Iterator[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None:
+            continue
+        if isinstance(arg.value, cst.FormattedString):
+            for part in arg.value.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    yield part.expression
+        else:
+            yield arg.value
+
+
+def _on_device(expr: cst.BaseExpression, ctx: Context, certain: bool = False) -> bool:
+    """A tensor that may live on an accelerator (not a CPU tensor built in this code)."""
+    return ctx.is_tensor(expr, certain=certain) and not ctx.is_host_tensor(expr)
+
+
+def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
+    """What in `call` copies tensor values to the host (`.item()`, `float()`, `print()`...), or None."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        if (method in _SYNC_METHODS or method == "nonzero") and _on_device(func.value, ctx):
+            return f".{method}()"
+    qualified = ctx.qualified_name(call)
+    if qualified == "torch.nonzero" and call.args and not ctx.is_host_tensor(call.args[0].value):
+        return "torch.nonzero()"
+    if qualified in _SYNC_CASTS and len(call.args) == 1 and _on_device(call.args[0].value, ctx, certain=True):
+        return f"{qualified[len('builtins.'):]}() of a tensor"
+    if qualified == "builtins.print" and any(_shown_tensor(e, ctx) for e in _printed(call)):
+        return "print() of a tensor"
+    return None
+
+
+def _reads_tensor(test: cst.BaseExpression, ctx: Context) -> bool:
+    """An `assert`/`if` test whose truth needs tensor values on the host."""
+    for part in _condition_parts(test):
+        operands = [part]
+        if isinstance(part, cst.Comparison):
+            operands = [part.left, *(c.comparator for c in part.comparisons)]
+        for operand in operands:
+            if _on_device(operand, ctx, certain=True):
+                return True
+            if isinstance(operand, cst.Call) and (
+                host_sync(operand, ctx) is not None or _compares_values(operand, ctx)
+            ):
+                return True
+    return False
+
+
+def _compares_values(call: cst.Call, ctx: Context) -> bool:
+    """`torch.equal(a, b)`, `torch.allclose(a, b)`, `a.equal(b)`: bools computed from tensor values."""
+    if ctx.qualified_name(call) in _VALUE_COMPARISONS:
+        return True
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in ("equal", "allclose")
+        and ctx.is_tensor(func.value)
+    )
+
+
+def _on_error_path(node: cst.CSTNode, ctx: Context) -> bool:
+    """Inside an `assert` (its test is TPL104's, its message runs only when it fails) or a
+    `raise`."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.Assert, cst.Raise)):
+            return True
+        if isinstance(ancestor, (cst.BaseStatement, cst.FunctionDef)):
+            return False
+    return False
+
+
+def _contains_modulo(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Modulo):
+            return True
+        return _contains_modulo(expr.left) or _contains_modulo(expr.right)
+    if isinstance(expr, cst.Comparison):
+        return _contains_modulo(expr.left) or any(_contains_modulo(c.comparator) for c in expr.comparisons)
+    if isinstance(expr, cst.BooleanOperation):
+        return _contains_modulo(expr.left) or _contains_modulo(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _contains_modulo(expr.expression)
+    return False
+
+
+def _runs_periodically(node: cst.CSTNode, ctx: Context) -> bool:
+    """In the body of `if step % log_every == 0:` inside the loop: not every iteration."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef)):
+            return False
+        if isinstance(ancestor, cst.If) and child is ancestor.body and _contains_modulo(ancestor.test):
+            return True
+        child = ancestor
+    return False
+
+
+class ConstantCopiedPerStep(Rule):
+    """## What it does
+    Flags a tensor built from host values that never change (`torch.tensor([...])`,
+    `torch.Tensor(list)`, `torch.FloatTensor(...)`, `torch.as_tensor(np_array)`,
+    `torch.from_numpy(...)`) and moved with `.cuda()`/`.to(...)` in hot code: literals,
+    module-level names, parameters of the setup code and `self.` attributes that hot code never
+    assigns.
+
+    ## Why it is slow
+    Every step builds the same tensor on the CPU and copies it from pageable memory to the
+    device: a host-to-device copy and a synchronisation point the GPU waits on. Built once and
+    kept as a buffer, it costs nothing. On an H100, seed 004's loss, which passed
+    `torch.Tensor([0.1]*10).cuda()` as class weights at every call, trained 1.18x faster with
+    the weights registered as a buffer.
+
+    ## Fix safety
+    No automatic fix: where the tensor should live (a buffer of which module, a variable before
+    which loop) is a design decision. The message says what to do.
+
+    ## When it stays silent
+    Cold code (`__init__`, module level); host values that change every step (batch data,
+    parameters of `forward`, attributes that `forward` assigns); conversions that do not move
+    the tensor to a device (`.to(torch.float16)`, `.to("cpu")`).
+    """
+
+    code = "TPL102"
+    name = "constant-copied-per-step"
+    summary = "Constant host data copied to the device at every step"
+    message = "{constructor}() copies the same host values to the device in {place} at every step; {remedy}"
+    fix_safety = Safety.NONE
+    where = "hot code"
+    node_types = (cst.Call,)
+    benchmark = "TPL102"
+
+    BAD = {
+        "seed-class-weights-in-loss": """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            def weighted_nll(pred, target, weight):
+                nll = -pred.gather(1, target[:, None])[:, 0]
+                return (nll * weight[target]).mean()
+
+            class CrossEntropyLoss(nn.Module):
+                def forward(self, input, target):
+                    pred = F.log_softmax(input, dim=1)
+                    return weighted_nll(pred, target, torch.Tensor([0.1] * 10).cuda())  # expect: TPL102
+            """,
+        "self-attributes-in-forward": """
+            import torch
+            from torch import nn
+
+            class Normalize(nn.Module):
+                def __init__(self, mean, std):
+                    super().__init__()
+                    self.mean = mean
+                    self.std = std
+
+                def forward(self, x):
+                    mean = torch.tensor(self.mean).view(1, -1, 1, 1).to(x.device)  # expect: TPL102
+                    std = torch.as_tensor(self.std).view(1, -1, 1, 1).to(x.device)  # expect: TPL102
+                    return (x - mean) / std
+            """,
+        "module-constant-in-step-loop": """
+            import numpy as np
+            import torch
+            import torch.nn.functional as F
+
+            CLASS_WEIGHTS = np.array([1.0, 2.0, 0.5])
+
+            def train(model, loader, optimizer, device):
+                for x, y in loader:
+                    weight = torch.from_numpy(CLASS_WEIGHTS).float().to(device)  # expect: TPL102
+                    loss = F.cross_entropy(model(x.to(device)), y.to(device), weight=weight)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "legacy-constructor-with-alias": """
+            import torch as th
+            from torch import nn
+
+            LUMA = [0.299, 0.587, 0.114]
+
+            class Grayscale(nn.Module):
+                def forward(self, rgb):
+                    coefficients = th.FloatTensor(LUMA).cuda(rgb.device)  # expect: TPL102
+                    return (rgb * coefficients[:, None, None]).sum(0)
+            """,
+        "anchors-moved-like-the-input": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class YoloHead(nn.Module):
+                def __init__(self, anchors):
+                    super().__init__()
+                    self.anchors = np.array(anchors, dtype=np.float32)
+
+                def forward(self, x):
+                    grid = torch.from_numpy(self.anchors).type_as(x)  # expect: TPL102
+                    scale = torch.tensor([8.0, 16.0, 32.0]).to(x)  # expect: TPL102
+                    return x * grid.sum() / scale.sum()
+            """,
+        "setup-value-in-step-loop": """
+            import torch
+
+            def train(model, loader, optimizer, class_counts):
+                weights = [1.0 / c for c in class_counts]
+                criterion = torch.nn.CrossEntropyLoss(reduction="none")
+                for x, y in loader:
+                    w = torch.tensor(weights).cuda()  # expect: TPL102
+                    loss = (criterion(model(x.cuda()), y.cuda()) * w[y.cuda()]).mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+    GOOD = {
+        "buffer-built-in-init": """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class CrossEntropyLoss(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("weight", torch.Tensor([0.1] * 10).cuda())
+
+                def forward(self, input, target):
+                    return F.nll_loss(F.log_softmax(input, dim=1), target, weight=self.weight)
+            """,
+        "per-step-host-data": """
+            import torch
+            from torch import nn
+
+            class Packer(nn.Module):
+                def forward(self, x, lengths):
+                    sizes = torch.tensor(lengths).to(x.device)
+                    return x[: int(sizes.max())]
+
+            def train(model, loader, optimizer):
+                for step, (x, lengths) in enumerate(loader):
+                    steps = torch.tensor([step] * len(lengths)).cuda()
+                    loss = model(x.cuda(), lengths).sum() + steps.sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "attribute-written-in-forward": """
+            import torch
+            from torch import nn
+
+            class Decay(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.weights = [1.0, 1.0]
+
+                def forward(self, x):
+                    self.weights = [w * 0.9 for w in self.weights]
+                    return x * torch.tensor(self.weights).to(x.device)
+            """,
+        "dtype-cast-and-cpu": """
+            import torch
+            from torch import nn
+
+            class Scale(nn.Module):
+                def forward(self, x):
+                    half = torch.tensor(0.5).to(x.dtype)
+                    table = torch.tensor([1, 2, 3]).to("cpu")
+                    return x * half + table.sum()
+            """,
+        "module-level-copy-made-once": """
+            import torch
+
+            TABLE = torch.tensor([0.1, 0.2, 0.7]).cuda()
+
+            def lookup(i):
+                return TABLE[i]
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        qualified = ctx.qualified_name(node)
+        if qualified is None or not _is_host_constructor(qualified) or not node.args:
+            return
+        reason = ctx.hot_reason(node)
+        if reason is None:
+            return
+        move = _move_after_conversions(node, ctx)
+        if move is None or not _to_accelerator(move, ctx):
+            return
+        if not all(ctx.is_step_invariant(arg.value) for arg in node.args):
+            return
+        if reason.from_model_code:
+            remedy = "build it once in __init__ and keep it with self.register_buffer(...)"
+        else:
+            remedy = "build it on the device once, before the loop"
+        yield self.report(
+            move, reason=reason, constructor=qualified, place=hot_place(node, ctx), remedy=remedy
+        )
+
+
+def _single_tensor_condition(test: cst.BaseExpression, ctx: Context) -> bool:
+    """A test `torch._assert_async` can take as is: one comparison of tensors, or `.all()`/
+    `.any()` (method or torch function) reducing to one element."""
+    if isinstance(test, cst.Comparison):
+        if len(test.comparisons) != 1 or not ctx.is_tensor(test, certain=True):
+            return False
+        operands = (test.left, test.comparisons[0].comparator)
+        return not any(isinstance(o, cst.Call) and host_sync(o, ctx) for o in operands)
+    if not isinstance(test, cst.Call) or not ctx.is_tensor(test, certain=True):
+        return False
+    if ctx.qualified_name(test) in ("torch.all", "torch.any"):
+        return len(test.args) == 1
+    return isinstance(test.func, cst.Attribute) and test.func.attr.value in ("all", "any") and not test.args
+
+
+class AssertOnTensor(Rule):
+    """## What it does
+    Flags an `assert` in hot code whose test reads tensor values: `.max()`, `.min()`, `.all()`,
+    `.any()`, `.sum()`, comparisons of tensors, `torch.isfinite(...)`, `torch.all(...)`,
+    `.item()`, `torch.equal(...)`.
+
+    ## Why it is slow
+    Python needs a `bool` to decide the assert, so the tensor's value is copied to the host
+    and the CPU waits for every kernel queued before it: the GPU then runs dry while the CPU
+    queues the next work. On an H100, seed 004's loss with `assert target.max() < 10` ran
+    1.20x slower than without it; a per-step `assert torch.isfinite(loss).all()` costs 1.10x.
+
+    ## Fix safety
+    Unsafe: `torch._assert_async(cond)` (the assert's message is kept when it is a string
+    literal) checks on the device without waiting, but a failure surfaces later, at some
+    following CUDA call, as a device-side assertion that leaves the CUDA context unusable, and
+    `python -O` no longer removes the check. Offered only when the test is one tensor condition:
+    a single comparison, or `.all()`/`.any()`/`torch.all(x)`/`torch.any(x)`. The alternative,
+    named in the message, is to validate the data once in the input pipeline.
+
+    ## When it stays silent
+    Cold code (`__init__`, setup and validation functions); asserts on shapes, dtypes, devices,
+    `isinstance`, `x.dim()`, `len(x)` and other Python values; parameters that are only likely
+    tensors (`assert n == k` compares ints as often as tensors).
+    """
+
+    code = "TPL104"
+    name = "assert-on-tensor"
+    summary = "assert that reads tensor values in hot code"
+    message = (
+        "assert on tensor values makes the host wait for the device in {place}; "
+        "use torch._assert_async(...) or validate the data in the input pipeline"
+    )
+    fix_safety = Safety.UNSAFE
+    where = "hot code"
+    node_types = (cst.Assert,)
+    benchmark = "TPL104"
+
+    BAD = {
+        "seed-assert-in-loss-helper": """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            def weighted_nll(pred, target, weight):
+                assert target.max() < 10  # expect: TPL104
+                nll = -pred.gather(1, target[:, None])[:, 0]
+                return (nll * weight[target]).mean()
+
+            class CrossEntropyLoss(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("weight", torch.full((10,), 0.1))
+
+                def forward(self, input, target):
+                    pred = F.log_softmax(input, dim=1)
+                    return weighted_nll(pred, target, self.weight)
+            """,
+        "isfinite-in-step-loop": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x, y)
+                    assert torch.isfinite(loss).all(), "loss diverged"  # expect: TPL104
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "comparison-all-with-alias": """
+            import torch as th
+            from torch import nn
+
+            class SqrtLayer(nn.Module):
+                def forward(self, x):
+                    assert (x >= 0).all()  # expect: TPL104
+                    return th.sqrt(x)
+            """,
+        "item-and-torch-all-in-forward": """
+            import torch
+            from torch import nn
+
+            class Masked(nn.Module):
+                def forward(self, x, mask):
+                    assert mask.sum().item() > 0, f"empty mask for input of shape {x.shape}"  # expect: TPL104
+                    assert torch.all(mask.sum(1) <= x.shape[1])  # expect: TPL104
+                    return x.masked_fill(~mask, 0)
+            """,
+    }
+    FIXED = {
+        "seed-assert-in-loss-helper": """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            def weighted_nll(pred, target, weight):
+                torch._assert_async(target.max() < 10)
+                nll = -pred.gather(1, target[:, None])[:, 0]
+                return (nll * weight[target]).mean()
+
+            class CrossEntropyLoss(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("weight", torch.full((10,), 0.1))
+
+                def forward(self, input, target):
+                    pred = F.log_softmax(input, dim=1)
+                    return weighted_nll(pred, target, self.weight)
+            """,
+        "isfinite-in-step-loop": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x, y)
+                    torch._assert_async(torch.isfinite(loss).all(), "loss diverged")
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "comparison-all-with-alias": """
+            import torch as th
+            from torch import nn
+
+            class SqrtLayer(nn.Module):
+                def forward(self, x):
+                    th._assert_async((x >= 0).all())
+                    return th.sqrt(x)
+            """,
+        "item-and-torch-all-in-forward": """
+            import torch
+            from torch import nn
+
+            class Masked(nn.Module):
+                def forward(self, x, mask):
+                    assert mask.sum().item() > 0, f"empty mask for input of shape {x.shape}"
+                    torch._assert_async(torch.all(mask.sum(1) <= x.shape[1]))
+                    return x.masked_fill(~mask, 0)
+            """,
+    }
+    GOOD = {
+        "shape-dtype-and-type-asserts": """
+            import torch
+            from torch import nn
+
+            class Conv(nn.Module):
+                def forward(self, x, y):
+                    assert x.dim() == 4
+                    assert x.shape[1] == 3, f"expected RGB, got {x.shape}"
+                    assert x.dtype == torch.float32 and x.is_contiguous()
+                    assert isinstance(y, torch.Tensor) and len(y) == x.size(0)
+                    assert x.device == y.device
+                    return x
+            """,
+        "same-assert-in-init": """
+            import torch
+            from torch import nn
+
+            class Embedding(nn.Module):
+                def __init__(self, table):
+                    super().__init__()
+                    assert torch.isfinite(table).all()
+                    self.register_buffer("table", table)
+
+                def forward(self, idx):
+                    return self.table[idx]
+            """,
+        "python-values-and-flags": """
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, q, k, num_heads, mode="full"):
+                    assert mode in ("full", "causal")
+                    assert q.shape[-1] % num_heads == 0
+                    assert k is not None
+                    return torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+            """,
+        "cold-dataset-validation": """
+            import torch
+
+            def check_dataset(dataset):
+                assert (dataset.targets >= 0).all()
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x, y)
+                    torch._assert_async(torch.isfinite(loss))
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+
+    def check(self, node: cst.Assert, ctx: Context) -> Iterator[Report]:
+        reason = ctx.hot_reason(node)
+        if reason is None or not _reads_tensor(node.test, ctx):
+            return
+        yield self.report(node, reason=reason, fix=self._fix(node, ctx), place=hot_place(node, ctx))
+
+    @staticmethod
+    def _fix(node: cst.Assert, ctx: Context) -> Optional[Fix]:
+        if not _single_tensor_condition(node.test, ctx):
+            return None
+        if node.msg is not None and not isinstance(node.msg, (cst.SimpleString, cst.ConcatenatedString)):
+            return None  # a computed message would run at every step instead of on failure
+        function, needs_import = torch_attribute(ctx, "_assert_async")
+        args = [cst.Arg(node.test.with_changes(lpar=[], rpar=[]))]
+        if node.msg is not None:
+            comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            args = [args[0].with_changes(comma=comma), cst.Arg(node.msg)]
+        statement = cst.Expr(cst.Call(func=function, args=args), semicolon=node.semicolon)
+        return Fix.replace(node, statement, Safety.UNSAFE, "use torch._assert_async", needs_import)
+
+
+class SyncInForward(Rule):
+    """## What it does
+    Flags, in forward and loss code (`forward` of a module, Lightning step hooks, and the
+    functions they call), what copies tensor values to the host: `.item()`, `.tolist()`,
+    `.cpu()`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `print(t)`, `torch.nonzero(t)` /
+    `t.nonzero()`, and `if t:` / `while t:` on a tensor computed in the function.
+
+    ## Why it is slow
+    Each of them makes the CPU wait until the GPU has finished every kernel queued so far, then
+    copy the value back: the GPU idles while the CPU catches up, and under `torch.compile` each
+    one is a graph break. On an H100, an `if torch.isnan(x).any():` in the middle of an MLP's
+    forward cost 0.99-1.09x of the training step over 7 sizes (worst when CPU and GPU time are
+    balanced), plus the graph break.
+
+    ## Fix safety
+    No automatic fix: keep the value on the device (masks, `torch.where`, `torch.clamp`,
+    `torch.nonzero_static(x, size=...)`), or compute it outside the model.
+
+    ## When it stays silent
+    Shape arithmetic (`x.size(0)`, `x.shape[-1]`, `len(x)`, `x.dim()`, `x.numel()`);
+    `.item()` of Python or NumPy numbers; `if flag:` on a parameter, which is a Python flag as
+    often as a tensor; asserts (TPL104's); step-loop bodies (TPL107's, off by default);
+    `__init__` and other cold code.
+    """
+
+    code = "TPL105"
+    name = "sync-in-forward"
+    summary = "Device-to-host sync inside forward or loss code"
+    message = (
+        "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; "
+        "keep the value on the device (masks, torch.where) or compute it outside the model"
+    )
+    fix_safety = Safety.NONE
+    where = "hot roots 1, 2 and callees"
+    node_types = (cst.Call, cst.If, cst.While)
+    benchmark = "TPL105"
+
+    BAD = {
+        "if-on-derived-tensor": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(64, 64)
+
+                def forward(self, x):
+                    h = torch.relu(self.fc(x))
+                    if torch.isnan(h).any():  # expect: TPL105
+                        h = torch.nan_to_num(h)
+                    while (h.abs() > 1e4).any():  # expect: TPL105
+                        h = h / 2
+                    return h
+            """,
+        "item-and-float-in-loss": """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class FocalLoss(nn.Module):
+                def forward(self, logits, target):
+                    ce = F.cross_entropy(logits, target, reduction="none")
+                    pt = torch.exp(-ce)
+                    gamma = float(pt.mean())  # expect: TPL105
+                    n_pos = (target > 0).sum().item()  # expect: TPL105
+                    return ((1 - pt) ** gamma * ce).sum() / max(n_pos, 1)
+            """,
+        "nonzero-print-cpu-in-helper": """
+            import torch
+            from torch import nn
+
+            def route(x, gate):
+                idx = torch.nonzero(gate > 0.5)  # expect: TPL105
+                print(x.mean())  # expect: TPL105
+                counts = gate.sum(0).cpu().numpy()  # expect: TPL105
+                return x[idx[:, 0]], counts
+
+            class Router(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gate = nn.Linear(32, 4)
+
+                def forward(self, x):
+                    return route(x, torch.sigmoid(self.gate(x)))
+            """,
+        "lightning-step-hook": """
+            import pytorch_lightning as pl
+            import torch.nn.functional as F
+
+            class Lit(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = F.cross_entropy(self(x), y)
+                    self.log("train_loss", loss.item())  # expect: TPL105
+                    return loss
+            """,
+    }
+    GOOD = {
+        "shape-arithmetic": """
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, x):
+                    b, n = x.size(0), x.shape[1]
+                    scale = float(x.shape[-1]) ** -0.5
+                    heads = int(x.shape[-1] // 64)
+                    if x.dim() == 3 and len(x) > 0 and x.numel():
+                        x = x.reshape(b, n, heads, -1)
+                    return x * scale
+            """,
+        "flags-and-python-numbers": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Block(nn.Module):
+                def forward(self, x, return_attn, mask=None):
+                    if mask is not None:
+                        x = x.masked_fill(mask, 0)
+                    if return_attn:
+                        print("returning attention")
+                    gain = np.float32(2.0).item()
+                    return x * gain
+            """,
+        "step-loop-body": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+                    print(loss.item())
+            """,
+        "same-calls-in-init": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def __init__(self, table):
+                    super().__init__()
+                    self.size = int(table.sum().item())
+                    if torch.isnan(table).any():
+                        table = torch.nan_to_num(table)
+                    self.register_buffer("table", table)
+
+                def forward(self, x):
+                    return x[:, : self.size] + self.table
+            """,
+        "cpu-tensor-layer-drop": """
+            import torch
+            from torch import nn
+
+            class Encoder(nn.Module):
+                def forward(self, x):
+                    for layer in self.layers:
+                        dropout_probability = torch.rand([])
+                        if self.training and dropout_probability < self.layerdrop:
+                            continue
+                        keep = torch.randperm(x.shape[1])[: int(torch.randint(1, 4, ()).item())]
+                        x = layer(x[:, keep.tolist()])
+                    return x
+            """,
+        "global-state-and-error-paths": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x, target):
+                    if torch.is_autocast_enabled() or torch._use_cudnn_rnn_flatten_weight():
+                        x = x.float()
+                    if x.shape[0] != target.shape[0]:
+                        raise ValueError(f"targets in [{target.min().item()}, {target.max().item()}]")
+                    return x
+            """,
+        "assert-is-tpl104s": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    assert x.sum().item() > 0, f"bad input {x.mean().item()}"
+                    return x
+            """,
+    }
+
+    def check(self, node: cst.CSTNode, ctx: Context) -> Iterator[Report]:
+        reason = ctx.hot_reason(node)
+        if reason is None or not reason.from_model_code:
+            return
+        if isinstance(node, (cst.If, cst.While)):
+            if any(_on_device(part, ctx, certain=True) for part in _condition_parts(node.test)):
+                condition = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
+                yield self.report(node, reason=reason, what=condition, place=hot_place(node, ctx))
+            return
+        assert isinstance(node, cst.Call)
+        what = host_sync(node, ctx)
+        if what is not None and not _on_error_path(node, ctx):
+            yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
+
+
+class BlockingHostToDevice(Rule):
+    """## What it does
+    Flags `.to(device)`/`.cuda()` of a DataLoader batch (the loop target, or an element of it:
+    unpacked, indexed, or a value of `{k: v.to(dev) for k, v in batch.items()}`) without
+    `non_blocking=True`, in the step loop.
+
+    ## Why it is slow
+    A blocking copy makes the CPU wait until the batch has reached the GPU before it can queue
+    the forward pass. With pinned memory (`pin_memory=True` on the DataLoader, TPL502) and
+    `non_blocking=True` the copy runs asynchronously and overlaps with queued work: on an H100,
+    a 154 MB batch step ran 5.4x faster (pinned + non_blocking).
+
+    ## Fix safety
+    Safe for tensors: adding `non_blocking=True` to a host-to-device copy never changes the values
+    the device computes with, as the copy is ordered on the stream before the kernels that use
+    it. Unsafe when the moved value is the loop's whole item (`for batch in loader:
+    batch.to(device)`), which may be a custom batch class whose `.to` does not accept
+    `non_blocking`.
+
+    ## When it stays silent
+    Calls that pass `non_blocking` (any value, a decision) or `**kwargs`; `model.to(device)` and
+    other values that are not batches; dtype casts (`x.to(torch.float16)`) and `.to("cpu")`;
+    moves outside the step loop.
+    """
+
+    code = "TPL106"
+    name = "blocking-host-to-device"
+    summary = "Batch copied to the device without non_blocking=True"
+    message = (
+        "{what} of a DataLoader batch blocks the host until the copy ends; pass non_blocking=True "
+        "(with pin_memory=True on the DataLoader)"
+    )
+    fix_safety = Safety.SAFE
+    where = "step loop"
+    node_types = (cst.Call,)
+    benchmark = "TPL106"
+
+    BAD = {
+        "unpacked-batch": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, pin_memory=True, num_workers=4)
+                for imgs, labels in loader:
+                    imgs, labels = imgs.to(device), labels.to(device)  # expect: TPL106,TPL106
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "whole-batch-cuda": """
+            import torch
+
+            def train(model, train_loader, optimizer):
+                for step, batch in enumerate(train_loader):
+                    batch = batch.cuda()  # expect: TPL106
+                    loss = model(batch)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "dict-batch-values": """
+            import torch
+
+            def train(model, loader, optimizer, device):
+                for batch in loader:
+                    batch = {k: v.to(device) for k, v in batch.items()}  # expect: TPL106
+                    loss = model(**batch).loss
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "indexed-elements-with-dtype": """
+            import torch
+
+            device = torch.device("cuda:0")
+
+            def train(model, loader, optimizer):
+                for data in loader:
+                    inputs = data[0].to(device=device)  # expect: TPL106
+                    labels = data[1].to(  # expect: TPL106
+                        device, torch.long
+                    )
+                    loss = model(inputs.float(), labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+    FIXED = {
+        "unpacked-batch": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, pin_memory=True, num_workers=4)
+                for imgs, labels in loader:
+                    imgs, labels = imgs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "whole-batch-cuda": """
+            import torch
+
+            def train(model, train_loader, optimizer):
+                for step, batch in enumerate(train_loader):
+                    batch = batch.cuda(non_blocking=True)
+                    loss = model(batch)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "dict-batch-values": """
+            import torch
+
+            def train(model, loader, optimizer, device):
+                for batch in loader:
+                    batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+                    loss = model(**batch).loss
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "indexed-elements-with-dtype": """
+            import torch
+
+            device = torch.device("cuda:0")
+
+            def train(model, loader, optimizer):
+                for data in loader:
+                    inputs = data[0].to(device=device, non_blocking=True)
+                    labels = data[1].to(
+                        device, torch.long, non_blocking=True
+                    )
+                    loss = model(inputs.float(), labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+    GOOD = {
+        "non-blocking-given": """
+            import torch
+
+            def train(model, loader, optimizer, device, fast):
+                for x, y in loader:
+                    x = x.to(device, non_blocking=True)
+                    y = y.cuda(non_blocking=fast)
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "model-and-outputs": """
+            import torch
+
+            def evaluate(model, loader, device):
+                model.to(device)
+                outputs = []
+                for step, (x, y) in enumerate(loader):
+                    out = model(x.to(device, non_blocking=True))
+                    outputs.append(out.to("cpu"))
+                    step_tensor = torch.tensor(step).to(device)
+                return outputs, step_tensor
+            """,
+        "dtype-casts": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    x = x.to(torch.float16)
+                    y = y.to(dtype=torch.long)
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "outside-the-step-loop": """
+            import torch
+
+            def first_batch(loader, device):
+                x, y = next(iter(loader))
+                return x.to(device), y.to(device)
+
+            def warm_up(model, loader, device):
+                for x, y in loader:
+                    pass
+                return model(x.to(device))
+            """,
+        "keys-and-counters": """
+            import torch
+
+            def train(model, loader, optimizer, device, masks):
+                for step, batch in enumerate(loader):
+                    mask = masks[step].to(device)
+                    names = [k.to(device) for k in batch.keys()]
+                    loss = model(batch, mask, names)
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return
+        if keyword(node, "non_blocking") is not None or has_star_kwargs(node):
+            return
+        positional = sum(1 for arg in node.args if arg.keyword is None)
+        if positional > (1 if func.attr.value == "cuda" else 2):
+            return  # `.cuda(d, True)`, `.to(d, dtype, True)`: non_blocking given by position
+        if ctx.step_loop(node) is None or not _to_accelerator(node, ctx):
+            return
+        if ctx.batch_loop(func.value) is None:
+            return
+        safety = Safety.UNSAFE if ctx.is_whole_batch(func.value) else Safety.SAFE
+        fixed = add_keyword(node, "non_blocking", cst.Name("True"))
+        fix = Fix.replace(node, fixed, safety, "pass non_blocking=True")
+        yield self.report(node, reason=ctx.hot_reason(node), fix=fix, what=f".{func.attr.value}()")
+
+
+class SyncPerStep(Rule):
+    """## What it does
+    Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)` and
+    `print(loss)` that run at every iteration of a step loop (in its body or in a function
+    called from it). Off by default.
+
+    ## Why it is slow
+    Each one makes the CPU wait for the GPU to finish the step before it can queue the next:
+    the GPU idles for the time the CPU needs to launch the next step's first kernels. When the
+    GPU is the bottleneck that gap is small: on an H100 a per-step `loss.item()` measured
+    0.95-1.08x over 6 sizes, which is why the rule is off by default; it matters for small,
+    launch-bound models and under CUDA graphs.
+
+    ## Fix safety
+    No automatic fix: keep running totals on the device (`total += loss.detach()`) and read
+    them every N steps, or log under `if step % log_every == 0:`.
+
+    ## When it stays silent
+    Code under `if step % N == 0:` inside the loop; batches straight from the DataLoader, which
+    are still on the host; code after the loop; forward and loss code (TPL105's).
+    """
+
+    code = "TPL107"
+    name = "sync-per-step"
+    summary = "Device-to-host sync at every step of a training loop"
+    message = (
+        "{what} makes the host wait for the device in {place} at every step; keep running values "
+        "on the device and read them every N steps"
+    )
+    default_on = False
+    fix_safety = Safety.NONE
+    where = "step loop"
+    node_types = (cst.Call,)
+    benchmark = "TPL107"
+
+    BAD = {
+        "loss-item-every-step": """
+            import torch
+
+            def train(model, loader, optimizer):
+                total = 0.0
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()  # expect: TPL107
+                return total
+            """,
+        "print-loss": """
+            import torch
+            import torch.nn.functional as F
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = F.cross_entropy(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    print(f"loss {loss}")  # expect: TPL107
+            """,
+        "cpu-outputs-for-metrics": """
+            import torch
+
+            def evaluate(model, val_loader):
+                predictions = []
+                with torch.no_grad():
+                    for x, y in val_loader:
+                        out = model(x.cuda())
+                        predictions.append(out.argmax(1).cpu())  # expect: TPL107
+                return torch.cat(predictions)
+            """,
+        "helper-called-every-step": """
+            import torch
+
+            def log_metrics(loss, history):
+                history.append(float(loss.detach()))  # expect: TPL107
+
+            def train(model, loader, optimizer, history):
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    log_metrics(loss, history)
+            """,
+    }
+    GOOD = {
+        "periodic-logging": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for step, (x, y) in enumerate(loader):
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print(f"step {step}: {loss.item():.3f}")
+            """,
+        "after-the-loop": """
+            import torch
+
+            def train(model, loader, optimizer):
+                total = torch.zeros((), device="cuda")
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.detach()
+                print(total.item())
+            """,
+        "host-batch-values": """
+            import torch
+
+            def train(model, loader, optimizer, seen):
+                for x, y in loader:
+                    seen.extend(y.tolist())
+                    print(x)
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "forward-code-is-tpl105s": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    return x * x.sum().item()
+            """,
+        "python-numbers": """
+            import torch
+
+            def train(model, loader, optimizer, lr):
+                for step, (x, y) in enumerate(loader):
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    print("lr", float(lr), int(step))
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        reason = ctx.hot_reason(node)
+        if reason is None or reason.from_model_code:
+            return
+        what = host_sync(node, ctx)
+        if what is None or _on_error_path(node, ctx) or _runs_periodically(node, ctx):
+            return
+        if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
+            return  # a batch from the DataLoader is still on the host
+        yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))

@@ -1,0 +1,92 @@
+"""Models and data shared by the cases: the parts that are the same in a bad and a good variant."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def mlp(width: int, depth: int, classes: int, device: torch.device) -> nn.Sequential:
+    """`depth` Linear+ReLU layers of `width` features and a classifier head."""
+    layers: list[nn.Module] = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width, device=device), nn.ReLU()]
+    layers.append(nn.Linear(width, classes, device=device))
+    return nn.Sequential(*layers)
+
+
+def conv_bn_relu(cin: int, cout: int, stride: int = 1) -> list[nn.Module]:
+    return [nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+
+
+def resnet18_sized(classes: int = 1000) -> nn.Sequential:
+    """A plain convnet with ResNet-18's stem, stage widths and depth (no shortcuts): 224x224 ImageNet input."""
+    layers: list[nn.Module] = [
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, 2, 1),
+    ]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        for block in range(4):
+            layers += conv_bn_relu(cin, cout, stride if block == 0 else 1)
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes)]
+    return nn.Sequential(*layers)
+
+
+def cifar_convnet(classes: int = 10) -> nn.Sequential:
+    """A small CIFAR-10 convnet (32x32 input): three conv stages and a linear head."""
+    return nn.Sequential(
+        *conv_bn_relu(3, 64),
+        *conv_bn_relu(64, 128, 2),
+        *conv_bn_relu(128, 256, 2),
+        *conv_bn_relu(256, 256),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(256, classes),
+    )
+
+
+def batches(count: int, batch: int, shape: tuple[int, ...], classes: int, device: torch.device) -> list[Any]:
+    """`count` (input, label) pairs of random data on `device`."""
+    return [
+        (torch.randn(batch, *shape, device=device), torch.randint(0, classes, (batch,), device=device))
+        for _ in range(count)
+    ]
+
+
+def init_by_name(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Re-initialise every parameter from a generator keyed by its name, so that two models whose
+    construction draws different random numbers (a conv with and without bias) hold the same weights."""
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            generator = torch.Generator().manual_seed(seed + zlib.crc32(name.encode()))
+            fan_in = parameter[0].numel() if parameter.dim() > 1 else parameter.numel()
+            values = torch.randn(parameter.shape, generator=generator) / fan_in**0.5
+            parameter.copy_(values.to(parameter.device))
+    return model
+
+
+def state_summary(model: nn.Module) -> list[torch.Tensor]:
+    """The first and last parameters: enough to see that two training runs updated the same weights."""
+    parameters = [p.detach() for p in model.parameters()]
+    return [parameters[0], parameters[-1]]
+
+
+def sgd(model: nn.Module) -> torch.optim.Optimizer:
+    """The optimizer of cases that do not measure the optimizer (PyTorch's defaults otherwise)."""
+    return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> Any:
+    """One classification training step; returns the loss and the weights it moved."""
+    optimizer.zero_grad(set_to_none=True)
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach(), state_summary(model)

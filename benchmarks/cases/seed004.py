@@ -1,0 +1,134 @@
+"""End to end, seed 004: a small CNN trained with the article's custom weighted cross-entropy, before and
+after `torchperf-lint --fix --unsafe-fixes` plus the manual fix the TPL102 message asks for."""
+
+from __future__ import annotations
+
+import torch
+
+from ..harness import Case, Tolerance
+
+# The article's code (model, loss, training loop), with the profiler and the torchvision dataset left out:
+# the batches arrive as a DataLoader with pin_memory=True would deliver them.
+BAD = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# sample model
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 12, 3, padding=1)
+        self.conv3 = nn.Conv2d(12, 16, 3, padding=1)
+        self.conv4 = nn.Conv2d(16, 20, 3, padding=1)
+        self.conv5 = nn.Conv2d(20, 24, 3, padding=1)
+        self.conv6 = nn.Conv2d(24, 28, 3, padding=1)
+        self.conv7 = nn.Conv2d(28, 32, 3, padding=1)
+        self.conv8 = nn.Conv2d(32, 10, 3, padding=1)
+        self.pool = nn.MaxPool2d(2, 2)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = self.pool(F.relu(self.conv3(x)))
+        x = self.pool(F.relu(self.conv4(x)))
+        x = self.pool(F.relu(self.conv5(x)))
+        x = self.pool(F.relu(self.conv6(x)))
+        x = self.pool(F.relu(self.conv7(x)))
+        x = self.pool(F.relu(self.conv8(x)))
+        x = torch.flatten(x, 1) # flatten all dimensions except batch
+        return x
+
+
+def log_softmax(x):
+    return x - x.exp().sum(-1).log().unsqueeze(-1)
+
+def weighted_nll(pred, target, weight):
+    assert target.max() < 10
+    nll = -pred[range(target.shape[0]), target]
+    nll = nll * weight[target]
+    nll = nll / weight[target].sum()
+    sum_nll = nll.sum()
+    return sum_nll
+
+# custom loss definition
+class CrossEntropyLoss(nn.Module):
+    def forward(self, input, target):
+        pred = log_softmax(input)
+        loss = weighted_nll(pred, target, torch.Tensor([0.1]*10).cuda())
+        return loss
+
+
+def make_optimizer(model):
+    return torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+
+
+def train(model, criterion, optimizer, train_loader, device):
+    model.train()
+    for step, data in enumerate(train_loader):
+        inputs = data[0].to(device=device, non_blocking=True)
+        labels = data[1].to(device=device, non_blocking=True)
+        inputs = (inputs.to(torch.float32) / 255. - 0.5) / 0.5
+        outputs = model(inputs)
+        loss = criterion(outputs, labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return loss.detach()
+"""
+
+# TPL102 has no automatic fix; its message asks for the constant to be built once and kept with
+# self.register_buffer(...).
+MANUAL = (
+    (
+        "class CrossEntropyLoss(nn.Module):\n    def forward(self, input, target):\n",
+        (
+            "class CrossEntropyLoss(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            '        self.register_buffer("weight", torch.Tensor([0.1]*10))\n'
+            "\n"
+            "    def forward(self, input, target):\n"
+        ),
+    ),
+    ("torch.Tensor([0.1]*10).cuda())", "self.weight)"),
+)
+
+
+def make_training(module, size, device):
+    model = module.Net().to(device)
+    criterion = module.CrossEntropyLoss().to(device)
+    optimizer = module.make_optimizer(model)
+    shape = (size["batch"], 3, size["hw"], size["hw"])
+    loader = [
+        (torch.randint(0, 256, shape, dtype=torch.uint8), torch.randint(0, 10, (size["batch"],)))
+        for _ in range(size["steps"])
+    ]
+    if device.type == "cuda":
+        loader = [(x.pin_memory(), y.pin_memory()) for x, y in loader]
+    return lambda: (module.train(model, criterion, optimizer, loader, device), model.conv1.weight.detach())
+
+
+CASES = [
+    Case(
+        name="seed004_training_step",
+        code="SEED004",
+        title="seed 004 end to end: CNN training with the custom weighted NLL, before and after --fix "
+        "--unsafe-fixes and register_buffer",
+        bad=BAD,
+        fixes=("TPL103", "TPL104", "TPL701", "TPL702"),
+        select=None,
+        manual=MANUAL,
+        make=make_training,
+        # The article's sizes: batches of 1024 images resized to 3x256x256.
+        sizes=[{"label": "2 steps, batch 1024x3x256x256", "batch": 1024, "hw": 256, "steps": 2}],
+        smoke_sizes=[{"label": "2 steps, batch 2x3x256x256", "batch": 2, "hw": 256, "steps": 2}],
+        tolerance=Tolerance(
+            1e-3, 1e-5, "loss and conv1 weight after the steps; fused SGD rounds differently"
+        ),
+        publish=("TPL102", "TPL103", "TPL104"),
+        note="all fixes of the file together (TPL103, TPL104, TPL701, TPL702 by the fixer, TPL102 by hand)",
+    )
+]

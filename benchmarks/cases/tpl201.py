@@ -1,0 +1,112 @@
+"""TPL201 loop-over-tensor-dim: a Python loop launching kernels per row instead of one batched op."""
+
+from __future__ import annotations
+
+import torch
+
+from ..harness import EXACT, Case, Tolerance
+
+QUANTIZE = '''
+import torch
+from torch import nn
+
+
+class Quantize(nn.Module):
+    """Seed 000: map every activation to one of `levels` intensity levels, one row at a time."""
+
+    def __init__(self, levels):
+        super().__init__()
+        self.register_buffer("edges", torch.linspace(-3, 3, levels - 1))
+
+    def forward(self, x):
+        codes = torch.empty_like(x, dtype=torch.long)
+        for i in range(x.shape[0]):
+            codes[i] = (x[i].unsqueeze(-1) > self.edges).sum(-1)
+        return codes
+'''
+
+# Seed 000's own fix: one vectorised call (bucketize counts the edges below each value).
+QUANTIZE_GOOD = '''
+import torch
+from torch import nn
+
+
+class Quantize(nn.Module):
+    """Seed 000: map every activation to one of `levels` intensity levels."""
+
+    def __init__(self, levels):
+        super().__init__()
+        self.register_buffer("edges", torch.linspace(-3, 3, levels - 1))
+
+    def forward(self, x):
+        return torch.bucketize(x, self.edges)
+'''
+
+PER_HEAD = '''
+import torch
+from torch import nn
+
+
+class Scores(nn.Module):
+    """Attention scores computed head by head."""
+
+    def forward(self, q, k):
+        scores = torch.empty(q.shape[0], q.shape[1], k.shape[1], device=q.device)
+        for h in range(q.shape[0]):
+            scores[h] = q[h] @ k[h].transpose(0, 1)
+        return scores
+'''
+
+PER_HEAD_GOOD = '''
+import torch
+from torch import nn
+
+
+class Scores(nn.Module):
+    """Attention scores of every head in one batched matmul."""
+
+    def forward(self, q, k):
+        return torch.bmm(q, k.transpose(1, 2))
+'''
+
+
+def make_quantize(module, size, device):
+    quantize = module.Quantize(16).to(device)
+    x = torch.randn(size["rows"], size["cols"], device=device)
+    return lambda: quantize(x)
+
+
+def make_scores(module, size, device):
+    scores = module.Scores()
+    q = torch.randn(size["heads"], size["seq"], 64, device=device)
+    k = torch.randn(size["heads"], size["seq"], 64, device=device)
+    return lambda: scores(q, k)
+
+
+CASES = [
+    Case(
+        name="tpl201_seed_quantize",
+        code="TPL201",
+        title="seed 000 quantisation: loop over rows vs torch.bucketize",
+        bad=QUANTIZE,
+        good=QUANTIZE_GOOD,
+        make=make_quantize,
+        # 4096 rows of 256 features: a 64x64 feature map with 256 channels, row by pixel.
+        sizes=[{"label": "4096x256", "rows": 4096, "cols": 256}],
+        smoke_sizes=[{"label": "16x8", "rows": 16, "cols": 8}],
+        tolerance=EXACT,
+    ),
+    Case(
+        name="tpl201_per_head_matmul",
+        code="TPL201",
+        title="attention scores: loop of 512 matmuls vs one torch.bmm",
+        bad=PER_HEAD,
+        good=PER_HEAD_GOOD,
+        make=make_scores,
+        # 512 = 8 sequences x 64 heads (head dim 64, 128 tokens), as in a BERT-large-sized attention layer.
+        sizes=[{"label": "512 heads x 128x64", "heads": 512, "seq": 128}],
+        smoke_sizes=[{"label": "4 heads x 8x64", "heads": 4, "seq": 8}],
+        tolerance=Tolerance(1e-4, 1e-4),
+        note="fp32 matmuls (TF32 off, PyTorch's default): mm and bmm kernels round differently",
+    ),
+]

@@ -1,0 +1,20 @@
+"""Shared pytest configuration: hypothesis profiles.
+
+The normal run uses a few examples per property (`ci`); set TORCHPERF_HYPOTHESIS_PROFILE=long for a
+longer search (e.g. before a release or after touching the engine)."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+settings.register_profile(
+    "ci", max_examples=30, deadline=None, suppress_health_check=_QUIET, database=None, print_blob=True
+)
+settings.register_profile(
+    "long", max_examples=1000, deadline=None, suppress_health_check=_QUIET, database=None, print_blob=True
+)
+settings.load_profile(os.environ.get("TORCHPERF_HYPOTHESIS_PROFILE", "ci"))

@@ -1,0 +1,197 @@
+"""The CUDA benchmark suite, checked on the CPU: the smoke run of every case, the good variants that must be
+the fixer's own output, the coverage of the rules, and publishing measured results into the rule docs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks import report
+from benchmarks.__main__ import run_suite
+from benchmarks.cases import all_cases
+from benchmarks.generate import GenerationError, render
+from benchmarks.harness import EXACT, Case, Tolerance, allclose, bootstrap_ci
+from benchmarks.publish import NO_GAIN, NotPublishable, measured_rows, publish
+from torchperf_lint import docs
+from torchperf_lint.api import lint_source
+from torchperf_lint.rules import ALL_RULES
+
+CASES = all_cases()
+REGISTERED = {rule.code for rule in ALL_RULES}
+NO_CASE = {"TPL402": "needs several GPUs", "TPL603": "nothing to time"}
+
+
+def _missing_rules(case: Case) -> list[str]:
+    return [code for code in case.fixes if code not in REGISTERED]
+
+
+def _rule_codes(case: Case) -> list[str]:
+    """The rules a case is evidence for: its own code, or for a seed scenario every rule it fixes."""
+    codes = [case.code] if case.code.startswith("TPL") else []
+    return list(dict.fromkeys([*codes, *case.fixes, *case.publish]))
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+@pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true:UserWarning")
+def test_smoke_run_checks_every_case_on_the_cpu(tmp_path: Path) -> None:
+    results = run_suite(CASES, smoke=True, budget_s=60.0, log=lambda line: None)
+    rows = results["results"]
+    by_name = {case.name: case for case in CASES}
+    problems = [
+        f"{row['case']} [{row['size']}]: {row['status']}: {row.get('detail')}"
+        for row in rows
+        if row["status"] != "ok" and not (row["status"] == "skipped" and _missing_rules(by_name[row["case"]]))
+    ]
+    assert problems == []
+    assert {row["case"] for row in rows} == set(by_name)
+    written = report.write_all(results, tmp_path)
+    assert {path.suffix for path in written} >= {".json", ".md"}
+    assert json.loads(written[0].read_text())["smoke"] is True
+
+
+def test_every_default_on_rule_has_a_case() -> None:
+    covered = {code for case in CASES for code in _rule_codes(case)}
+    uncovered = [
+        rule.code
+        for rule in ALL_RULES
+        if rule.default_on and rule.code not in covered and rule.code not in NO_CASE
+    ]
+    assert uncovered == []
+
+
+@pytest.mark.parametrize("rule", [r for r in ALL_RULES if r.benchmark], ids=lambda r: r.code)
+def test_benchmark_named_by_a_rule_exists(rule) -> None:
+    assert rule.benchmark in {case.code for case in CASES}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.fixes], ids=lambda c: c.name)
+def test_generated_good_variant_is_the_fixers_output(case: Case) -> None:
+    if _missing_rules(case):
+        pytest.skip(f"rule not implemented yet: {', '.join(_missing_rules(case))}")
+    assert case.generated_path.exists(), "run `python -m benchmarks.generate`"
+    assert case.generated_path.read_text(encoding="utf-8") == render(case)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_bad_variant_is_flagged_and_good_variant_is_not(case: Case) -> None:
+    codes = [code for code in _rule_codes(case) if code in REGISTERED]
+    if not codes or (case.fixes and not case.generated_path.exists()):
+        pytest.skip("rule or generated good variant not there yet")
+    good = case.good if case.good is not None else case.generated_path.read_text(encoding="utf-8")
+    for code in codes:
+        assert [f.code for f in lint_source(case.bad, path=f"{case.name}.py", select=[code])], (
+            f"{code} silent on bad"
+        )
+        assert lint_source(good, path=f"{case.name}.py", select=[code]) == [], f"{code} still fires on good"
+
+
+def test_generator_fails_loudly_when_the_fix_changes_nothing() -> None:
+    clean = Case(
+        name="x",
+        code="TPL101",
+        title="",
+        bad="import torch\n",
+        make=print,
+        sizes=[],
+        smoke_sizes=[],
+        fixes=("TPL101",),
+    )
+    with pytest.raises(GenerationError, match="TPL101: fixer made no change"):
+        render(clean)
+    clean.fixes = ("TPL999",)
+    with pytest.raises(GenerationError, match="TPL999 is not implemented yet"):
+        render(clean)
+
+
+def test_allclose_names_the_first_differing_result() -> None:
+    same = [torch.tensor([1.0, 2.0]), torch.tensor(3)]
+    assert allclose(same, [torch.tensor([1.0, 2.0 + 1e-9]), torch.tensor(3)], Tolerance(1e-6, 0.0)) is None
+    assert "result 0" in allclose(same, [torch.tensor([1.0, 2.1]), torch.tensor(3)], Tolerance(1e-3, 0.0))
+    assert "result 1" in allclose(same, [torch.tensor([1.0, 2.0]), torch.tensor(4)], EXACT)
+    assert (
+        allclose([torch.tensor(float("nan"))], [torch.tensor(float("nan"))], Tolerance(1.0, 1.0)) is not None
+    )
+
+
+def test_bootstrap_interval_excludes_one_only_for_a_real_difference() -> None:
+    slow = [10.0 + 0.1 * (i % 7) for i in range(30)]
+    fast = [1.0 + 0.01 * (i % 5) for i in range(30)]
+    low, high = bootstrap_ci(slow, fast)
+    assert 1.0 < low <= high
+    low, high = bootstrap_ci(slow, list(reversed(slow)))
+    assert low <= 1.0 <= high
+
+
+def _fake_results(smoke: bool = False) -> dict:
+    def variant(ms: float, peak: int) -> dict:
+        return {"median_ms": ms, "min_ms": ms, "max_ms": ms, "samples": 5, "peak_memory_bytes": peak}
+
+    return {
+        "device": "NVIDIA H100 80GB HBM3",
+        "torch": "2.11.0+cu128",
+        "date": "2026-01-01",
+        "smoke": smoke,
+        "results": [
+            {
+                "case": "tpl103_seed_range_index",
+                "code": "TPL103",
+                "title": "range index",
+                "size": "n=4096",
+                "status": "ok",
+                "memory": False,
+                "publish": ["TPL103"],
+                "variants": {"bad": variant(2.5, 0), "good": variant(0.05, 0)},
+                "comparisons": [{"baseline": "bad", "variant": "good", "speedup": 50.0, "ci": [45.0, 55.0]}],
+            },
+            {
+                "case": "tpl304_validation_total",
+                "code": "TPL304",
+                "title": "validation total",
+                "size": "16 batches",
+                "status": "ok",
+                "memory": True,
+                "publish": ["TPL304"],
+                "variants": {"bad": variant(12.0, 6_800_000_000), "good": variant(11.9, 4_300_000_000)},
+                "comparisons": [{"baseline": "bad", "variant": "good", "speedup": 1.008, "ci": [0.97, 1.04]}],
+            },
+            {"case": "broken", "code": "TPL201", "status": "error", "publish": ["TPL201"]},
+        ],
+    }
+
+
+def test_publish_writes_rows_that_the_rule_docs_render(tmp_path: Path, monkeypatch) -> None:
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps(_fake_results()))
+    out = tmp_path / "measured.json"
+    rows = publish([source], out)
+    assert json.loads(out.read_text()) == rows
+    assert sorted(rows) == ["TPL103", "TPL304"]
+    (fast,) = rows["TPL103"]
+    assert fast == {
+        "case": "range index [n=4096]",
+        "device": "NVIDIA H100 80GB HBM3",
+        "torch": "2.11.0+cu128",
+        "bad": "2.5 ms",
+        "good": "50 us",
+        "speedup": 50.0,
+        "ci": [45.0, 55.0],
+        "note": "",
+    }
+    (noise,) = rows["TPL304"]
+    assert NO_GAIN in noise["note"] and "6.8 GB before, 4.3 GB after" in noise["note"]
+    monkeypatch.setattr(docs, "measured", lambda: rows)
+    rule = next(r for r in ALL_RULES if r.code == "TPL304")
+    page = docs._measured_section(rule)
+    assert (
+        "| validation total [16 batches] | NVIDIA H100 80GB HBM3 | 2.11.0+cu128 | 12 ms | 11.9 ms | 1.01x (0.97-1.04) |"
+        in page
+    )
+    assert NO_GAIN in page
+
+
+def test_publish_refuses_a_smoke_run() -> None:
+    with pytest.raises(NotPublishable):
+        measured_rows(_fake_results(smoke=True))

@@ -1,0 +1,306 @@
+"""TPL1xx beyond the rule examples: the batch and step-invariance facts in engine/, fix details,
+defaults, and the example script."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from torchperf_lint.api import fix_source, lint_source
+from torchperf_lint.config import Settings
+from torchperf_lint.engine.context import Context
+from torchperf_lint.engine.findings import Safety
+from torchperf_lint.engine.walker import walk
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "transfer_syncs.py"
+
+
+def _probes(source: str) -> tuple[Context, list[cst.BaseExpression]]:
+    """The context of `source` and the argument of each `probe(...)` call, in source order."""
+    source = textwrap.dedent(source).lstrip("\n")
+    facts = walk(cst.parse_module(source), frozenset({cst.Call}))
+    ctx = Context("example.py", source, facts, Settings())
+    calls = [c for c in ctx.nodes(cst.Call) if ctx.code(c.func) == "probe"]  # type: ignore[attr-defined]
+    return ctx, [c.args[0].value for c in calls]  # type: ignore[attr-defined]
+
+
+def _batch_loops(source: str) -> list[bool]:
+    ctx, probes = _probes(source)
+    return [ctx.batch_loop(p) is not None for p in probes]
+
+
+# -- engine/batches.py: which values are DataLoader batches ---------------------------------
+
+
+def test_enumerate_index_is_not_a_batch_but_its_items_are() -> None:
+    assert _batch_loops(
+        """
+        for i, (x, y) in enumerate(tqdm(loader)):
+            probe(i); probe(x); probe(y)
+        """
+    ) == [False, True, True]
+
+
+def test_zip_with_a_counter_keeps_only_the_loader_items() -> None:
+    assert _batch_loops(
+        """
+        for step, batch in zip(range(100), train_loader):
+            probe(step); probe(batch)
+        """
+    ) == [False, True]
+
+
+def test_elements_reached_by_unpacking_indexing_and_attributes_are_batches() -> None:
+    assert _batch_loops(
+        """
+        for data in loader:
+            x, n = data[0], 3
+            images = data["image"]
+            probe(x); probe(n); probe(images); probe(data.pos); probe(data.shape[0])
+        """
+    ) == [True, False, True, True, False]
+
+
+def test_dict_values_are_batches_but_keys_are_not() -> None:
+    assert _batch_loops(
+        """
+        for batch in loader:
+            a = {k: probe(v) for k, v in batch.items()}
+            b = [probe(k) for k in batch.keys()]
+            c = [probe(v) for v in batch.values()]
+            d = [probe(k) for k, v in batch.items()]
+        """
+    ) == [True, False, True, False]
+
+
+def test_host_conversions_keep_a_batch_and_device_moves_end_it() -> None:
+    assert _batch_loops(
+        """
+        for x, y in loader:
+            h = x.permute(0, 3, 1, 2).float()
+            d = y.cuda()
+            probe(h); probe(d)
+        """
+    ) == [True, False]
+
+
+def test_a_name_bound_to_tqdm_of_a_loader_is_iterated_as_the_loader() -> None:
+    assert _batch_loops(
+        """
+        epoch_iterator = tqdm(train_dataloader, desc="Iteration")
+        for step, batch in enumerate(epoch_iterator):
+            batch = tuple(probe(t) for t in batch)
+        """
+    ) == [True]
+
+
+def test_loops_over_plain_iterables_hold_no_batches() -> None:
+    assert _batch_loops(
+        """
+        def f(items, loader):
+            for x in items:
+                probe(x)
+        """
+    ) == [False]
+
+
+def test_whole_item_is_the_loop_target_itself_not_an_element() -> None:
+    ctx, probes = _probes(
+        """
+        for i, batch in enumerate(tqdm(loader)):
+            probe(batch)
+        for x, y in loader:
+            probe(x)
+        for pair in zip(loader, loader):
+            probe(pair)
+        """
+    )
+    assert [ctx.is_whole_batch(p) for p in probes] == [True, False, False]
+
+
+# -- engine/constants.py: host values that are the same at every step -------------------------
+
+
+def _invariant(source: str) -> list[bool]:
+    ctx, probes = _probes(source)
+    return [ctx.is_step_invariant(p) for p in probes]
+
+
+def test_literals_and_module_names_are_step_invariant() -> None:
+    assert _invariant(
+        """
+        import numpy as np
+        from torch import nn
+
+        WEIGHTS = np.load("w.npy")
+
+        class Loss(nn.Module):
+            def forward(self, x, w):
+                local = [0.5, 2.0]
+                probe([0.1] * 10); probe(-1); probe({"a": (1, 2)}); probe(WEIGHTS)
+                probe(local); probe(np.array(local)); probe(w); probe(np.random.rand(3))
+        """
+    ) == [True, True, True, True, True, True, False, False]
+
+
+def test_setup_values_are_invariant_in_the_step_loop_but_loop_values_are_not() -> None:
+    assert _invariant(
+        """
+        def train(model, loader, optimizer, counts):
+            weights = [1.0 / c for c in counts]
+            n = 0
+            for x, y in loader:
+                n = n + 1
+                probe(counts); probe(weights); probe(y); probe(n)
+                model(x).backward()
+        """
+    ) == [True, True, False, False]
+
+
+def test_self_attributes_are_invariant_unless_hot_code_assigns_them() -> None:
+    assert _invariant(
+        """
+        from torch import nn
+
+        class Net(nn.Module):
+            TABLE = [1, 2, 3]
+
+            def __init__(self, mean):
+                super().__init__()
+                self.mean = mean
+                self.decay = [1.0]
+
+            def forward(self, x):
+                self.decay = [d * 0.9 for d in self.decay]
+                probe(self.mean); probe(self.TABLE); probe(self.decay); probe(self.unknown)
+        """
+    ) == [True, True, False, False]
+
+
+# -- engine/devices.py: tensors that certainly live on the host ------------------------------
+
+
+def test_factories_without_device_make_host_tensors_until_moved() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x, p):
+                drop = torch.rand([])
+                moved = torch.rand([]).cuda()
+                probe(drop < 0.5); probe(torch.isnan(drop)); probe(torch.rand(3, device=x.device))
+                probe(moved); probe(x.sum()); probe(drop + x); probe(drop < p)
+        """
+    )
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, False, False]
+
+
+# -- rule details ------------------------------------------------------------------------------
+
+
+def _findings(source: str, select: list[str]) -> list[tuple[int, str]]:
+    source = textwrap.dedent(source).lstrip("\n")
+    return [(f.line, f.code) for f in lint_source(source, path="example.py", select=select)]
+
+
+def test_assert_with_computed_message_is_reported_without_a_fix() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                assert (x > 0).all(), f"negative input: {x.min()}"
+                assert 0 <= x.min() < 10
+                return x
+        """
+    ).lstrip("\n")
+    findings = lint_source(source, path="example.py", select=["TPL104"])
+    assert [(f.line, f.fix) for f in findings] == [(6, None), (7, None)]
+
+
+def test_assert_fix_adds_the_torch_import_when_the_file_has_none() -> None:
+    source = textwrap.dedent(
+        """
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                assert x.sum(1).all(); y = x * 2
+                return y
+        """
+    ).lstrip("\n")
+    fixed = fix_source(source, path="example.py", unsafe=True, select=["TPL104"])
+    assert "import torch\n" in fixed
+    assert "        torch._assert_async(x.sum(1).all()); y = x * 2\n" in fixed
+    assert fix_source(source, path="example.py", unsafe=False, select=["TPL104"]) == source
+
+
+def test_non_blocking_fix_is_safe_for_elements_and_unsafe_for_a_whole_batch() -> None:
+    source = textwrap.dedent(
+        """
+        def train(model, loader, optimizer):
+            for batch in loader:
+                batch = batch.to("cuda")
+                x, y = batch
+                loss = model(x.to("cuda"), y)
+                loss.backward()
+                optimizer.step()
+        """
+    ).lstrip("\n")
+    findings = lint_source("import torch\n" + source, path="example.py", select=["TPL106"])
+    assert [(f.line, f.fix.safety if f.fix else None) for f in findings] == [
+        (4, Safety.UNSAFE),
+        (6, Safety.SAFE),
+    ]
+
+
+def test_sync_in_forward_reports_elif_and_nonzero_even_as_tuple() -> None:
+    assert _findings(
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                if x.dim() == 2:
+                    pass
+                elif (x < 0).any():
+                    x = x.abs()
+                rows, cols = torch.nonzero(x > 1, as_tuple=True)
+                return x[rows, cols]
+        """,
+        ["TPL105"],
+    ) == [(8, "TPL105"), (10, "TPL105")]
+
+
+@pytest.mark.parametrize("extend, expected", [((), False), (("TPL107",), True)])
+def test_sync_per_step_is_off_unless_selected_by_code(extend: tuple[str, ...], expected: bool) -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+        """
+    ).lstrip("\n")
+    findings = lint_source(source, path="example.py", settings=Settings(extend_select=extend))
+    assert ("TPL107" in {f.code for f in findings}) is expected
+
+
+def test_example_script_shows_every_transfer_rule() -> None:
+    findings = lint_source(
+        EXAMPLE.read_bytes(), path=str(EXAMPLE), settings=Settings(extend_select=("TPL107",))
+    )
+    codes = sorted(f.code for f in findings)
+    assert codes == ["TPL102", "TPL104", "TPL105", "TPL105", "TPL106", "TPL106", "TPL107"]

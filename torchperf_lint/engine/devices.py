@@ -1,0 +1,78 @@
+"""Tensors that certainly live on the host: built by a torch factory or from host data without
+`device=`, and never moved. Reading one (`if p < self.layerdrop:`, `t.item()`) waits for no
+device, so the sync rules stay silent on them (the `dropout_probability = torch.rand([])`
+layer drop of many transformer implementations).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+
+from .names import Names
+
+# Factories that generate data; without device= they fill a CPU tensor.
+GENERATING_FACTORIES = frozenset(
+    "randperm zeros ones empty full arange rand randn randint normal eye linspace logspace".split()
+)
+# Builders of tensors from host data.
+_FROM_HOST_DATA = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
+_MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
+
+
+class HostTensors:
+    def __init__(self, names: Names, is_tensor: Callable[[cst.BaseExpression], bool]) -> None:
+        self._names = names
+        self._is_tensor = is_tensor
+        self._memo: dict[cst.CSTNode, bool] = {}
+        self._in_progress: set[cst.CSTNode] = set()
+
+    def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
+        cached = self._memo.get(expr)
+        if cached is not None:
+            return cached
+        if expr in self._in_progress:
+            return False
+        self._in_progress.add(expr)
+        try:
+            result = self._host(expr)
+        finally:
+            self._in_progress.discard(expr)
+        self._memo[expr] = result
+        return result
+
+    def _operands_on_host(self, operands: list[cst.BaseExpression]) -> bool:
+        """The tensor operands (at least one) are all on the host; plain numbers do not count."""
+        tensors = [o for o in operands if self._is_tensor(o)]
+        return bool(tensors) and all(self.is_host_tensor(o) for o in tensors)
+
+    def _host(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.Name):
+            bindings = self._names.lookup(expr.value, expr)
+            return bool(bindings) and all(
+                b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self.is_host_tensor(b.node)
+                for b in bindings
+            )
+        if isinstance(expr, cst.Subscript):
+            return self.is_host_tensor(expr.value)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_host_tensor(expr.expression)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._operands_on_host([expr.left, expr.right])
+        if isinstance(expr, cst.Comparison):
+            return self._operands_on_host([expr.left, *(c.comparator for c in expr.comparisons)])
+        return False
+
+    def _call(self, call: cst.Call) -> bool:
+        qualified = self._names.qualified_name(call) or ""
+        name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
+        if name in GENERATING_FACTORIES or name in _FROM_HOST_DATA:
+            return not any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
+        if name and "." not in name:
+            return self._operands_on_host([arg.value for arg in call.args if arg.keyword is None])
+        if isinstance(call.func, cst.Attribute) and not qualified:
+            return call.func.attr.value not in _MOVES and self.is_host_tensor(call.func.value)
+        return False
