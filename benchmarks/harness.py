@@ -194,7 +194,7 @@ def allclose(reference: list[Any], other: list[Any], tol: Tolerance) -> str | No
     """None when every leaf matches, else what differs."""
     if len(reference) != len(other):
         return f"{len(other)} results where the bad variant gave {len(reference)}"
-    for index, (a, b) in enumerate(zip(reference, other)):
+    for index, (a, b) in enumerate(zip(reference, other, strict=False)):
         a = torch.as_tensor(a).detach().cpu()
         b = torch.as_tensor(b).detach().cpu()
         if a.shape != b.shape:
@@ -215,7 +215,7 @@ def allclose(reference: list[Any], other: list[Any], tol: Tolerance) -> str | No
 
 def max_abs_diff(reference: list[Any], other: list[Any]) -> float:
     worst = 0.0
-    for a, b in zip(reference, other):
+    for a, b in zip(reference, other, strict=False):
         a64 = torch.as_tensor(a).detach().cpu().double()
         b64 = torch.as_tensor(b).detach().cpu().double()
         if a64.numel():

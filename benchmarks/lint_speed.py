@@ -64,7 +64,9 @@ def run_command(command: list[str], cwd: Optional[Path] = None) -> tuple[float, 
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--corpus", type=Path, action="append", help="a source tree (repeatable)")
     parser.add_argument("--with-default-corpus", action="store_true", help="add torch's sources to --corpus")
     parser.add_argument("--torchfix", help="the torchfix executable of its own virtualenv")
@@ -88,12 +90,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows: dict[str, dict[str, float]] = {}
 
     def record(name: str, seconds: float, peak_mb: int = 0) -> None:
-        rows[name] = {"seconds": round(seconds, 3), "files_per_s": round(len(files) / seconds, 1),
-                      "lines_per_s": round(lines / seconds), "peak_rss_mb": peak_mb}
+        rows[name] = {
+            "seconds": round(seconds, 3),
+            "files_per_s": round(len(files) / seconds, 1),
+            "lines_per_s": round(lines / seconds),
+            "peak_rss_mb": peak_mb,
+        }
         print(f"{name:<44} {seconds:8.2f} s {lines / seconds:10.0f} lines/s", flush=True)
 
     record("bare libcst.parse_module (floor)", timed(lambda: [libcst.parse_module(d) for d in datas]))
-    record("parse + torchperf-lint walk", timed(lambda: [walk(libcst.parse_module(d), interest) for d in datas]))
+    record(
+        "parse + torchperf-lint walk", timed(lambda: [walk(libcst.parse_module(d), interest) for d in datas])
+    )
     cli = [sys.executable, "-m", "torchperf_lint", "--exit-zero", "--lint-all-files"]
     cache = work / "cache"
     record("torchperf-lint cold --jobs 1", *run_command(cli + ["--no-cache", "--jobs", "1", *listing]))
@@ -115,17 +123,28 @@ def main(argv: Optional[list[str]] = None) -> int:
     if "TorchFix 0.7.0" in rows:
         ratios["throughput_vs_torchfix"] = round(rows["TorchFix 0.7.0"]["seconds"] / cold, 2)
     stamp = datetime.date.today().isoformat()
-    result = {"date": stamp, "machine": f"{platform.machine()} {os.cpu_count()} cores",
-              "python": platform.python_version(), "libcst": libcst_version(),
-              "corpus": [str(r) for r in roots], "files": len(files), "lines": lines,
-              "rows": rows, "ratios": ratios}
+    result = {
+        "date": stamp,
+        "machine": f"{platform.machine()} {os.cpu_count()} cores",
+        "python": platform.python_version(),
+        "libcst": libcst_version(),
+        "corpus": [str(r) for r in roots],
+        "files": len(files),
+        "lines": lines,
+        "rows": rows,
+        "ratios": ratios,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"lint-speed-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
     table = ["| tool | seconds | files/s | lines/s | peak RSS MB |", "|---|---|---|---|---|"]
-    table += [f"| {k} | {v['seconds']} | {v['files_per_s']} | {v['lines_per_s']} | {v['peak_rss_mb'] or ''} |"
-              for k, v in rows.items()]
-    table += ["", f"{len(files)} files, {lines} lines; ratios: "
-              + ", ".join(f"{k} = {v}" for k, v in ratios.items())]
+    table += [
+        f"| {k} | {v['seconds']} | {v['files_per_s']} | {v['lines_per_s']} | {v['peak_rss_mb'] or ''} |"
+        for k, v in rows.items()
+    ]
+    table += [
+        "",
+        f"{len(files)} files, {lines} lines; ratios: " + ", ".join(f"{k} = {v}" for k, v in ratios.items()),
+    ]
     (args.out / f"lint-speed-{stamp}.md").write_text("\n".join(table) + "\n")
     print("\n".join(table))
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_lint import cli
+from torchperf_lint import checking, cli
 from torchperf_lint.config import Settings
 from torchperf_lint.engine import runner
 from torchperf_lint.engine.runner import ISSUES_URL, lint_bytes
@@ -51,7 +51,10 @@ def tpl000(lines: list[str]) -> list[str]:
 
 
 BAD_FILES = {
-    "syntax-error": (b"import torch\n\ndef f(x:\n    return x\n", "3:6: TPL000 could not parse: '(' was never closed"),
+    "syntax-error": (
+        b"import torch\n\ndef f(x:\n    return x\n",
+        "3:6: TPL000 could not parse: '(' was never closed",
+    ),
     "python-2-print": (
         b'import torch\nprint "tensor"\n',
         "2:1: TPL000 could not parse: Missing parentheses in call to 'print'. Did you mean print(...)?",
@@ -63,7 +66,10 @@ BAD_FILES = {
             "use an 0o prefix for octal integers"
         ),
     ),
-    "python-2-raise": (b"import torch\nraise ValueError, 'x'\n", "2:17: TPL000 could not parse: invalid syntax"),
+    "python-2-raise": (
+        b"import torch\nraise ValueError, 'x'\n",
+        "2:17: TPL000 could not parse: invalid syntax",
+    ),
     "unknown-encoding": (
         b"# -*- coding: klingon -*-\nimport torch\n",
         "1:1: TPL000 could not decode: unknown encoding 'klingon' declared",
@@ -80,7 +86,10 @@ BAD_FILES = {
         b"import torch\nx = torch.zeros(3)\ny = '\xff\xfe'\n",
         "3:6: TPL000 could not decode: byte 0xff is not valid in utf-8 (no encoding declared)",
     ),
-    "nul-byte": (b"import torch\nx = 1\x00\n", "2:6: TPL000 could not parse: contains a NUL byte (a binary file?)"),
+    "nul-byte": (
+        b"import torch\nx = 1\x00\n",
+        "2:6: TPL000 could not parse: contains a NUL byte (a binary file?)",
+    ),
     "binary-file": (
         b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR torch \xff\xd8",
         "3:1: TPL000 could not parse: contains a NUL byte (a binary file?)",
@@ -121,7 +130,8 @@ def test_a_binary_file_without_the_word_torch_is_skipped_unless_all_files_are_li
 
 
 @pytest.mark.parametrize(
-    "data", [b"", b"# torch training helpers\n# nothing here yet\n", b"\n\n", b"\xef\xbb\xbf"],
+    "data",
+    [b"", b"# torch training helpers\n# nothing here yet\n", b"\n\n", b"\xef\xbb\xbf"],
     ids=["empty", "only-comments", "blank-lines", "only-bom"],
 )
 def test_empty_and_comment_only_files_are_fine(tmp_path: Path, capsys, data: bytes) -> None:
@@ -164,7 +174,9 @@ def test_a_symlink_loop_is_reported_and_a_directory_loop_is_not_followed(tmp_pat
     assert (code, lines) == (2, [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links"])
 
 
-def test_a_file_that_vanishes_between_listing_and_reading_is_reported(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_a_file_that_vanishes_between_listing_and_reading_is_reported(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
     vanishing = write(tmp_path / "a_vanishing.py", GOOD)
     good = write(tmp_path / "b_good.py", GOOD)
     real_discover = cli.discover
@@ -318,14 +330,14 @@ def test_an_engine_failure_costs_one_file_not_the_run(tmp_path: Path, capsys, mo
 
 
 def test_a_fixer_failure_leaves_the_file_and_the_run_goes_on(tmp_path: Path, capsys, monkeypatch) -> None:
-    real_fix = cli.fix_bytes
+    real_fix = checking.fix_bytes
 
     def fix_bytes(data, path, *args, **kwargs):
         if path.endswith("a.py"):
             raise RuntimeError("transform failed")
         return real_fix(data, path, *args, **kwargs)
 
-    monkeypatch.setattr(cli, "fix_bytes", fix_bytes)
+    monkeypatch.setattr(checking, "fix_bytes", fix_bytes)
     first = write(tmp_path / "a.py", GOOD)
     second = write(tmp_path / "b.py", GOOD)
     code, lines = run(capsys, *SELECT, "--fix", first, second)

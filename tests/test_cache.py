@@ -9,8 +9,18 @@ from torchperf_lint.cache import Cache
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.findings import Finding, Fix, Safety
 
-FINDING = Finding("TPL101", "cpu-factory-in-hot-path", "msg", "a.py", 3, 5, 3, 20, "in Net.forward",
-                  Fix((), Safety.SAFE, "pass device="))
+FINDING = Finding(
+    "TPL101",
+    "cpu-factory-in-hot-path",
+    "msg",
+    "a.py",
+    3,
+    5,
+    3,
+    20,
+    "in Net.forward",
+    Fix((), Safety.SAFE, "pass device="),
+)
 
 
 def test_entry_round_trips_findings_with_fix_safety(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def test_json_is_a_list_of_objects_with_the_documented_keys(tmp_path: Path, caps
     assert code == 1
     findings = json.loads(out)
     assert isinstance(findings, list)
-    keys = {"path", "line", "col", "end_line", "end_col", "code", "name", "message", "context", "fix"}
+    keys = {"path", "cell", "line", "col", "end_line", "end_col", "code", "name", "message", "context", "fix"}
     assert all(set(f) == keys for f in findings)
     by_code = {f["code"]: f for f in findings}
     assert set(by_code) == {"TPL101", "TPL103", "TPL198"}
@@ -318,7 +318,7 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path: Path,
     code = main(["--select", "TPL101", "--fix", "--stdin-filename", str(tmp_path / "loss.py"), "-"])
     captured = capsys.readouterr()
     assert code == 0
-    assert captured.out == HOT.decode().replace('torch.zeros(3).cuda()', 'torch.zeros(3, device="cuda")')
+    assert captured.out == HOT.decode().replace("torch.zeros(3).cuda()", 'torch.zeros(3, device="cuda")')
 
 
 def test_output_file_receives_the_report(tmp_path: Path, capsys) -> None:
@@ -366,10 +366,18 @@ def linted(out: str, root: Path) -> set[str]:
     return {Path(f["path"]).relative_to(root).as_posix() for f in json.loads(out)}
 
 
-def test_directories_recurse_into_py_files_and_skip_vcs_virtualenvs_and_caches(tmp_path: Path, capsys) -> None:
+def test_directories_recurse_into_py_files_and_skip_vcs_virtualenvs_and_caches(
+    tmp_path: Path, capsys
+) -> None:
     make_tree(tmp_path)
     _, out, _ = run(capsys, *SELECT, "--format", "json", tmp_path)
-    assert linted(out, tmp_path) == {"a.py", "pkg/b.py", "pkg/deep/c.py", "env/agent.py", "examples/skip_me.py"}
+    assert linted(out, tmp_path) == {
+        "a.py",
+        "pkg/b.py",
+        "pkg/deep/c.py",
+        "env/agent.py",
+        "examples/skip_me.py",
+    }
 
 
 def test_extend_exclude_adds_to_the_default_excludes(tmp_path: Path, capsys) -> None:

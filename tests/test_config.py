@@ -150,9 +150,14 @@ def test_per_file_ignores_in_flake8_form_in_setup_cfg(tmp_path: Path, capsys) ->
 def test_exclude_and_extend_exclude_keys(tmp_path: Path, capsys) -> None:
     for name in ("keep/a.py", "generated/b.py", "build/c.py", "legacy/d.py"):
         write(tmp_path / name, HOT)
-    write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\nextend-exclude = ["legacy"]\n')
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.torchperf-lint]\nselect = ["TPL101"]\nextend-exclude = ["legacy"]\n',
+    )
     assert files(capsys, tmp_path) == {"a.py", "b.py"}
-    write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\nexclude = ["generated/"]\n')
+    write(
+        tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\nexclude = ["generated/"]\n'
+    )
     assert files(capsys, tmp_path) == {"a.py", "c.py", "d.py"}
 
 
@@ -273,7 +278,9 @@ def test_flake8_options_set_torch_version_and_test_patterns(tmp_path: Path, plug
 
 def test_flake8_rejects_an_invalid_torch_version(plugin_state) -> None:
     options = argparse.Namespace(torchperf_torch_version="one", torchperf_test_file_patterns=None)
-    with pytest.raises(SystemExit, match="flake8: --torchperf-torch-version: torch-version must look like 2.1"):
+    with pytest.raises(
+        SystemExit, match="flake8: --torchperf-torch-version: torch-version must look like 2.1"
+    ):
         TorchPerfPlugin.parse_options(options)
 
 
@@ -291,7 +298,9 @@ def test_flake8_enables_off_by_default_rules_only_by_exact_code(
     monkeypatch, plugin_state, option: str, value: list[str], enabled: bool
 ) -> None:
     probes.install(monkeypatch)
-    options = argparse.Namespace(torchperf_torch_version=None, torchperf_test_file_patterns=None, **{option: value})
+    options = argparse.Namespace(
+        torchperf_torch_version=None, torchperf_test_file_patterns=None, **{option: value}
+    )
     TorchPerfPlugin.parse_options(options)
     assert ("TPL199" in {rule.code for rule in TorchPerfPlugin._rules}) is enabled
 

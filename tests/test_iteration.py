@@ -101,7 +101,11 @@ def _repeated(source: str) -> tuple[str, int, int] | None:
         ),
     ],
     ids=[
-        "while-true-and-wrappers", "epoch-loop", "keyword-argument", "method-parameter", "unresolved-caller"
+        "while-true-and-wrappers",
+        "epoch-loop",
+        "keyword-argument",
+        "method-parameter",
+        "unresolved-caller",
     ],
 )
 def test_repeated_pass_is_found_through_loops_and_calls(

@@ -59,109 +59,172 @@ def forward(body: str) -> str:
 
 
 def test_message_names_the_loop_variable_and_what_it_walks() -> None:
-    text = messages(forward("""
+    text = messages(
+        forward("""
         for j in range(x.size(1)):
             y[:, j] = x[:, j] * 2
-        """), "TPL201")
+        """),
+        "TPL201",
+    )
     assert len(text) == 1
     assert "range(x.size(1))" in text[0] and "per j" in text[0] and "torch.gather" in text[0]
 
 
 def test_nested_per_element_loops_report_only_the_outer_one() -> None:
-    assert lint(forward("""
+    assert lint(
+        forward("""
         for i in range(x.shape[0]):
             for j in range(x.shape[1]):
                 y[i, j] = x[i, j] * 2
-        """), "TPL201") == [(6, "TPL201")]
+        """),
+        "TPL201",
+    ) == [(6, "TPL201")]
 
 
 def test_enumerate_over_a_derived_tensor_is_flagged() -> None:
-    assert lint(forward("""
+    assert lint(
+        forward("""
         z = x.softmax(-1)
         for i, row in enumerate(z):
             y[i] = row.max()
-        """), "TPL201") == [(7, "TPL201")]
+        """),
+        "TPL201",
+    ) == [(7, "TPL201")]
 
 
 def test_size_call_then_subscript_and_explicit_unit_step_are_dimensions() -> None:
-    assert lint(forward("""
+    assert lint(
+        forward("""
         for i in range(1, x.size()[0], 1):
             y[i] = x[i] * 2
-        """), "TPL201") == [(6, "TPL201")]
+        """),
+        "TPL201",
+    ) == [(6, "TPL201")]
 
 
 def test_len_of_a_parameter_that_may_be_a_list_is_silent() -> None:
-    assert lint(forward("""
+    assert (
+        lint(
+            forward("""
         for i in range(len(x)):
             y[i] = x[i] * 2
-        """), "TPL201") == []
+        """),
+            "TPL201",
+        )
+        == []
+    )
 
 
 def test_reduction_is_flagged_but_an_exponential_moving_average_is_not() -> None:
-    assert lint(forward("""
+    assert lint(
+        forward("""
         acc = 0
         for i in range(x.shape[0]):
             acc = acc + x[i].sum()
-        """), "TPL201") == [(7, "TPL201")]
-    assert lint(forward("""
+        """),
+        "TPL201",
+    ) == [(7, "TPL201")]
+    assert (
+        lint(
+            forward("""
         avg = x[0]
         for i in range(x.shape[0]):
             avg = 0.9 * avg + 0.1 * x[i]
-        """), "TPL201") == []
+        """),
+            "TPL201",
+        )
+        == []
+    )
 
 
 def test_rows_paired_with_a_tensor_parameter_are_flagged() -> None:
-    assert lint(forward("""
+    assert lint(
+        forward("""
         loss = 0
         for i in range(x.shape[0]):
             loss = loss + (x[i] - y[i]).pow(2).mean()
-        """), "TPL201") == [(7, "TPL201")]
+        """),
+        "TPL201",
+    ) == [(7, "TPL201")]
 
 
 def test_rows_paired_with_a_list_of_dicts_or_a_host_list_are_silent() -> None:
-    assert lint(forward("""
+    assert (
+        lint(
+            forward("""
         out = []
         for i in range(x.shape[0]):
             out.append(self.match(x[i], y[i]["boxes"]))
-        """), "TPL201") == []
-    assert lint(forward("""
+        """),
+            "TPL201",
+        )
+        == []
+    )
+    assert (
+        lint(
+            forward("""
         sizes = y.tolist()
         out = []
         for i in range(x.shape[0]):
             out.append(x[i, : sizes[i]].mean())
-        """), "TPL201") == []
+        """),
+            "TPL201",
+        )
+        == []
+    )
 
 
 def test_subscript_of_an_unrelated_parameter_alone_is_not_per_element_work() -> None:
-    assert lint(forward("""
+    assert (
+        lint(
+            forward("""
         for i in range(x.shape[0]):
             self.log(y[i])
-        """), "TPL201") == []
+        """),
+            "TPL201",
+        )
+        == []
+    )
 
 
 def test_hidden_state_kept_on_self_is_sequential() -> None:
-    assert lint(forward("""
+    assert (
+        lint(
+            forward("""
         for t in range(x.shape[0]):
             self.hidden = self.rnn(x[t], self.hidden)
-        """), "TPL201") == []
+        """),
+            "TPL201",
+        )
+        == []
+    )
 
 
 def test_function_never_called_from_hot_code_is_cold() -> None:
-    assert lint("""
+    assert (
+        lint(
+            """
         import torch
 
         def normalise(x):
             for i in range(x.shape[0]):
                 x[i] = x[i] / x[i].norm()
             return x
-        """, "TPL201") == []
+        """,
+            "TPL201",
+        )
+        == []
+    )
 
 
 def test_index_passed_to_a_tensor_method_counts_as_per_element_work() -> None:
-    assert lint(forward("""
+    assert lint(
+        forward("""
         for k in range(x.shape[-1]):
             y = y + torch.roll(x, k, dims=-1)
-        """), "TPL201") == [(6, "TPL201")]
+        """),
+        "TPL201",
+    ) == [(6, "TPL201")]
 
 
 def test_step_loop_over_a_tensor_in_hot_code_is_not_flagged() -> None:
@@ -181,17 +244,21 @@ def test_step_loop_over_a_tensor_in_hot_code_is_not_flagged() -> None:
 
 # -- TPL202 ------------------------------------------------------------------------------
 def test_cat_growth_is_flagged_in_cold_module_level_loops() -> None:
-    assert lint("""
+    assert lint(
+        """
         import torch
 
         data = torch.empty(0, 3)
         for path in ["a.pt", "b.pt"]:
             data = torch.cat([data, torch.load(path)])
-        """, "TPL202") == [(5, "TPL202")]
+        """,
+        "TPL202",
+    ) == [(5, "TPL202")]
 
 
 def test_cat_in_a_conditional_expression_and_by_keyword_is_flagged() -> None:
-    assert lint("""
+    assert lint(
+        """
         import torch
 
         def collect(chunks):
@@ -199,11 +266,14 @@ def test_cat_in_a_conditional_expression_and_by_keyword_is_flagged() -> None:
             for c in chunks:
                 acc = c if acc is None else torch.cat(tensors=[acc, c])
             return acc
-        """, "TPL202") == [(6, "TPL202")]
+        """,
+        "TPL202",
+    ) == [(6, "TPL202")]
 
 
 def test_prepending_to_the_accumulator_is_flagged() -> None:
-    assert lint("""
+    assert lint(
+        """
         import torch
 
         def reverse(chunks):
@@ -211,11 +281,15 @@ def test_prepending_to_the_accumulator_is_flagged() -> None:
             for c in chunks:
                 acc = torch.cat((c, acc))
             return acc
-        """, "TPL202") == [(6, "TPL202")]
+        """,
+        "TPL202",
+    ) == [(6, "TPL202")]
 
 
 def test_accumulator_used_by_the_loop_body_is_silent() -> None:
-    assert lint("""
+    assert (
+        lint(
+            """
         import torch
 
         def grow(chunks, model):
@@ -224,11 +298,17 @@ def test_accumulator_used_by_the_loop_body_is_silent() -> None:
                 acc = torch.cat([acc, c])
                 model.observe(acc)
             return acc
-        """, "TPL202") == []
+        """,
+            "TPL202",
+        )
+        == []
+    )
 
 
 def test_numpy_concatenate_is_not_a_torch_cat() -> None:
-    assert lint("""
+    assert (
+        lint(
+            """
         import numpy as np
 
         def grow(chunks):
@@ -236,11 +316,16 @@ def test_numpy_concatenate_is_not_a_torch_cat() -> None:
             for c in chunks:
                 acc = np.concatenate([acc, c])
             return acc
-        """, "TPL202") == []
+        """,
+            "TPL202",
+        )
+        == []
+    )
 
 
 def test_message_names_the_accumulator_and_the_function() -> None:
-    text = messages("""
+    text = messages(
+        """
         import torch
 
         def grow(chunks):
@@ -248,13 +333,16 @@ def test_message_names_the_accumulator_and_the_function() -> None:
             for c in chunks:
                 out = torch.stack([out, c])
             return out
-        """, "TPL202")
+        """,
+        "TPL202",
+    )
     assert len(text) == 1 and "torch.stack()" in text[0] and "re-grows out" in text[0]
 
 
 # -- TPL203 ------------------------------------------------------------------------------
 def test_data_keyword_generator_and_legacy_constructor_are_flagged() -> None:
-    assert lint("""
+    assert lint(
+        """
         import torch
 
         def summarise(losses, scores):
@@ -262,28 +350,41 @@ def test_data_keyword_generator_and_legacy_constructor_are_flagged() -> None:
             a = torch.tensor(data=[l.item() for l in losses])
             b = torch.FloatTensor([logits.max(), logits.min()])
             return a, b
-        """, "TPL203") == [(5, "TPL203"), (6, "TPL203")]
+        """,
+        "TPL203",
+    ) == [(5, "TPL203"), (6, "TPL203")]
 
 
 def test_float_of_a_derived_tensor_is_flagged_but_of_a_maybe_float_parameter_is_not() -> None:
-    assert lint("""
+    assert lint(
+        """
         import torch
 
         def scale_of(x):
             s = torch.abs(x).amax()
             return torch.tensor([float(s)])
-        """, "TPL203") == [(5, "TPL203")]
-    assert lint("""
+        """,
+        "TPL203",
+    ) == [(5, "TPL203")]
+    assert (
+        lint(
+            """
         import torch
         from torch import Tensor
 
         def pair(a: Tensor | float, b: Tensor | float):
             return torch.tensor([float(a), float(b)])
-        """, "TPL203") == []
+        """,
+            "TPL203",
+        )
+        == []
+    )
 
 
 def test_list_appended_in_another_function_is_not_this_list() -> None:
-    assert lint("""
+    assert (
+        lint(
+            """
         import torch
 
         def record(values, t):
@@ -294,16 +395,23 @@ def test_list_appended_in_another_function_is_not_this_list() -> None:
             for line in lines:
                 values.append(float(line))
             return torch.tensor(values)
-        """, "TPL203") == []
+        """,
+            "TPL203",
+        )
+        == []
+    )
 
 
 def test_message_says_what_the_list_holds() -> None:
-    text = messages("""
+    text = messages(
+        """
         import torch
 
         def history(losses):
             return torch.tensor([l.item() for l in losses])
-        """, "TPL203")
+        """,
+        "TPL203",
+    )
     expected = (
         "torch.tensor() on a list of .item() values copies and syncs once per element; "
         "use torch.stack() on the tensors to keep them on the device"

@@ -73,7 +73,13 @@ def test_noqa_comments_suppress_as_flake8_would() -> None:
 def test_without_the_comments_every_line_is_reported() -> None:
     bare = re.sub(r"  # (noqa|NOQA)[^\n]*", "", FIXTURE)
     assert reported(bare) == REPORTED | {
-        "blanket", "listed", "tight", "prefix", "backslash", "string", "after_form_feed"
+        "blanket",
+        "listed",
+        "tight",
+        "prefix",
+        "backslash",
+        "string",
+        "after_form_feed",
     }
 
 
@@ -134,13 +140,18 @@ def flake8_findings(paths: list[Path], *options: str) -> set[tuple[str, int, int
     for line in result.stdout.splitlines():
         match = re.fullmatch(r"(.+?):(\d+):(\d+): (TPL\d+) (.*)", line)
         assert match, line
-        found.add((match.group(1), int(match.group(2)), int(match.group(3)), f"{match.group(4)} {match.group(5)}"))
+        found.add(
+            (match.group(1), int(match.group(2)), int(match.group(3)), f"{match.group(4)} {match.group(5)}")
+        )
     return found
 
 
 def cli_findings(paths: list[Path], capsys) -> set[tuple[str, int, int, str]]:
     main(["--format", "json", *map(str, paths)])
-    return {(f["path"], f["line"], f["col"], f"{f['code']} {f['message']}") for f in json.loads(capsys.readouterr().out)}
+    return {
+        (f["path"], f["line"], f["col"], f"{f['code']} {f['message']}")
+        for f in json.loads(capsys.readouterr().out)
+    }
 
 
 def test_flake8_and_the_cli_report_the_same_findings_at_the_same_positions(tmp_path: Path, capsys) -> None:

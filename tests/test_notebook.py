@@ -13,9 +13,19 @@ from torchperf_lint.notebook import NotebookError, read_notebook, write_back
 def _notebook(*cells: tuple[str, list[str]], **extra: object) -> str:
     data = {
         "cells": [
-            {"cell_type": kind, "metadata": {}, "source": source,
-             **({"execution_count": 1, "outputs": [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}]}
-                if kind == "code" else {})}
+            {
+                "cell_type": kind,
+                "metadata": {},
+                "source": source,
+                **(
+                    {
+                        "execution_count": 1,
+                        "outputs": [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}],
+                    }
+                    if kind == "code"
+                    else {}
+                ),
+            }
             for kind, source in cells
         ],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
@@ -26,11 +36,23 @@ def _notebook(*cells: tuple[str, list[str]], **extra: object) -> str:
     return json.dumps(data, indent=1) + "\n"
 
 
-MODEL_CELL = ["import torch\n", "from torch import nn\n", "%matplotlib inline\n", "!nvidia-smi\n",
-              "class Net(nn.Module):\n", "    def forward(self, x):\n",
-              "        return x + torch.zeros(x.shape[0], 1).cuda()\n"]
-LOOP_CELL = ["model = Net()\n", "for xb, yb in train_loader:\n", "    loss = model(xb)[[0, 1]].sum()\n",
-             "    loss.backward()\n", "    files = !ls\n", "    optimizer.step()"]
+MODEL_CELL = [
+    "import torch\n",
+    "from torch import nn\n",
+    "%matplotlib inline\n",
+    "!nvidia-smi\n",
+    "class Net(nn.Module):\n",
+    "    def forward(self, x):\n",
+    "        return x + torch.zeros(x.shape[0], 1).cuda()\n",
+]
+LOOP_CELL = [
+    "model = Net()\n",
+    "for xb, yb in train_loader:\n",
+    "    loss = model(xb)[[0, 1]].sum()\n",
+    "    loss.backward()\n",
+    "    files = !ls\n",
+    "    optimizer.step()",
+]
 
 
 def test_unchanged_notebook_round_trips_byte_for_byte() -> None:
@@ -57,8 +79,10 @@ def test_loop_in_one_cell_makes_a_helper_of_another_hot() -> None:
     helper = ["import torch\n", "def pick(out):\n", "    return out[[0, 1]].sum()\n"]
     loop = ["for xb, yb in train_loader:\n", "    loss = pick(model(xb))\n", "    loss.backward()"]
     notebook = read_notebook(_notebook(("code", helper), ("code", loop)))
-    found = [(notebook.locate(f.line), f.code, notebook.relabel(f.context))
-             for f in lint_source(notebook.module_source())]
+    found = [
+        (notebook.locate(f.line), f.code, notebook.relabel(f.context))
+        for f in lint_source(notebook.module_source())
+    ]
     assert found == [((1, 3), "TPL103", "in pick, called from loop over train_loader at cell 2, line 1")]
     assert lint_source("".join(helper)) == []  # alone, the helper is cold
 

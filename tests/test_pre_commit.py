@@ -17,8 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
 
 # what pip needs to install the package, and the manifest pre-commit reads
-_INSTALL_FILES = ("setup.cfg", "pyproject.toml", "setup.py", "README.md", "LICENSE", "MANIFEST.in",
-                  ".pre-commit-hooks.yaml")
+_INSTALL_FILES = (
+    "setup.cfg",
+    "pyproject.toml",
+    "setup.py",
+    "README.md",
+    "LICENSE",
+    "MANIFEST.in",
+    ".pre-commit-hooks.yaml",
+)
 
 BAD = """import torch
 from torch import nn

@@ -112,7 +112,7 @@ def test_fix_inserts_tf32_after_the_last_top_level_import() -> None:
     source = _train(setup="try:\n    import apex_helpers\nexcept ImportError:\n    pass")
     fixed = fix_source(source, path="train.py", unsafe=True, select=["TPL701"])
     assert fixed.startswith(
-        "import torch\nimport torch.nn.functional as F\n\ntorch.set_float32_matmul_precision(\"high\")\ntry:\n"
+        'import torch\nimport torch.nn.functional as F\n\ntorch.set_float32_matmul_precision("high")\ntry:\n'
     )
     assert _codes(fixed) == []
 

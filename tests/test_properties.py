@@ -62,7 +62,9 @@ def _in_forward(module: cst.Module) -> str:
         body=cst.IndentedBlock(body),
     )
     net = cst.ClassDef(
-        name=cst.Name("Net"), bases=[cst.Arg(cst.parse_expression("nn.Module"))], body=cst.IndentedBlock([forward])
+        name=cst.Name("Net"),
+        bases=[cst.Arg(cst.parse_expression("nn.Module"))],
+        body=cst.IndentedBlock([forward]),
     )
     header = cst.parse_module("import torch\nfrom torch import nn\n")
     return header.with_changes(body=[*header.body, net]).code
@@ -98,7 +100,52 @@ def test_any_valid_module_lints_without_internal_errors(source: str) -> None:
 
 # a fixed pool shrinks fast; the names are not builtins, keywords or the templates' own names
 NAMES = st.sampled_from(
-    ["a", "b", "c", "k", "m", "u", "v", "w", "xs", "ys", "idx", "out", "pred", "logits", "labels", "target", "mask", "batch", "feats", "emb", "hidden", "scores", "num", "size", "dim", "nb", "inp", "net", "opt", "data", "it", "rows", "cols", "lr", "aux", "tmp", "val", "key", "bias", "gain", "sched_fn", "my_model", "loader_", "step_count"]
+    [
+        "a",
+        "b",
+        "c",
+        "k",
+        "m",
+        "u",
+        "v",
+        "w",
+        "xs",
+        "ys",
+        "idx",
+        "out",
+        "pred",
+        "logits",
+        "labels",
+        "target",
+        "mask",
+        "batch",
+        "feats",
+        "emb",
+        "hidden",
+        "scores",
+        "num",
+        "size",
+        "dim",
+        "nb",
+        "inp",
+        "net",
+        "opt",
+        "data",
+        "it",
+        "rows",
+        "cols",
+        "lr",
+        "aux",
+        "tmp",
+        "val",
+        "key",
+        "bias",
+        "gain",
+        "sched_fn",
+        "my_model",
+        "loader_",
+        "step_count",
+    ]
 )
 
 FACTORIES = {
@@ -114,8 +161,16 @@ FACTORIES = {
     "linspace": ["0, 1, {n}"],
     "randint": ["0, 10, ({n},)"],
 }
-MOVES = [".cuda()", ".cuda(0)", '.to("cuda")', '.to("cuda:1")', '.to(device="cuda")',
-         '.to({T}.device("cuda"))', ".to({device})", ".to( {device} )"]
+MOVES = [
+    ".cuda()",
+    ".cuda(0)",
+    '.to("cuda")',
+    '.to("cuda:1")',
+    '.to(device="cuda")',
+    '.to({T}.device("cuda"))',
+    ".to({device})",
+    ".to( {device} )",
+]
 RANGES = ["range({n})", "range(0, {n})", "range(1, {n}, 2)", "range(len({t}))", "list(range({n}))"]
 
 
@@ -228,10 +283,11 @@ def test_unsafe_fix_parses_and_is_idempotent(source: str) -> None:
 @given(programs(), st.data())
 def test_findings_do_not_depend_on_newlines_or_trailing_whitespace(source: str, data) -> None:
     lines = source.split("\n")
-    trailing = data.draw(st.lists(st.sampled_from(["", " ", "\t", "  \t "]), min_size=len(lines),
-                                  max_size=len(lines)))
+    trailing = data.draw(
+        st.lists(st.sampled_from(["", " ", "\t", "  \t "]), min_size=len(lines), max_size=len(lines))
+    )
     newline = data.draw(st.sampled_from(["\n", "\r\n"]))
-    variant = newline.join(line + (pad if line else "") for line, pad in zip(lines, trailing))
+    variant = newline.join(line + (pad if line else "") for line, pad in zip(lines, trailing, strict=False))
     note(repr(variant))
     assert shape(lint(variant.encode())) == shape(lint(source.encode()))
 

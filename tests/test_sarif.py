@@ -12,8 +12,17 @@ from torchperf_lint.reporting.sarif import relative_uri, render_sarif
 from torchperf_lint.rules import ALL_RULES
 
 FINDINGS = [
-    Finding("TPL103", "python-range-indexing", "range() index is built on the host; use torch.arange",
-            "pkg/train.py", 12, 9, 12, 30, "in Net.forward"),
+    Finding(
+        "TPL103",
+        "python-range-indexing",
+        "range() index is built on the host; use torch.arange",
+        "pkg/train.py",
+        12,
+        9,
+        12,
+        30,
+        "in Net.forward",
+    ),
     Finding("TPL000", "error", "could not parse: bad input", os.path.abspath("broken.py"), 3, 1, 3, 1),
 ]
 
@@ -24,7 +33,11 @@ def test_sarif_document_has_the_structure_code_scanning_reads() -> None:
     assert document["$schema"].endswith("sarif-2.1.0.json")
     (run,) = document["runs"]
     driver = run["tool"]["driver"]
-    assert driver["name"] == "torchperf-lint" and driver["version"] and driver["informationUri"].startswith("https://")
+    assert (
+        driver["name"] == "torchperf-lint"
+        and driver["version"]
+        and driver["informationUri"].startswith("https://")
+    )
     ids = [rule["id"] for rule in driver["rules"]]
     assert ids == ["TPL000"] + [rule.code for rule in ALL_RULES]
     for descriptor in driver["rules"]:
@@ -50,8 +63,13 @@ def test_sarif_uris_are_relative_and_forward_slashed() -> None:
 def test_sarif_columns_and_lines_are_one_based() -> None:
     zero = Finding("TPL101", "cpu-factory-in-hot-path", "m", "a.py", 1, 1, 1, 1)
     region = json.loads(render_sarif([zero], ReportOptions()))["runs"][0]["results"][0]["locations"][0][
-        "physicalLocation"]["region"]
-    assert region["startLine"] >= 1 and region["startColumn"] >= 1 and region["endColumn"] >= region["startColumn"]
+        "physicalLocation"
+    ]["region"]
+    assert (
+        region["startLine"] >= 1
+        and region["startColumn"] >= 1
+        and region["endColumn"] >= region["startColumn"]
+    )
 
 
 def test_github_annotations_are_workflow_commands() -> None:

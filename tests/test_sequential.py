@@ -112,11 +112,14 @@ def test_accumulator_scaled_or_read_elsewhere_is_a_recurrence() -> None:
 
 
 def test_name_assigned_earlier_in_the_same_iteration_is_not_carried() -> None:
-    assert carried("""
+    assert (
+        carried("""
         for i in range(n):
             h = x[i]
             h = cell(h, h)
-        """) == {}
+        """)
+        == {}
+    )
 
 
 def test_assignment_in_one_branch_only_leaves_the_name_carried() -> None:
@@ -129,7 +132,8 @@ def test_assignment_in_one_branch_only_leaves_the_name_carried() -> None:
 
 
 def test_assignment_in_every_branch_defines_the_name() -> None:
-    assert carried("""
+    assert (
+        carried("""
         for i in range(n):
             if c:
                 h = 1
@@ -138,7 +142,9 @@ def test_assignment_in_every_branch_defines_the_name() -> None:
             else:
                 h = 3
             y = h
-        """) == {}
+        """)
+        == {}
+    )
 
 
 def test_assignment_in_a_nested_loop_or_try_may_not_have_run() -> None:
@@ -159,22 +165,28 @@ def test_assignment_in_a_nested_loop_or_try_may_not_have_run() -> None:
 
 
 def test_branch_that_never_falls_through_does_not_undefine_the_name() -> None:
-    assert carried("""
+    assert (
+        carried("""
         for i in range(n):
             if x[i] is None:
                 continue
             else:
                 h = x[i]
             y = h
-        """) == {}
-    assert carried("""
+        """)
+        == {}
+    )
+    assert (
+        carried("""
         for i in range(n):
             try:
                 h = f(x[i])
             except ValueError:
                 continue
             y = h
-        """) == {}
+        """)
+        == {}
+    )
 
 
 def test_attribute_chain_is_carried_like_a_name() -> None:
@@ -185,10 +197,13 @@ def test_attribute_chain_is_carried_like_a_name() -> None:
 
 
 def test_other_attributes_of_the_same_object_are_not_reads_of_it() -> None:
-    assert carried("""
+    assert (
+        carried("""
         for t in range(n):
             self.cache = self.proj(x[t])
-        """) == {}
+        """)
+        == {}
+    )
 
 
 def test_element_written_and_read_at_another_index_is_a_recurrence() -> None:
@@ -199,11 +214,14 @@ def test_element_written_and_read_at_another_index_is_a_recurrence() -> None:
 
 
 def test_element_written_and_read_at_the_same_index_is_independent() -> None:
-    assert carried("""
+    assert (
+        carried("""
         for i in range(n):
             out[:, i] = x[:, i] * 2
             out[:, i] += 1
-        """) == {}
+        """)
+        == {}
+    )
 
 
 def test_while_condition_is_read_before_each_iteration() -> None:
@@ -222,20 +240,26 @@ def test_in_place_function_of_an_imported_module_updates_its_argument_not_the_mo
 
 
 def test_comprehension_and_lambda_variables_are_local() -> None:
-    assert carried("""
+    assert (
+        carried("""
         for i in range(n):
             zs = [h for h in hs]
             f = lambda h: h * 2
             h = zs[i]
-        """) == {}
+        """)
+        == {}
+    )
 
 
 def test_walrus_defines_its_name() -> None:
-    assert carried("""
+    assert (
+        carried("""
         for i in range(n):
             if (m := x[i].max()) > 0:
                 out.append(m)
-        """) == {}
+        """)
+        == {}
+    )
 
 
 def test_break_return_and_yield_exit_early_but_not_an_inner_break() -> None:

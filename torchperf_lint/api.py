@@ -23,7 +23,9 @@ def lint_source(
 ) -> list[Finding]:
     """Findings for one module's source (TPL000 findings for what could not be checked)."""
     settings = settings or Settings()
-    rules = select_rules(select if select is not None else settings.select, settings.ignore, settings.extend_select)
+    rules = select_rules(
+        select if select is not None else settings.select, settings.ignore, settings.extend_select
+    )
     return lint_bytes(_encode(source), path, rules, settings).findings
 
 
@@ -36,7 +38,9 @@ def fix_source(
 ) -> str:
     """The source with the fixes applied (safe ones; unsafe ones too when `unsafe`)."""
     settings = settings or Settings()
-    rules = select_rules(select if select is not None else settings.select, settings.ignore, settings.extend_select)
+    rules = select_rules(
+        select if select is not None else settings.select, settings.ignore, settings.extend_select
+    )
     outcome = fix_bytes(_encode(source), path, rules, settings, unsafe=unsafe)
     module = outcome.result.module
     encoding = module.encoding if module is not None else "utf-8"

@@ -29,7 +29,9 @@ def _fix_to_dict(fix: Optional[Fix]) -> Optional[dict[str, str]]:
 
 
 def finding_to_record(finding: Finding) -> dict[str, Any]:
-    record = {f.name: getattr(finding, f.name) for f in dataclasses.fields(Finding) if f.name not in ("fix", "node")}
+    record = {
+        f.name: getattr(finding, f.name) for f in dataclasses.fields(Finding) if f.name not in ("fix", "node")
+    }
     record["fix"] = _fix_to_dict(finding.fix)
     return record
 
@@ -43,7 +45,9 @@ def finding_from_record(record: dict[str, Any]) -> Finding:
 
 
 class Cache:
-    def __init__(self, directory: Path, settings: Settings, rule_codes: Sequence[str], extra: str = "") -> None:
+    def __init__(
+        self, directory: Path, settings: Settings, rule_codes: Sequence[str], extra: str = ""
+    ) -> None:
         self.directory = directory / __version__
         identity = {
             "version": __version__,

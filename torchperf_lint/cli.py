@@ -3,31 +3,41 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
-import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from . import __version__
+from .cache import DEFAULT_DIRECTORY
+from .checking import Checker, Job
 from .config import ConfigError, Settings, load_settings, parse_version
 from .docs import render_rule_page
 from .engine.findings import Finding
-from .engine.fixer import fix_bytes
-from .engine.runner import ERROR_CODE, deep_recursion, error_finding, internal_error, lint_bytes
+from .engine.runner import ERROR_CODE, error_finding
+from .engine.torch_version import declared_version
 from .files import discover
+from .parallel import check_paths, default_jobs
 from .reporting import REPORTERS, ReportOptions
 from .rules import ALL_RULES, lookup, select_rules
-from .rules.base import Rule
-from .writer import NotWritable, write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+NO_CACHE_VARIABLE = "TORCHPERF_LINT_NO_CACHE"
 
 
 def _codes(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,11 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 no findings, 1 findings (or a --diff to show), 2 usage error or a "
         "file that could not be checked.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin"
+    )
     parser.add_argument("--version", action="version", version=f"torchperf-lint {__version__}")
     select = parser.add_argument_group("rule selection (codes, code prefixes or rule names, comma separated)")
     select.add_argument("--select", type=_codes, help="only these rules (replaces the default set)")
-    select.add_argument("--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones")
+    select.add_argument(
+        "--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones"
+    )
     select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
     files = parser.add_argument_group("files")
     files.add_argument("--exclude", type=_codes, help="names or globs to skip (replaces the defaults)")
@@ -50,6 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--config", metavar="FILE", help="read settings from this file instead of searching")
     files.add_argument(
         "--lint-all-files", action="store_true", help="also parse files that never mention torch"
+    )
+    speed = parser.add_argument_group("speed")
+    speed.add_argument(
+        "-j", "--jobs", type=_positive, metavar="N", help="processes to lint with (default: the CPU count)"
+    )
+    speed.add_argument(
+        "--no-cache",
+        action="store_true",
+        help=f"neither read nor write the result cache (or set {NO_CACHE_VARIABLE}=1)",
+    )
+    speed.add_argument(
+        "--cache-dir", metavar="DIR", help=f"where results are cached (default: {DEFAULT_DIRECTORY})"
     )
     fixing = parser.add_argument_group("fixing")
     fixing.add_argument("--fix", action="store_true", help="apply safe fixes in place")
@@ -97,75 +123,6 @@ def _list_rules(out: TextIO) -> None:
         out.write(f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}{rule.summary}\n")
 
 
-def _read(path: str) -> tuple[bytes | None, Finding | None]:
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            # a FIFO or device named *.py would block the run or never end
-            what = "a directory" if os.path.isdir(path) else "not a regular file"
-            return None, error_finding(path, f"could not read: {what}")
-        with open(path, "rb") as stream:
-            return stream.read(), None
-    except OSError as error:
-        return None, error_finding(path, f"could not read: {error.strerror or error}")
-
-
-def _diff(path: str, before: bytes, after: bytes, encoding: str) -> str:
-    old = before.decode(encoding, errors="replace").splitlines(keepends=True)
-    new = after.decode(encoding, errors="replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}"))
-
-
-class Run:
-    """One invocation over many files; collects findings, diffs and whether anything failed."""
-
-    def __init__(self, args: argparse.Namespace, rules: Sequence[Rule], settings: Settings) -> None:
-        self.args = args
-        self.rules = rules
-        self.settings = settings
-        self.findings: list[Finding] = []
-        self.diffs: list[str] = []
-        self.fixed_files = 0
-
-    def file(self, path: str, data: bytes, stdin: bool = False) -> bytes | None:
-        """Lint or fix one file's bytes; returns fixed bytes for stdin under --fix. Never raises:
-        a failure is a TPL000 finding and the file keeps its bytes."""
-        try:
-            with deep_recursion():
-                return self._file(path, data, stdin)
-        except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
-            self.findings.append(error_finding(path, internal_error("torchperf-lint", error)))
-            return data if stdin else None  # an editor piping its buffer gets it back unchanged
-
-    def _file(self, path: str, data: bytes, stdin: bool) -> bytes | None:
-        args = self.args
-        if not (args.fix or args.diff):
-            self.findings.extend(lint_bytes(data, path, self.rules, self.settings).findings)
-            return None
-        outcome = fix_bytes(data, path, self.rules, self.settings, unsafe=args.unsafe_fixes)
-        if not outcome.changed:
-            self.findings.extend(outcome.result.findings)
-            return data if stdin else None
-        if args.diff:
-            self.findings.extend(outcome.result.findings)
-            encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
-            self.diffs.append(_diff(path, data, outcome.fixed, encoding))
-            return None
-        if stdin:
-            self.findings.extend(outcome.result.findings)
-            return outcome.fixed
-        try:
-            write_atomic(path, outcome.fixed)
-        except (NotWritable, OSError) as error:
-            # the file keeps its old bytes, so its old findings still stand
-            message = str(error) if isinstance(error, NotWritable) else f"could not write: {error}"
-            self.findings.append(error_finding(path, message))
-            self.findings.extend(lint_bytes(data, path, self.rules, self.settings).findings)
-            return None
-        self.fixed_files += 1
-        self.findings.extend(outcome.result.findings)
-        return None
-
-
 def _emit(stream: TextIO, text: str) -> None:
     """Write text that may hold a path the terminal's encoding cannot show (a file name with
     undecodable bytes comes back from the OS as surrogates): escape it rather than crash."""
@@ -196,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _usage_error(f"unknown rule {args.explain!r}; see --list-rules")
         out.write(render_rule_page(rule))
         return EXIT_CLEAN
+    declared_version.cache_clear()  # a long-lived process must see edited requirement files
     paths = args.paths or ["."]
     missing = [path for path in paths if path != "-" and not os.path.lexists(path)]
     if missing:
@@ -206,28 +164,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         rules = select_rules(settings.select, settings.ignore, settings.extend_select, "rule selection")
     except ConfigError as error:
         return _usage_error(str(error))
-    run = Run(args, rules, settings)
+    # Fixing always re-lints what it writes; TORCHPERF_LINT_NO_CACHE=1 is --no-cache for CI and tests.
+    no_cache = (
+        args.no_cache or args.fix or args.diff or os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
+    )
+    cache_dir = None if no_cache else (args.cache_dir or settings.cache_dir)
+    job = Job(settings, tuple(r.code for r in rules), args.fix, args.diff, args.unsafe_fixes, cache_dir)
     discovery_errors: list[tuple[str, str]] = []
     stdin_output: bytes | None = None
+    files: list[str] = []
     seen: set[str] = set()
     for path in discover(paths, settings.exclude + settings.extend_exclude, discovery_errors):
         key = os.path.normpath(path)
-        if key in seen:
-            continue  # named twice, or a file inside a directory also named
-        seen.add(key)
-        if path == "-":
-            stdin_output = run.file(args.stdin_filename or "-", sys.stdin.buffer.read(), stdin=True)
-            continue
-        data, unreadable = _read(path)
-        if unreadable is not None:
-            run.findings.append(unreadable)
-            continue
-        assert data is not None
-        run.file(path, data)
-    run.findings.extend(error_finding(path, message) for path, message in discovery_errors)
-    run.findings.sort(key=Finding.sort_key)
+        if key not in seen:  # named twice, or a file inside a directory also named
+            seen.add(key)
+            files.append(path)
+    findings: list[Finding] = []
+    diffs: list[str] = []
+    fixed_files = 0
+    if "-" in files:
+        files.remove("-")
+        outcome = Checker(job).data(args.stdin_filename or "-", sys.stdin.buffer.read(), stdin=True)
+        findings.extend(outcome.findings)
+        diffs.append(outcome.diff)
+        stdin_output = outcome.output
+    for outcome in check_paths(job, files, args.jobs or default_jobs()):
+        findings.extend(outcome.findings)
+        diffs.append(outcome.diff)
+        fixed_files += outcome.fixed
+    findings.extend(error_finding(path, message) for path, message in discovery_errors)
+    findings.sort(key=Finding.sort_key)
     options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics)
-    report = REPORTERS[args.format](run.findings, options)
+    report = REPORTERS[args.format](findings, options)
     if stdin_output is not None and args.fix:
         sys.stdout.buffer.write(stdin_output)
         sys.stdout.flush()
@@ -235,15 +203,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.output_file:
         try:
             Path(args.output_file).write_text(
-                "".join(run.diffs) + report, encoding="utf-8", errors="backslashreplace"
+                "".join(diffs) + report, encoding="utf-8", errors="backslashreplace"
             )
         except OSError as error:
             return _usage_error(f"could not write {args.output_file}: {error.strerror or error}")
     else:
-        _emit(out, "".join(run.diffs) + report)
-    if run.fixed_files and args.format == "text":
-        sys.stderr.write(f"Fixed {run.fixed_files} file{'s' if run.fixed_files != 1 else ''}.\n")
-    if any(f.code == ERROR_CODE for f in run.findings):
+        _emit(out, "".join(diffs) + report)
+    if fixed_files and args.format == "text":
+        sys.stderr.write(f"Fixed {fixed_files} file{'s' if fixed_files != 1 else ''}.\n")
+    if any(f.code == ERROR_CODE for f in findings):
         return EXIT_ERROR
-    problems = bool(run.diffs) if args.diff else any(f.code != ERROR_CODE for f in run.findings)
+    problems = any(diffs) if args.diff else any(f.code != ERROR_CODE for f in findings)
     return EXIT_CLEAN if args.exit_zero or not problems else EXIT_FINDINGS

@@ -59,6 +59,7 @@ class Settings:
     test_file_patterns: tuple[str, ...] = DEFAULT_TEST_FILE_PATTERNS
     lint_all_files: bool = False
     config_file: Path | None = None
+    cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured
     noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
 
     def replace(self, **changes: Any) -> Settings:
@@ -96,13 +97,15 @@ def _per_file_ignores(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...
             pairs.append((pattern, _as_list(codes, "per-file-ignores", where)))
     elif isinstance(value, str):
         # flake8's form, one `pattern: codes` per line, parsed the way flake8 parses it
-        from flake8.exceptions import ExecutionError  # type: ignore[import-untyped]
-        from flake8.utils import parse_files_to_codes_mapping  # type: ignore[import-untyped]
+        from flake8.exceptions import ExecutionError
+        from flake8.utils import parse_files_to_codes_mapping
 
         try:
             mapping = parse_files_to_codes_mapping(value)
         except (ExecutionError, ValueError):
-            raise ConfigError(f"{where}: per-file-ignores must be lines of PATTERN:CODES, got {value!r}") from None
+            raise ConfigError(
+                f"{where}: per-file-ignores must be lines of PATTERN:CODES, got {value!r}"
+            ) from None
         pairs.extend((pattern, tuple(codes)) for pattern, codes in mapping)
     else:
         raise ConfigError(f"{where}: per-file-ignores must be a table of pattern = [codes]")
@@ -121,8 +124,18 @@ KEYS = (
     "torch-version",
     "test-file-patterns",
     "lint-all-files",
+    "cache-dir",
 )
-_BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+_BOOLEANS = {
+    "true": True,
+    "yes": True,
+    "on": True,
+    "1": True,
+    "false": False,
+    "no": False,
+    "off": False,
+    "0": False,
+}
 
 
 def section_name(where: str) -> str:
@@ -143,7 +156,7 @@ def apply_values(settings: Settings, raw: dict[str, Any], where: str) -> Setting
             changes["per_file_ignores"] = _per_file_ignores(value, where)
         elif name == "torch-version":
             if not isinstance(value, str):
-                raise ConfigError(f"{where}: torch-version must be a string like \"2.1\", got {value!r}")
+                raise ConfigError(f'{where}: torch-version must be a string like "2.1", got {value!r}')
             changes["torch_version"] = parse_version(value, where)
             changes["torch_version_source"] = f"torch-version {value} from {where}"
         elif name == "lint-all-files":
@@ -151,6 +164,10 @@ def apply_values(settings: Settings, raw: dict[str, Any], where: str) -> Setting
             if flag is None:
                 raise ConfigError(f"{where}: lint-all-files must be true or false, got {value!r}")
             changes["lint_all_files"] = flag
+        elif name == "cache-dir":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{where}: cache-dir must be a directory path, got {value!r}")
+            changes["cache_dir"] = str(Path(where).parent / value.strip())
         else:
             close = difflib.get_close_matches(name, KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(KEYS)}"

@@ -73,7 +73,14 @@ def render_rule_page(rule: type[Rule]) -> str:
     for label, code in rule.BAD.items():
         parts += [f"## Example: {label}", "", "```python", example(strip_expectations(code)), "```", ""]
         if label in rule.FIXED:
-            parts += ["Use instead (what `--fix` produces):", "", "```python", example(rule.FIXED[label]), "```", ""]
+            parts += [
+                "Use instead (what `--fix` produces):",
+                "",
+                "```python",
+                example(rule.FIXED[label]),
+                "```",
+                "",
+            ]
     parts += [tail.rstrip(), ""]
     for label, code in rule.GOOD.items():
         parts += [f"### Stays silent: {label}", "", "```python", example(code), "```", ""]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .engine.paths import matches_path
 
-SOURCE_SUFFIXES = (".py",)
+SOURCE_SUFFIXES = (".py", ".ipynb")
 ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 BOUNDARY = "# torchperf-lint: cell boundary"
 _MAGIC_MARK = "# torchperf-lint: masked "
@@ -53,7 +53,6 @@ class Notebook:
                 return cell.number, max(1, line - current)
             current += len(cell.lines)
         return None, line
-
 
     def relabel(self, context: Optional[str]) -> Optional[str]:
         """Hot-path reasons name lines of the joined module; say cell and line instead."""
@@ -114,15 +113,13 @@ def write_back(notebook: Notebook, fixed_source: str) -> str:
     if len(cell_texts) != len(notebook.cells):
         raise NotebookError("a fix moved a cell boundary; notebook not written")
     data = notebook.data
-    for position, (cell, text) in enumerate(zip(notebook.cells, cell_texts)):
+    for position, (cell, text) in enumerate(zip(notebook.cells, cell_texts, strict=False)):
         if position == 0 and leading:
             text = leading + text  # an import a fix put at the top of the module
-        if position == len(cell_texts) - 1 and text.endswith("\n"):
-            text = text[:-1]
-        elif text.endswith("\n"):
-            text = text[:-1]
+        if text.endswith("\n"):
+            text = text[:-1]  # the joiner's newline, not the cell's
         for marker, original in cell.masked.items():
-            text = re.sub(rf"^[ \t]*pass  {re.escape(marker)}$", lambda _m, o=original: o, text, flags=re.M)
+            text = re.sub(rf"^[ \t]*pass  {re.escape(marker)}$", _literal(original), text, flags=re.M)
         original_source = data["cells"][cell.index].get("source", "")
         lines = text.split("\n")
         if isinstance(original_source, list):
@@ -134,6 +131,11 @@ def write_back(notebook: Notebook, fixed_source: str) -> str:
     indent = _indent_of(notebook.raw_text)
     out = json.dumps(data, indent=indent, ensure_ascii=False)
     return out + ("\n" if notebook.raw_text.endswith("\n") else "")
+
+
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A re.sub replacement that inserts `text` as it is (no backslash processing)."""
+    return lambda _match: text
 
 
 def _indent_of(text: str) -> Optional[int]:

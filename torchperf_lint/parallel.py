@@ -1,21 +1,14 @@
-"""Lint many files in a process pool; results come back in the order the files were given.
-
-Workers receive paths and return findings without their tree nodes (nodes do not cross
-processes); fixing re-lints in the worker that writes the file, so no fix crosses either.
-"""
+"""Check many files in a process pool; outcomes come back in the order the paths were given."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterable, Optional, Sequence, TypeVar
 
-from .config import Settings
-
-Task = TypeVar("Task")
-Result = TypeVar("Result")
-
-_state: dict[str, object] = {}
+from .checking import Checker, FileOutcome, Job, check_in_worker, init_worker
 
 
 def default_jobs() -> int:
@@ -25,33 +18,15 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _init(settings: Settings, codes: Sequence[str]) -> None:
-    _state["settings"] = settings
-    _state["codes"] = tuple(codes)
-
-
-def worker_settings() -> tuple[Settings, tuple[str, ...]]:
-    settings = _state["settings"]
-    codes = _state["codes"]
-    assert isinstance(settings, Settings) and isinstance(codes, tuple)
-    return settings, codes
-
-
-def map_ordered(
-    function: Callable[[Task], Result],
-    tasks: Sequence[Task],
-    jobs: int,
-    settings: Settings,
-    codes: Sequence[str],
-) -> Iterable[Result]:
-    """`function` over `tasks`, in a pool of `jobs` processes when that can pay off."""
-    if jobs <= 1 or len(tasks) < 2:
-        _init(settings, codes)
-        return [function(task) for task in tasks]
-    chunk = max(1, len(tasks) // (jobs * 8))
-    pool: Optional[ProcessPoolExecutor] = ProcessPoolExecutor(
-        max_workers=min(jobs, len(tasks)), initializer=_init, initargs=(settings, tuple(codes))
-    )
-    assert pool is not None
-    with pool:
-        return list(pool.map(function, tasks, chunksize=chunk))
+def check_paths(job: Job, paths: Sequence[str], jobs: int) -> list[FileOutcome]:
+    """Each path's outcome, in order. One process when there is one job or one file: a pool
+    costs more to start than a small run takes."""
+    if jobs <= 1 or len(paths) < 2:
+        checker = Checker(job)
+        return [checker.path(path) for path in paths]
+    # fork starts workers in milliseconds with the rules already imported; elsewhere, the default
+    context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
+    workers = min(jobs, len(paths))
+    chunk = max(1, len(paths) // (workers * 8))
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker, initargs=(job,)) as pool:
+        return list(pool.map(check_in_worker, paths, chunksize=chunk))

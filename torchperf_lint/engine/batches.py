@@ -73,7 +73,7 @@ def batch_names(target: cst.BaseExpression, iterable: cst.BaseExpression) -> set
         if callee == "zip":
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positional):
                 found: set[str] = set()
-                for element, source in zip(target.elements, positional):
+                for element, source in zip(target.elements, positional, strict=False):
                     found |= batch_names(element.value, source)
                 return found
             return set()
@@ -183,7 +183,7 @@ class Batches:
             for target in assign.targets:
                 names = target.target
                 if isinstance(names, (cst.Tuple, cst.List)) and len(names.elements) == len(value.elements):
-                    for element, source in zip(names.elements, value.elements):
+                    for element, source in zip(names.elements, value.elements, strict=False):
                         if name in _names_in(element.value):
                             return self.loop_of(source.value)
             return None

@@ -42,10 +42,10 @@ class _Replace(cst.CSTTransformer):
     def __init__(self, replacements: dict[cst.CSTNode, Replacement]) -> None:
         self._replacements = replacements
 
-    def on_leave(
+    def on_leave(  # type: ignore[override]  # libcst's generic signature cannot express "any node"
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
-        return self._replacements.get(original_node, updated_node)  # type: ignore[return-value]
+        return self._replacements.get(original_node, updated_node)
 
 
 def _choose(findings: Sequence[Finding], parents: dict[cst.CSTNode, cst.CSTNode], unsafe: bool) -> list[Fix]:
@@ -81,15 +81,21 @@ def _add_torch_import(module: cst.Module) -> cst.Module:
     index = 0
     if body and isinstance(body[0], cst.SimpleStatementLine):
         first = body[0].body[0] if body[0].body else None
-        if isinstance(first, cst.Expr) and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString)):
+        if isinstance(first, cst.Expr) and isinstance(
+            first.value, (cst.SimpleString, cst.ConcatenatedString)
+        ):
             index = 1
     while index < len(body):
         statement = body[index]
         if not (
             isinstance(statement, cst.SimpleStatementLine)
-            and any(isinstance(s, cst.ImportFrom) and s.module is not None
-                    and isinstance(s.module, cst.Name) and s.module.value == "__future__"
-                    for s in statement.body)
+            and any(
+                isinstance(s, cst.ImportFrom)
+                and s.module is not None
+                and isinstance(s.module, cst.Name)
+                and s.module.value == "__future__"
+                for s in statement.body
+            )
         ):
             break
         index += 1

@@ -199,9 +199,9 @@ class HotPaths:
                 return [method] if method else []
             bindings = self._names.lookup(receiver.value, call)
             if bindings and bindings[-1].kind == "assign":
-                value = bindings[-1].node
-                assert isinstance(value, cst.BaseExpression)
-                cls = self.instance_class(value)
+                bound = bindings[-1].node
+                assert isinstance(bound, cst.BaseExpression)
+                cls = self.instance_class(bound)
                 if cls is not None:
                     method = self.find_method(cls, attr)
                     return [method] if method else []

@@ -94,9 +94,7 @@ class Iterations:
         cls = self._hot.enclosing_class(expr)
         return cls is not None and any(v is call for v in self._hot.attribute_values(cls, target.attr.value))
 
-    def _passed_to_functions(
-        self, call: cst.Call, target: Target
-    ) -> list[tuple[cst.Call, list[cst.For]]]:
+    def _passed_to_functions(self, call: cst.Call, target: Target) -> list[tuple[cst.Call, list[cst.For]]]:
         """(call site, loops over the receiving parameter) for in-file functions handed the object."""
         found: list[tuple[cst.Call, list[cst.For]]] = []
         for site in self._facts.calls:
@@ -157,7 +155,8 @@ class Iterations:
     def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         name = function.name.value
         return [
-            c for c in self._facts.calls
+            c
+            for c in self._facts.calls
             if (dotted_name(c.func) or "").split(".")[-1] == name and function in self._hot.resolve_call(c)
         ]
 

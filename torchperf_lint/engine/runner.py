@@ -90,7 +90,9 @@ def _nul_byte(data: bytes | str, path: str) -> Finding | None:
     offset = data.find(b"\0" if isinstance(data, bytes) else "\0")  # type: ignore[arg-type]
     if offset < 0:
         return None
-    return error_finding(path, "could not parse: contains a NUL byte (a binary file?)", *_position(data, offset))
+    return error_finding(
+        path, "could not parse: contains a NUL byte (a binary file?)", *_position(data, offset)
+    )
 
 
 def _syntax_error(data: bytes | str, path: str, error: cst.ParserSyntaxError) -> Finding:
@@ -139,10 +141,15 @@ def _decode_error(data: bytes | str, path: str, error: Exception) -> Finding:
         codecs.lookup(encoding)
     except LookupError:
         assert declared is not None
-        return error_finding(path, f"could not decode: unknown encoding {encoding!r} declared", declared[0], 1)
+        return error_finding(
+            path, f"could not decode: unknown encoding {encoding!r} declared", declared[0], 1
+        )
     if data.startswith(codecs.BOM_UTF8) and declared and codecs.lookup(encoding).name != "utf-8":
         return error_finding(
-            path, f"could not decode: a UTF-8 byte order mark and a {encoding!r} declaration disagree", declared[0], 1
+            path,
+            f"could not decode: a UTF-8 byte order mark and a {encoding!r} declaration disagree",
+            declared[0],
+            1,
         )
     try:
         data.decode(encoding)
@@ -186,10 +193,7 @@ def _place(
     noqa = NoqaIndex(source) if settings.noqa else None
     exempt = noqa is not None and noqa.file_is_exempt()
     ignored = tuple(
-        code
-        for pattern, codes in settings.per_file_ignores
-        if matches_path(path, pattern)
-        for code in codes
+        code for pattern, codes in settings.per_file_ignores if matches_path(path, pattern) for code in codes
     )
 
     def line_of(node: cst.CSTNode) -> int:
@@ -230,9 +234,7 @@ def _place(
     return findings
 
 
-def lint_bytes(
-    data: bytes | str, path: str, rules: Sequence[Rule], settings: Settings
-) -> FileResult:
+def lint_bytes(data: bytes | str, path: str, rules: Sequence[Rule], settings: Settings) -> FileResult:
     """Lint one file's bytes (or its decoded text, as flake8 hands it). Never raises: what
     cannot be checked, including a bug in the engine, is a TPL000 finding."""
     marker: bytes | str = b"torch" if isinstance(data, bytes) else "torch"

@@ -63,7 +63,9 @@ NON_TENSOR_ATTRIBUTES = frozenset(
 TENSOR_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
 _NOT_TENSOR_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 # Names people give to models and losses: calling one yields a tensor.
-_MODULE_NAME = re.compile(r"^(model|net|network|criterion|loss_fn|loss_func|encoder|decoder|module)$|_model$|_net$")
+_MODULE_NAME = re.compile(
+    r"^(model|net|network|criterion|loss_fn|loss_func|encoder|decoder|module)$|_model$|_net$"
+)
 
 
 def is_torch_tensor_function(qualified: str) -> bool:
@@ -117,9 +119,7 @@ class TensorInference:
                 return self._self_attribute(expr)
             return Tensorness.NO
         if isinstance(expr, cst.Subscript):
-            if isinstance(expr.value, cst.Attribute) and expr.value.attr.value in (
-                NON_TENSOR_ATTRIBUTES
-            ):
+            if isinstance(expr.value, cst.Attribute) and expr.value.attr.value in (NON_TENSOR_ATTRIBUTES):
                 return Tensorness.NO
             return self.infer(expr.value)
         if isinstance(expr, cst.BinaryOperation):
@@ -258,7 +258,8 @@ class TensorInference:
                 params.append(name)
             elif all(b.order < order and _is_device_move(b) for b in bindings):
                 moved.append(name)
-        return (params or moved or [None])[0]
+        candidates = params or moved
+        return candidates[0] if candidates else None
 
 
 def _is_device_move(binding: Binding) -> bool:

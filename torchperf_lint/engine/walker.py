@@ -305,7 +305,7 @@ _PUNCTUATION_FIELD = re.compile(
     r"|lines_after|footer|header|newline|operator|equal|^dot$|arrow|walrus|asynchronous|trailing"
 )
 # Where dataclass field order differs from source order.
-_SOURCE_ORDER = {
+_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
     cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
     cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
 }

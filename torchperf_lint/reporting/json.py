@@ -18,6 +18,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         fix = {"safety": finding.fix.safety.value, "description": finding.fix.description}
     return {
         "path": finding.path,
+        "cell": finding.cell,
         "line": finding.line,
         "col": finding.col,
         "end_line": finding.end_line,

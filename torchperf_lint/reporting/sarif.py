@@ -42,7 +42,11 @@ def _rule_descriptors() -> list[dict[str, Any]]:
                 "id": rule.code,
                 "name": _pascal(rule.name),
                 "shortDescription": {"text": rule.summary},
-                "fullDescription": {"text": rule.explanation().split("\n\n")[1] if "\n\n" in rule.explanation() else rule.summary},
+                "fullDescription": {
+                    "text": rule.explanation().split("\n\n")[1]
+                    if "\n\n" in rule.explanation()
+                    else rule.summary
+                },
                 "help": {"text": page, "markdown": page},
                 "helpUri": DOCS_URI.format(code=rule.code),
                 "defaultConfiguration": {"level": "warning", "enabled": rule.default_on},
@@ -64,6 +68,15 @@ def relative_uri(path: str) -> str:
     return posix.lstrip("/")
 
 
+def _properties(finding: Finding) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    if finding.context:
+        properties["hotContext"] = finding.context
+    if finding.cell is not None:
+        properties["notebookCell"] = finding.cell  # the region's lines count within this cell
+    return {"properties": properties} if properties else {}
+
+
 def render_sarif(findings: Sequence[Finding], options: ReportOptions) -> str:
     descriptors = _rule_descriptors()
     index = {d["id"]: i for i, d in enumerate(descriptors)}
@@ -83,13 +96,14 @@ def render_sarif(findings: Sequence[Finding], options: ReportOptions) -> str:
                                 "startLine": finding.line,
                                 "startColumn": finding.col,
                                 "endLine": max(finding.end_line, finding.line),
-                                "endColumn": finding.end_col if finding.end_line > finding.line
+                                "endColumn": finding.end_col
+                                if finding.end_line > finding.line
                                 else max(finding.end_col, finding.col),
                             },
                         }
                     }
                 ],
-                **({"properties": {"hotContext": finding.context}} if finding.context else {}),
+                **_properties(finding),
             }
         )
     document = {

@@ -17,7 +17,10 @@ def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
     lines: list[str] = []
     for finding in findings:
         mark = " [*]" if allowed(finding.fix, options.unsafe_fixes) else ""
-        lines.append(f"{finding.path}:{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}")
+        cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+        lines.append(
+            f"{finding.path}:{cell}{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}"
+        )
         if options.show_context and finding.context:
             lines.append(f"    hot: {finding.context}")
     if options.statistics:

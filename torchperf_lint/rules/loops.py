@@ -477,7 +477,8 @@ def _size_query(read: Read, key: str, ctx: Context) -> bool:
     parent = ctx.parent(read.node)
     if isinstance(parent, cst.Comparison):
         return all(
-            isinstance(t.operator, (cst.Is, cst.IsNot)) and isinstance(t.comparator, cst.Name)
+            isinstance(t.operator, (cst.Is, cst.IsNot))
+            and isinstance(t.comparator, cst.Name)
             and t.comparator.value == "None"
             for t in parent.comparisons
         )

@@ -13,26 +13,32 @@ from .base import Rule
 
 _CONVS = frozenset(f"Conv{n}d" for n in (1, 2, 3)) | frozenset(f"ConvTranspose{n}d" for n in (1, 2, 3))
 # Norms that subtract a per-channel mean, which cancels a per-channel bias added before them.
-_MEAN_NORMS = (
-    frozenset(
-        f"{kind}Norm{n}d" for kind in ("Batch", "LazyBatch", "Instance", "LazyInstance") for n in (1, 2, 3)
-    )
-    | {"SyncBatchNorm"}
+_MEAN_NORMS = frozenset(
+    f"{kind}Norm{n}d" for kind in ("Batch", "LazyBatch", "Instance", "LazyInstance") for n in (1, 2, 3)
+) | {"SyncBatchNorm"}
+_NN_MODULES = (
+    "torch.nn",
+    "torch.nn.modules",
+    "torch.nn.modules.conv",
+    "torch.nn.modules.batchnorm",
+    "torch.nn.modules.instancenorm",
 )
-_NN_MODULES = ("torch.nn", "torch.nn.modules", "torch.nn.modules.conv", "torch.nn.modules.batchnorm",
-               "torch.nn.modules.instancenorm")
 _BIAS_POSITION = 7  # Conv*d(in, out, kernel, stride, padding, dilation, groups, bias)
 # Settings that show cuDNN's algorithm choice was thought about (benchmark on or off, determinism).
-_CUDNN_DECISIONS = frozenset({
-    "torch.backends.cudnn.benchmark",
-    "torch.backends.cudnn.deterministic",
-})
+_CUDNN_DECISIONS = frozenset(
+    {
+        "torch.backends.cudnn.benchmark",
+        "torch.backends.cudnn.deterministic",
+    }
+)
 _CUDNN_DECISION_CALLS = frozenset({"torch.backends.cudnn.flags", "torch.use_deterministic_algorithms"})
-_DATA_PARALLEL = frozenset({
-    "torch.nn.DataParallel",
-    "torch.nn.parallel.DataParallel",
-    "torch.nn.parallel.data_parallel.DataParallel",
-})
+_DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+    }
+)
 
 
 def nn_class(call: cst.Call, ctx: Context, names: frozenset[str]) -> str | None:

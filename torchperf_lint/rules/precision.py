@@ -42,7 +42,9 @@ _MATMUL_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 # Assignments that turn on TF32 (or lower) for matmuls. cudnn.allow_tf32 is True by default and
 # covers convolutions only, so setting it says nothing about matmuls.
 _TF32_FLAGS = frozenset({"torch.backends.cuda.matmul.allow_tf32"})
-_FP32_PRECISION_FLAGS = frozenset({"torch.backends.fp32_precision", "torch.backends.cuda.matmul.fp32_precision"})
+_FP32_PRECISION_FLAGS = frozenset(
+    {"torch.backends.fp32_precision", "torch.backends.cuda.matmul.fp32_precision"}
+)
 # Objects that run backward for the user and own its precision (accelerate, Lightning Fabric,
 # DeepSpeed engines).
 _DELEGATED_BACKWARD = ("accelerator", "fabric", "engine")
@@ -348,7 +350,9 @@ class Fp32Training(Rule):
             (
                 c
                 for c in calls
-                if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward" and _runs_own_backward(c)
+                if isinstance(c.func, cst.Attribute)
+                and c.func.attr.value == "backward"
+                and _runs_own_backward(c)
             ),
             None,
         )
@@ -375,7 +379,10 @@ class Fp32Training(Rule):
 
     @staticmethod
     def _has_reduced_precision(ctx: Context, calls: list[cst.Call]) -> bool:
-        if any(target in _REDUCED_PRECISION or target.startswith("apex.amp.") for target in ctx.facts.imports.values()):
+        if any(
+            target in _REDUCED_PRECISION or target.startswith("apex.amp.")
+            for target in ctx.facts.imports.values()
+        ):
             return True
         for node in ctx.nodes(cst.Attribute):
             assert isinstance(node, cst.Attribute)
@@ -583,10 +590,16 @@ class UnfusedOptimizer(Rule):
             true = cst.Name("True")
             if foreach is None:
                 fixed = add_keyword(node, "fused", true)
-                how, cause = "", "runs its update as a chain of multi-tensor kernels instead of one fused kernel"
+                how, cause = (
+                    "",
+                    "runs its update as a chain of multi-tensor kernels instead of one fused kernel",
+                )
             else:
                 fixed = node.with_changes(
-                    args=[a.with_changes(keyword=cst.Name("fused"), value=true) if a is foreach else a for a in node.args]
+                    args=[
+                        a.with_changes(keyword=cst.Name("fused"), value=true) if a is foreach else a
+                        for a in node.args
+                    ]
                 )
                 how = f"(foreach={ctx.code(foreach.value)})"
                 cause = (
@@ -596,7 +609,12 @@ class UnfusedOptimizer(Rule):
                 )
             fix = Fix.replace(node, fixed, Safety.UNSAFE, "use the fused optimizer")
             yield self.report(
-                node, reason=ctx.hot_reason(node), fix=fix, optimizer=optimizer, how=how, cause=cause,
+                node,
+                reason=ctx.hot_reason(node),
+                fix=fix,
+                optimizer=optimizer,
+                how=how,
+                cause=cause,
                 fix_text=self._FUSED_FIX,
             )
         elif foreach_false:

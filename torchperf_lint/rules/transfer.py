@@ -628,7 +628,7 @@ def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
     if qualified == "torch.nonzero" and call.args and not ctx.is_host_tensor(call.args[0].value):
         return "torch.nonzero()"
     if qualified in _SYNC_CASTS and len(call.args) == 1 and _on_device(call.args[0].value, ctx, certain=True):
-        return f"{qualified[len('builtins.'):]}() of a tensor"
+        return f"{qualified[len('builtins.') :]}() of a tensor"
     if qualified == "builtins.print" and any(_shown_tensor(e, ctx) for e in _printed(call)):
         return "print() of a tensor"
     return None

@@ -1,0 +1,112 @@
+"""Notebooks through the command line: per-cell positions, fixes that keep the notebook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from torchperf_lint.cli import main
+
+CELLS = [
+    {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
+    {
+        "cell_type": "code",
+        "execution_count": 1,
+        "metadata": {"tags": ["setup"]},
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": ["GPU ok\n"]}],
+        "source": [
+            "%load_ext autoreload\n",
+            "import torch\n",
+            "from torch import nn\n",
+            "\n",
+            "class Net(nn.Module):\n",
+            "    def forward(self, x):\n",
+            "        return x + torch.ones(x.shape[0], 1).cuda()\n",
+        ],
+    },
+    {
+        "cell_type": "code",
+        "execution_count": 2,
+        "metadata": {},
+        "outputs": [],
+        "source": ["!nvidia-smi\n", "def pick(out):\n", "    return out[[0, 1]]\n"],
+    },
+    {
+        "cell_type": "code",
+        "execution_count": 3,
+        "metadata": {},
+        "outputs": [],
+        "source": [
+            "model = Net()\n",
+            "for xb, yb in train_loader:\n",
+            "    loss = pick(model(xb)).sum()\n",
+            "    loss.backward()\n",
+        ],
+    },
+]
+
+
+def _write(tmp_path: Path) -> Path:
+    path = tmp_path / "train.ipynb"
+    path.write_text(
+        json.dumps(
+            {
+                "cells": CELLS,
+                "metadata": {"language_info": {"name": "python"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    return path
+
+
+def test_text_output_names_cell_line_and_column(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path)
+    assert main(["--select", "TPL101,TPL103", "--show-context", str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:4] == [
+        f"{path}:cell 2:7:20: TPL101 [*] torch.ones() creates its tensor on the CPU inside forward(); "
+        'pass device="cuda"',
+        "    hot: in Net.forward",
+        f"{path}:cell 3:3:12: TPL103 a list of ints index is built on the host at every call; "
+        "use torch.arange(..., device=...)",
+        "    hot: in pick, called from loop over train_loader at cell 4, line 2",
+    ]
+
+
+def test_json_output_carries_the_cell(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path)
+    main(["--select", "TPL101", "--format", "json", str(path)])
+    (finding,) = json.loads(capsys.readouterr().out)
+    assert (finding["cell"], finding["line"], finding["col"]) == (2, 7, 20)
+
+
+def test_directories_include_notebooks(tmp_path: Path, capsys) -> None:
+    _write(tmp_path)
+    assert main(["--select", "TPL101", str(tmp_path)]) == 1
+    assert "train.ipynb:cell 2:7:20" in capsys.readouterr().out
+
+
+def test_fix_rewrites_only_the_fixed_cell_and_keeps_outputs(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path)
+    before = json.loads(path.read_text())
+    assert main(["--select", "TPL101", "--fix", str(path)]) == 0
+    after = json.loads(path.read_text())
+    assert after["cells"][1]["source"][-1] == '        return x + torch.ones(x.shape[0], 1, device="cuda")\n'
+    assert after["cells"][1]["source"][0] == "%load_ext autoreload\n"
+    assert after["cells"][1]["outputs"] == before["cells"][1]["outputs"]
+    assert after["cells"][1]["metadata"] == before["cells"][1]["metadata"]
+    assert after["cells"][2:] == before["cells"][2:] and after["metadata"] == before["metadata"]
+    assert main(["--select", "TPL101", "--fix", str(path)]) == 0  # idempotent
+    assert json.loads(path.read_text()) == after
+
+
+def test_broken_notebook_is_a_one_line_error(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "broken.ipynb"
+    path.write_text('{"cells": [torch')
+    assert main([str(path)]) == 2
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{path}:1:1: TPL000 could not read notebook: not valid notebook JSON")

@@ -1,0 +1,213 @@
+"""Check one file as the command line asks (lint, fix or diff; Python or notebook), in this
+process or in a worker of the pool. What comes back holds no tree nodes, so it can cross
+processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import stat
+from pathlib import Path
+from typing import Optional
+
+from .cache import Cache, finding_from_record, finding_to_record
+from .config import Settings
+from .engine.findings import Finding
+from .engine.fixer import FixOutcome, fix_bytes
+from .engine.runner import deep_recursion, error_finding, internal_error, lint_bytes
+from .engine.torch_version import declared_version
+from .notebook import Notebook, NotebookError, read_notebook, write_back
+from .rules import select_rules
+from .rules.base import Rule
+from .writer import NotWritable, write_atomic
+
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What every file of a run is checked with; picklable, so workers get it once."""
+
+    settings: Settings
+    rule_codes: tuple[str, ...]
+    fix: bool = False
+    diff: bool = False
+    unsafe: bool = False
+    cache_dir: Optional[str] = None
+
+
+@dataclasses.dataclass
+class FileOutcome:
+    findings: list[Finding]
+    diff: str = ""
+    fixed: bool = False
+    output: Optional[bytes] = None  # stdin under --fix: the bytes to print
+
+
+def light(finding: Finding) -> Finding:
+    """The finding without its tree node and with a fix reduced to safety and description."""
+    return finding_from_record(finding_to_record(finding))
+
+
+def read_file(path: str) -> tuple[Optional[bytes], Optional[Finding]]:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            # a FIFO or device named *.py would block the run or never end
+            what = "a directory" if os.path.isdir(path) else "not a regular file"
+            return None, error_finding(path, f"could not read: {what}")
+        with open(path, "rb") as stream:
+            return stream.read(), None
+    except OSError as error:
+        return None, error_finding(path, f"could not read: {error.strerror or error}")
+
+
+def unified_diff(path: str, before: bytes, after: bytes, encoding: str) -> str:
+    old = before.decode(encoding, errors="replace").splitlines(keepends=True)
+    new = after.decode(encoding, errors="replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}"))
+
+
+class Checker:
+    """Checks files for one job; one per process."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.rules: list[Rule] = select_rules(job.rule_codes, ())
+        self._caches: dict[str, Cache] = {}
+
+    def path(self, path: str) -> FileOutcome:
+        data, unreadable = read_file(path)
+        if unreadable is not None:
+            return FileOutcome([unreadable])
+        assert data is not None
+        return self.data(path, data)
+
+    def data(self, path: str, data: bytes, stdin: bool = False) -> FileOutcome:
+        """Never raises: a failure is a TPL000 finding and the file keeps its bytes."""
+        try:
+            with deep_recursion():
+                if path.endswith(NOTEBOOK_SUFFIX):
+                    outcome = self._notebook(path, data, stdin)
+                else:
+                    outcome = self._python(path, data, stdin)
+        except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
+            outcome = FileOutcome([error_finding(path, internal_error("torchperf-lint", error))])
+            if stdin:
+                outcome.output = data  # an editor piping its buffer gets it back unchanged
+        outcome.findings = [light(f) for f in outcome.findings]
+        return outcome
+
+    # -- Python files -----------------------------------------------------------------
+    def _lint(self, path: str, data: bytes) -> list[Finding]:
+        cache = self._cache_for(path)
+        if cache is None:
+            return lint_bytes(data, path, self.rules, self.job.settings).findings
+        key = cache.key(path, data)
+        found = cache.get(key)
+        if found is None:
+            found = [light(f) for f in lint_bytes(data, path, self.rules, self.job.settings).findings]
+            cache.put(key, found)
+        return found
+
+    def _cache_for(self, path: str) -> Optional[Cache]:
+        if self.job.cache_dir is None:
+            return None
+        directory = str(Path(path).parent)
+        cache = self._caches.get(directory)
+        if cache is None:
+            # The torch version a project declares changes findings (TPL301): part of the key.
+            declared = None if self.job.settings.torch_version else declared_version(Path(directory))
+            extra = repr((declared.version, declared.source)) if declared else ""
+            cache = Cache(Path(self.job.cache_dir), self.job.settings, self.job.rule_codes, extra)
+            self._caches[directory] = cache
+        return cache
+
+    def _python(self, path: str, data: bytes, stdin: bool) -> FileOutcome:
+        job = self.job
+        if not (job.fix or job.diff):
+            return FileOutcome(self._lint(path, data))
+        outcome = fix_bytes(data, path, self.rules, job.settings, unsafe=job.unsafe)
+        encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
+        return self._apply(path, data, outcome.fixed, outcome.result.findings, encoding, stdin, outcome)
+
+    def _apply(
+        self,
+        path: str,
+        data: bytes,
+        fixed: bytes,
+        remaining: list[Finding],
+        encoding: str,
+        stdin: bool,
+        outcome: Optional[FixOutcome] = None,
+    ) -> FileOutcome:
+        if fixed == data:
+            return FileOutcome(remaining, output=data if stdin else None)
+        if self.job.diff:
+            return FileOutcome(remaining, diff=unified_diff(path, data, fixed, encoding))
+        if stdin:
+            return FileOutcome(remaining, output=fixed)
+        try:
+            write_atomic(path, fixed)
+        except (NotWritable, OSError) as error:
+            # the file keeps its old bytes, so its old findings still stand
+            message = str(error) if isinstance(error, NotWritable) else f"could not write: {error}"
+            old = self._findings_of_unchanged(path, data)
+            return FileOutcome([error_finding(path, message), *old])
+        return FileOutcome(remaining, fixed=True)
+
+    def _findings_of_unchanged(self, path: str, data: bytes) -> list[Finding]:
+        if path.endswith(NOTEBOOK_SUFFIX):
+            notebook = read_notebook(data.decode("utf-8"))
+            return self._notebook_findings(path, notebook, notebook.module_source())
+        return lint_bytes(data, path, self.rules, self.job.settings).findings
+
+    # -- notebooks ----------------------------------------------------------------------
+    def _notebook(self, path: str, data: bytes, stdin: bool) -> FileOutcome:
+        try:
+            notebook = read_notebook(data.decode("utf-8"))
+        except (UnicodeDecodeError, NotebookError) as error:
+            return FileOutcome([error_finding(path, f"could not read notebook: {error}")])
+        source = notebook.module_source()
+        if not (self.job.fix or self.job.diff):
+            return FileOutcome(self._notebook_findings(path, notebook, source))
+        outcome = fix_bytes(
+            source.encode("utf-8"), path, self.rules, self.job.settings, unsafe=self.job.unsafe
+        )
+        fixed_source = outcome.fixed.decode("utf-8")
+        remaining = self._located(notebook, outcome.result.findings)
+        if fixed_source == source:
+            return FileOutcome(remaining, output=data if stdin else None)
+        try:
+            fixed = write_back(notebook, fixed_source).encode("utf-8")
+        except NotebookError as error:
+            return FileOutcome([error_finding(path, str(error)), *remaining])
+        return self._apply(path, data, fixed, remaining, "utf-8", stdin)
+
+    def _notebook_findings(self, path: str, notebook: Notebook, source: str) -> list[Finding]:
+        findings = lint_bytes(source.encode("utf-8"), path, self.rules, self.job.settings).findings
+        return self._located(notebook, findings)
+
+    @staticmethod
+    def _located(notebook: Notebook, findings: list[Finding]) -> list[Finding]:
+        located = []
+        for finding in findings:
+            cell, line = notebook.locate(finding.line)
+            end = finding.end_line - finding.line + line
+            located.append(
+                dataclasses.replace(
+                    finding, cell=cell, line=line, end_line=end, context=notebook.relabel(finding.context)
+                )
+            )
+        return located
+
+
+_worker: dict[str, Checker] = {}
+
+
+def init_worker(job: Job) -> None:
+    _worker["checker"] = Checker(job)
+
+
+def check_in_worker(path: str) -> FileOutcome:
+    return _worker["checker"].path(path)
