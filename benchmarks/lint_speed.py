@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 
 def default_corpus() -> list[Path]:
@@ -38,12 +38,6 @@ def python_files(roots: list[Path]) -> list[Path]:
     for root in roots:
         files.extend(sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts))
     return files
-
-
-def timed(function: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
 
 
 def run_command(command: list[str], cwd: Optional[Path] = None) -> tuple[float, int]:
@@ -61,6 +55,23 @@ def run_command(command: list[str], cwd: Optional[Path] = None) -> tuple[float, 
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
     return elapsed, peak
+
+
+def internal(mode: str, listing: Path) -> None:
+    """Time parsing (and walking) every listed file in this fresh process; print the seconds."""
+    import libcst
+
+    from torchperf_lint.engine.walker import walk
+    from torchperf_lint.rules import select_rules
+
+    interest = frozenset(t for r in select_rules(None, ()) for t in r.node_types)
+    datas = [Path(p).read_bytes() for p in listing.read_text().splitlines()]
+    start = time.perf_counter()
+    for data in datas:  # one tree alive at a time, as in a linter
+        module = libcst.parse_module(data)
+        if mode == "walk":
+            walk(module, interest)
+    print(time.perf_counter() - start)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -81,12 +92,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lint-speed-"))
     listing = [str(f) for f in files]
 
-    import libcst
-
-    from torchperf_lint.engine.walker import walk
-    from torchperf_lint.rules import select_rules
-
-    interest = frozenset(t for r in select_rules(None, ()) for t in r.node_types)
     rows: dict[str, dict[str, float]] = {}
 
     def record(name: str, seconds: float, peak_mb: int = 0) -> None:
@@ -98,10 +103,20 @@ def main(argv: Optional[list[str]] = None) -> int:
         }
         print(f"{name:<44} {seconds:8.2f} s {lines / seconds:10.0f} lines/s", flush=True)
 
-    record("bare libcst.parse_module (floor)", timed(lambda: [libcst.parse_module(d) for d in datas]))
-    record(
-        "parse + torchperf-lint walk", timed(lambda: [walk(libcst.parse_module(d), interest) for d in datas])
-    )
+    # The floor and the walk run in fresh processes, as the CLI does: this process imported torch (to
+    # find the corpus), and its large heap slows the garbage collector during parsing.
+    listing_file = work / "files.txt"
+    listing_file.write_text("\n".join(listing))
+    for name, mode in (
+        ("bare libcst.parse_module (floor)", "parse"),
+        ("parse + torchperf-lint walk", "walk"),
+    ):
+        done = subprocess.run(
+            [sys.executable, __file__, "--internal", mode, str(listing_file)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise SystemExit(done.stderr[-2000:])
+        record(name, float(done.stdout.strip().splitlines()[-1]))
     cli = [sys.executable, "-m", "torchperf_lint", "--exit-zero", "--lint-all-files"]
     cache = work / "cache"
     record("torchperf-lint cold --jobs 1", *run_command(cli + ["--no-cache", "--jobs", "1", *listing]))
@@ -111,7 +126,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     flake8 = [sys.executable, "-m", "flake8", "--select", "TPL", "--exit-zero", "-j", "1"]
     record("flake8 --select TPL -j 1", *run_command(flake8 + listing))
     if args.torchfix:
-        record("TorchFix 0.7.0", *run_command([args.torchfix, *listing]))
+        record("TorchFix 0.7.0 -j 1", *run_command([args.torchfix, "-j", "1", *listing]))
     shutil.rmtree(work, ignore_errors=True)
 
     floor = rows["bare libcst.parse_module (floor)"]["seconds"]
@@ -120,8 +135,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         "cold_jobs1_over_parse": round(cold / floor, 2),
         "warm_over_cold": round(rows["torchperf-lint warm (cache hit)"]["seconds"] / cold, 3),
     }
-    if "TorchFix 0.7.0" in rows:
-        ratios["throughput_vs_torchfix"] = round(rows["TorchFix 0.7.0"]["seconds"] / cold, 2)
+    if "TorchFix 0.7.0 -j 1" in rows:
+        ratios["throughput_vs_torchfix"] = round(rows["TorchFix 0.7.0 -j 1"]["seconds"] / cold, 2)
     stamp = datetime.date.today().isoformat()
     result = {
         "date": stamp,
@@ -157,4 +172,7 @@ def libcst_version() -> str:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--internal":
+        internal(sys.argv[2], Path(sys.argv[3]))
+        sys.exit(0)
     sys.exit(main())

@@ -25,18 +25,27 @@ _CANONICAL = {
 class Names:
     def __init__(self, facts: FileFacts) -> None:
         self._facts = facts
+        # Several rules ask about the same call: answer each question once per file.
+        self._scopes: dict[cst.CSTNode, Scope] = {}
+        self._qualified: dict[cst.CSTNode, Optional[str]] = {}
 
     def scope_at(self, node: cst.CSTNode) -> Scope:
         """The innermost scope whose body holds `node`."""
+        known = self._scopes.get(node)
+        if known is not None:
+            return known
         parents = self._facts.parents
         scope_of = self._facts.scope_of
+        found = self._facts.module_scope
         current = parents.get(node)
         while current is not None:
             scope = scope_of.get(current)
             if scope is not None:
-                return scope
+                found = scope
+                break
             current = parents.get(current)
-        return self._facts.module_scope
+        self._scopes[node] = found
+        return found
 
     def lookup(self, name: str, at: cst.CSTNode) -> list[Binding]:
         """Bindings of `name` visible at `at`, following Python's rule that class bodies
@@ -58,6 +67,13 @@ class Names:
         """
         if isinstance(expr, cst.Call):
             expr = expr.func
+        if expr in self._qualified:
+            return self._qualified[expr]
+        result = self._resolve(expr)
+        self._qualified[expr] = result
+        return result
+
+    def _resolve(self, expr: cst.BaseExpression) -> Optional[str]:
         dotted = dotted_name(expr)
         if dotted is None:
             return None
