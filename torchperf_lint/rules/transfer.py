@@ -161,6 +161,16 @@ class CpuFactoryInHotPath(Rule):
                 def forward(self, x):
                     return x + make_noise(x)
             """,
+        "timm-to-device-and-dtype": """
+            import torch
+            from torch import nn
+
+            class PositionalEncoding(nn.Module):
+                def forward(self, shape):
+                    device = self.proj.weight.device
+                    mask = ~torch.zeros(shape).to(device=device, dtype=torch.bool)  # expect: TPL101
+                    return mask.cumsum(1)
+            """,
     }
     FIXED = {
         "chained-cuda-in-forward": """
@@ -271,7 +281,9 @@ class CpuFactoryInHotPath(Rule):
             shown = ctx.code(device)
             report_node: cst.CSTNode = move
         else:
-            in_scope = ctx.device_for(node)
+            # `.to(device=d, dtype=...)` has no mechanical fix, but it names the device to suggest
+            named = keyword(move, "device") if move is not None else None
+            in_scope = named.value if named is not None else ctx.device_for(node)
             shown = ctx.code(in_scope) if in_scope is not None else "<the model's device>"
             if in_scope is not None and move is None:
                 fix = Fix.replace(node, add_keyword(node, "device", in_scope), Safety.UNSAFE, "pass device=")
