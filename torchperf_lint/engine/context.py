@@ -61,10 +61,7 @@ class Context:
             current = self.facts.parents.get(current)
 
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, cst.FunctionDef):
-                return ancestor
-        return None
+        return self.facts.enclosing_function(node)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

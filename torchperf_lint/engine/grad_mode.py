@@ -112,7 +112,7 @@ class GradMode:
                 continue
             if (
                 not isinstance(self._facts.parents.get(call), cst.Expr)
-                or self._function_of(call) is not function
+                or self._facts.enclosing_function(call) is not function
             ):
                 continue
             switch = self._switch(call)
@@ -143,11 +143,3 @@ class GradMode:
                 for callee in self._hot.resolve_call(call):
                     self._callers.setdefault(callee, []).append(call)
         return self._callers
-
-    def _function_of(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-        current = self._facts.parents.get(node)
-        while current is not None:
-            if isinstance(current, cst.FunctionDef):
-                return current
-            current = self._facts.parents.get(current)
-        return None

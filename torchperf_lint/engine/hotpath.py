@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from typing import Callable, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
@@ -102,7 +102,8 @@ class HotPaths:
             return self._facts.class_of.get(node)
         return None
 
-    def find_method(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
+    def lineage(self, cls: ClassInfo) -> Iterator[ClassInfo]:
+        """`cls`, then its bases defined in this file, breadth first, each once."""
         seen: set[str] = set()
         todo = [cls]
         while todo:
@@ -110,23 +111,18 @@ class HotPaths:
             if current.name in seen:
                 continue
             seen.add(current.name)
+            yield current
+            todo.extend(b for b in (self.local_class(a.value) for a in current.node.bases) if b)
+
+    def find_method(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
+        for current in self.lineage(cls):
             if name in current.methods:
                 return current.methods[name]
-            todo.extend(b for b in (self.local_class(a.value) for a in current.node.bases) if b)
         return None
 
     def attribute_values(self, cls: ClassInfo, attr: str) -> list[cst.BaseExpression]:
-        values: list[cst.BaseExpression] = []
-        seen: set[str] = set()
-        todo = [cls]
-        while todo:
-            current = todo.pop(0)
-            if current.name in seen:
-                continue
-            seen.add(current.name)
-            values.extend(current.attributes.get(attr, ()))
-            todo.extend(b for b in (self.local_class(a.value) for a in current.node.bases) if b)
-        return values
+        """Every value assigned to `self.<attr>` in the class or its in-file bases."""
+        return [value for current in self.lineage(cls) for value in current.attributes.get(attr, ())]
 
     def instance_class(self, value: cst.BaseExpression) -> Optional[ClassInfo]:
         """`Loss()` or `Loss().cuda(d)` -> the in-file class `Loss`."""
@@ -275,7 +271,7 @@ class HotPaths:
                         return True
         return False
 
-    def _loops_around(self, node: cst.CSTNode) -> list[Loop]:
+    def loops_around(self, node: cst.CSTNode) -> list[Loop]:
         """Loops of the same function whose body holds `node`, innermost first."""
         loops: list[Loop] = []
         child, current = node, self._facts.parents.get(node)
@@ -294,11 +290,11 @@ class HotPaths:
         steps = list(self._facts.method_calls.get("backward", ()))
         steps.extend(c for c in self._facts.method_calls.get("step", ()) if self._is_optimizer_step(c))
         for call in steps:
-            for loop in self._loops_around(call):
+            for loop in self.loops_around(call):
                 labels.setdefault(loop, "training loop")
         outer: set[Loop] = set()
         for loop in labels:
-            outer.update(self._loops_around(loop))
+            outer.update(self.loops_around(loop))
         return {
             loop: Reason("loop", loop=loop, loop_label=label)
             for loop, label in labels.items()
@@ -370,7 +366,7 @@ class HotPaths:
 
     def step_loop(self, node: cst.CSTNode) -> Optional[Loop]:
         """The step loop whose body holds `node` in the same function, if any."""
-        for loop in self._loops_around(node):
+        for loop in self.loops_around(node):
             if loop in self.step_loops:
                 return loop
         return None

@@ -125,7 +125,7 @@ class Iterations:
     def _loops_over_parameter(self, function: cst.FunctionDef, parameter: cst.Param) -> list[cst.For]:
         loops: list[cst.For] = []
         for loop in self._facts.loops:
-            if not isinstance(loop, cst.For) or self._function_of(loop) is not function:
+            if not isinstance(loop, cst.For) or self._facts.enclosing_function(loop) is not function:
                 continue
             for iterated in _iterated(loop.iter):
                 if isinstance(iterated, cst.Name) and iterated.value == parameter.name.value:
@@ -138,16 +138,16 @@ class Iterations:
     def _repeating_loop(self, loop: cst.For, call: cst.Call, site: cst.Call | None) -> Loop | None:
         """A loop that starts `loop` over and over without rebuilding the object: around `loop` in
         its function, else around `site` (the given call of that function, or any call of it)."""
-        rebuilt = set(self._loops_around(call))
-        for outer in self._loops_around(loop):
+        rebuilt = set(self._hot.loops_around(call))
+        for outer in self._hot.loops_around(loop):
             if outer not in rebuilt:
                 return outer
-        function = self._function_of(loop)
-        if function is None or self._function_of(call) is function:
+        function = self._facts.enclosing_function(loop)
+        if function is None or self._facts.enclosing_function(call) is function:
             return None  # each call of the function builds the object again
         sites = [site] if site is not None else self._calls_of(function)
         for caller in sites:
-            for outer in self._loops_around(caller):
+            for outer in self._hot.loops_around(caller):
                 if outer not in rebuilt:
                     return outer
         return None
@@ -159,24 +159,6 @@ class Iterations:
             for c in self._facts.calls
             if (dotted_name(c.func) or "").split(".")[-1] == name and function in self._hot.resolve_call(c)
         ]
-
-    def _loops_around(self, node: cst.CSTNode) -> list[Loop]:
-        """Loops of the same function whose body holds `node`, innermost first."""
-        loops: list[Loop] = []
-        child, current = node, self._facts.parents.get(node)
-        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
-            if isinstance(current, (cst.For, cst.While)) and child is current.body:
-                loops.append(current)
-            child, current = current, self._facts.parents.get(current)
-        return loops
-
-    def _function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        current = self._facts.parents.get(node)
-        while current is not None:
-            if isinstance(current, cst.FunctionDef):
-                return current
-            current = self._facts.parents.get(current)
-        return None
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

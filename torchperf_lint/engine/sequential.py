@@ -29,7 +29,7 @@ from typing import Iterable, Optional, Union
 
 import libcst as cst
 
-from .walker import Loop, dotted_name
+from .walker import Loop, all_params, dotted_name
 
 _REDUCING_BINARY = (cst.Add, cst.Multiply, cst.BitOr, cst.BitAnd, cst.BitXor)
 _REDUCING_AUGMENTED = (
@@ -339,12 +339,7 @@ class _BodyScan:
             self.expr(node.value, bound)
             self._assign_target(node.target)
         elif isinstance(node, cst.Lambda):
-            params = node.params
-            every = [*params.posonly_params, *params.params, *params.kwonly_params]
-            if isinstance(params.star_arg, cst.Param):
-                every.append(params.star_arg)
-            if params.star_kwarg is not None:
-                every.append(params.star_kwarg)
+            every = all_params(node.params)
             for param in every:
                 if param.default is not None:
                     self.expr(param.default, bound)

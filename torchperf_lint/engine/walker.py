@@ -88,6 +88,15 @@ class FileFacts:
         self.collected: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self.order: dict[cst.CSTNode, int] = {}  # walk position of collected nodes
 
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        """The innermost `def` around `node`, if any."""
+        current = self.parents.get(node)
+        while current is not None:
+            if isinstance(current, cst.FunctionDef):
+                return current
+            current = self.parents.get(current)
+        return None
+
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for Name/Attribute chains, else None."""
@@ -99,6 +108,16 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
+
+
+def all_params(params: cst.Parameters) -> list[cst.Param]:
+    """Every parameter of a signature: positional-only, regular, *args, keyword-only, **kwargs."""
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    if isinstance(params.star_arg, cst.Param):
+        every.append(params.star_arg)
+    if params.star_kwarg is not None:
+        every.append(params.star_kwarg)
+    return every
 
 
 def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
@@ -179,12 +198,7 @@ class Walker(cst.CSTVisitor):
         return scope
 
     def _bind_params(self, params: cst.Parameters) -> None:
-        every = [*params.posonly_params, *params.params, *params.kwonly_params]
-        if isinstance(params.star_arg, cst.Param):
-            every.append(params.star_arg)
-        if params.star_kwarg is not None:
-            every.append(params.star_kwarg)
-        for param in every:
+        for param in all_params(params):
             self._bind(param.name.value, "param", param)
 
     # -- handlers ---------------------------------------------------------------------
