@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import os
 
-from torchperf_lint.engine.findings import Finding
+import pytest
+
+from torchperf_lint.api import fix_source
+from torchperf_lint.cli import main
+from torchperf_lint.engine.findings import Finding, Fix, Safety
 from torchperf_lint.reporting import ReportOptions
 from torchperf_lint.reporting.github import render_github
 from torchperf_lint.reporting.sarif import relative_uri, render_sarif
@@ -86,3 +90,64 @@ def test_github_annotations_escape_newlines_and_commas() -> None:
         "::error file=dir%2Cx/a%3Ab.py,line=1,col=1,endLine=1,endColumn=1,title=TPL000::"
         "could not parse: a%0Ab 100%25\n"
     )
+
+
+def _apply_sarif_fixes(source: str, results: list[dict]) -> str:
+    lines = source.splitlines(keepends=True)
+    edits = []
+    for result in results:
+        for fix in result.get("fixes", []):
+            for change in fix["artifactChanges"]:
+                for replacement in change["replacements"]:
+                    region = replacement["deletedRegion"]
+                    edits.append((region, replacement["insertedContent"]["text"]))
+    # apply from the end so earlier positions stay valid
+    for region, text in sorted(edits, key=lambda e: (e[0]["startLine"], e[0]["startColumn"]), reverse=True):
+        start = sum(len(line) for line in lines[: region["startLine"] - 1]) + region["startColumn"] - 1
+        end = sum(len(line) for line in lines[: region["endLine"] - 1]) + region["endColumn"] - 1
+        joined = "".join(lines)
+        lines = (joined[:start] + text + joined[end:]).splitlines(keepends=True)
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_sarif_fixes_are_the_safe_fixes_as_text_edits(tmp_path, capsys, newline: str) -> None:
+    source = newline.join(
+        [
+            "import torch",
+            "from torch import nn",
+            "from torch.utils.data import DataLoader",
+            "",
+            "class Net(nn.Module):",
+            "    def forward(self, x):",
+            "        noise = torch.zeros(x.shape[0],",
+            "                            16).cuda()  # a comment",
+            "        return x[range(4)] + noise + torch.ones(3).cuda()",
+            "",
+            "loader = DataLoader(range(10), batch_size=2)",
+            "",
+        ]
+    )
+    path = tmp_path / "model.py"
+    path.write_bytes(source.encode())
+    main(["--no-cache", "--format", "sarif", str(path)])
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert sum(1 for r in results if "fixes" in r) == 3  # two TPL101 and the TPL502; TPL103's is unsafe
+    fixed = fix_source(source.encode(), path=str(path))
+    assert _apply_sarif_fixes(source, results) == fixed
+
+
+def test_a_fix_that_adds_an_import_has_no_sarif_fix() -> None:
+    finding = Finding(
+        "TPL103",
+        "python-range-indexing",
+        "m",
+        "a.py",
+        1,
+        1,
+        1,
+        2,
+        fix=Fix((), Safety.SAFE, "use torch.arange", needs_torch_import=True),
+    )
+    result = json.loads(render_sarif([finding], ReportOptions()))["runs"][0]["results"][0]
+    assert "fixes" not in result

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .config import Settings
-from .engine.findings import Finding, Fix, Safety
+from .engine.findings import Finding, Fix, Safety, TextEdit
 
 DEFAULT_DIRECTORY = ".torchperf_lint_cache"
 
@@ -39,9 +39,11 @@ def finding_to_record(finding: Finding) -> dict[str, Any]:
 def finding_from_record(record: dict[str, Any]) -> Finding:
     """A finding without its tree node; a fix keeps only its safety and description, enough to
     report it (fixing always re-lints)."""
+    record = dict(record)
     fix = record.pop("fix", None)
     light = Fix((), Safety(fix["safety"]), fix["description"]) if fix else None
-    return Finding(**record, fix=light)
+    edits = tuple(TextEdit(*edit) for edit in record.pop("edits", ()))
+    return Finding(**record, fix=light, edits=edits)
 
 
 class Cache:

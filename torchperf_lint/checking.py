@@ -196,7 +196,12 @@ class Checker:
             end = finding.end_line - finding.line + line
             located.append(
                 dataclasses.replace(
-                    finding, cell=cell, line=line, end_line=end, context=notebook.relabel(finding.context)
+                    finding,
+                    cell=cell,
+                    line=line,
+                    end_line=end,
+                    context=notebook.relabel(finding.context),
+                    edits=(),  # they count lines of the joined module, not of the cell
                 )
             )
         return located

@@ -113,6 +113,8 @@ def _settings(args: argparse.Namespace, start: Path) -> Settings:
         changes["torch_version_source"] = f"--torch-version {args.torch_version}"
     if args.lint_all_files:
         changes["lint_all_files"] = True
+    if args.format == "sarif":
+        changes["text_edits"] = True  # SARIF carries safe fixes as text replacements
     return settings.replace(**changes)
 
 

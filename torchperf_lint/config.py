@@ -60,6 +60,7 @@ class Settings:
     lint_all_files: bool = False
     config_file: Path | None = None
     cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured
+    text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
     noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
 
     def replace(self, **changes: Any) -> Settings:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Union
+from typing import NamedTuple, Union
 
 import libcst as cst
 
@@ -44,6 +44,16 @@ class Fix:
         return cls(((old, new),), safety, description, needs_torch_import)
 
 
+class TextEdit(NamedTuple):
+    """A fix as text: replace the 1-based, end-exclusive range with `text` (for SARIF `fixes`)."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+    text: str
+
+
 @dataclasses.dataclass(frozen=True)
 class Report:
     """What a rule yields: the node and message; the engine adds positions and renders the reason."""
@@ -72,6 +82,7 @@ class Finding:
     fix: Fix | None = None
     node: cst.CSTNode | None = dataclasses.field(default=None, compare=False, repr=False)
     cell: int | None = None  # notebooks: the cell (1-based); line and col are within it
+    edits: tuple[TextEdit, ...] = ()  # the fix as text edits, when it can be expressed as such
 
     @property
     def fixable(self) -> bool:

@@ -16,7 +16,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..config import Settings
 from .context import Context
-from .findings import Finding, Report
+from .findings import Finding, Fix, Report, Safety, TextEdit
 from .noqa import NoqaIndex
 from .paths import matches_path
 from .walker import walk
@@ -228,10 +228,43 @@ def _place(
                 context,
                 report.fix,
                 report.node,
+                edits=_text_edits(report.fix, module, source) if settings.text_edits else (),
             )
         )
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _text_edits(fix: Fix | None, module: cst.Module, source: str) -> tuple[TextEdit, ...]:
+    """A safe fix as one text edit, for reporters that carry fixes (SARIF): the span where the
+    module's code with the fix applied differs from the source. A fix that adds an import or
+    removes statements stays node-only."""
+    if fix is None or fix.safety is not Safety.SAFE or fix.needs_torch_import:
+        return ()
+    fixed = module
+    for old, new in fix.replacements:
+        if not isinstance(new, cst.CSTNode):
+            return ()
+        fixed = fixed.deep_replace(old, new)  # type: ignore[arg-type]  # libcst types new_node as the root type
+    after = fixed.code
+    if after == source:
+        return ()
+    start = 0
+    while start < min(len(source), len(after)) and source[start] == after[start]:
+        start += 1
+    end_old, end_new = len(source), len(after)
+    while end_old > start and end_new > start and source[end_old - 1] == after[end_new - 1]:
+        end_old, end_new = end_old - 1, end_new - 1
+    (line, col), (end_line, end_col) = _line_col(source, start), _line_col(source, end_old)
+    return (TextEdit(line, col, end_line, end_col, after[start:end_new]),)
+
+
+def _line_col(source: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset, counting Python's line breaks only."""
+    before = source[:offset]
+    line = 1 + len(re.findall(r"\r\n|\r|\n", before))
+    last_break = max(before.rfind("\n"), before.rfind("\r"))
+    return line, offset - last_break
 
 
 def lint_bytes(data: bytes | str, path: str, rules: Sequence[Rule], settings: Settings) -> FileResult:

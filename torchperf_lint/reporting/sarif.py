@@ -8,7 +8,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import __version__
-from ..engine.findings import Finding
+from ..engine.findings import Finding, Safety
 from ..rules import ALL_RULES
 
 if TYPE_CHECKING:
@@ -68,6 +68,29 @@ def relative_uri(path: str) -> str:
     return posix.lstrip("/")
 
 
+def _fixes(finding: Finding) -> dict[str, Any]:
+    """Safe fixes that can be written as text edits, as SARIF `fixes` (code scanning shows them)."""
+    if finding.fix is None or finding.fix.safety is not Safety.SAFE or not finding.edits:
+        return {}
+    replacements = [
+        {
+            "deletedRegion": {
+                "startLine": edit.start_line,
+                "startColumn": edit.start_col,
+                "endLine": edit.end_line,
+                "endColumn": edit.end_col,
+            },
+            "insertedContent": {"text": edit.text},
+        }
+        for edit in finding.edits
+    ]
+    change = {
+        "artifactLocation": {"uri": relative_uri(finding.path), "uriBaseId": "%SRCROOT%"},
+        "replacements": replacements,
+    }
+    return {"fixes": [{"description": {"text": finding.fix.description}, "artifactChanges": [change]}]}
+
+
 def _properties(finding: Finding) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     if finding.context:
@@ -103,6 +126,7 @@ def render_sarif(findings: Sequence[Finding], options: ReportOptions) -> str:
                         }
                     }
                 ],
+                **_fixes(finding),
                 **_properties(finding),
             }
         )
