@@ -48,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
         "file that could not be checked.",
     )
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories of *.py and *.ipynb (default: .); - reads stdin",
     )
     parser.add_argument("--version", action="version", version=f"torchperf-lint {__version__}")
     select = parser.add_argument_group("rule selection (codes, code prefixes or rule names, comma separated)")
