@@ -59,3 +59,9 @@ def test_unwritable_cache_directory_only_costs_speed(tmp_path: Path) -> None:
     cache = Cache(blocker, Settings(), ["TPL101"])
     cache.put(cache.key("a.py", b"x"), [FINDING])  # must not raise
     assert cache.get(cache.key("a.py", b"x")) is None
+
+
+def test_cache_directory_ignores_itself_for_git(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / "cache", Settings(), ["TPL101"])
+    cache.put(cache.key("a.py", b"x"), [FINDING])
+    assert (tmp_path / "cache" / ".gitignore").read_text().splitlines()[-1] == "*"

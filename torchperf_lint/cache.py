@@ -79,6 +79,9 @@ class Cache:
         target = self._file(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.directory.parent / ".gitignore"
+            if not ignore.exists():  # keep the cache out of the user's commits, as ruff does
+                ignore.write_text("# created by torchperf-lint\n*\n", encoding="utf-8")
             handle, temp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 json.dump([finding_to_record(f) for f in findings], stream)
