@@ -172,10 +172,9 @@ class LoopOverTensorDim(Rule):
     ## Why it is slow
     Every iteration launches its own kernels (often several: index, compute, write back), so a
     batch of 4096 rows costs thousands of launches and Python round trips where one batched op
-    does the whole dimension. On an H100, a 4096-row loop that bins values by hand is 6397x
-    slower than `torch.bucketize`, and 512 per-sample matmuls are 571x slower than one
-    `torch.bmm`. Rewrite with broadcasting, `torch.gather`, `torch.einsum`, `torch.bmm`,
-    `torch.bucketize`, or a reduction over the dimension.
+    does the whole dimension. Rewrite with broadcasting, `torch.gather`, `torch.einsum`,
+    `torch.bmm`, `torch.bucketize`, or a reduction over the dimension. The measured effect on
+    an H100 is in the Measured section below.
 
     ## Fix safety
     No automatic fix: the vectorised form depends on what the body computes.
@@ -496,9 +495,9 @@ class CatInLoop(Rule):
 
     ## Why it is slow
     Each `torch.cat` allocates a new tensor and copies everything accumulated so far, so n
-    iterations copy O(n^2) elements and allocate n ever larger buffers. On an H100, 512 growing
-    cats are 3.4x slower than appending the pieces to a list and concatenating once after the
-    loop; the gap grows with the number of iterations.
+    iterations copy O(n^2) elements and allocate n ever larger buffers. Appending the pieces to
+    a list and concatenating once after the loop copies every element once; the gap grows with
+    the number of iterations. The measured effect on an H100 is in the Measured section below.
 
     ## Fix safety
     No automatic fix: the rewrite moves code out of the loop (`parts.append(y)` inside,
@@ -726,7 +725,7 @@ class TensorFromTensorList(Rule):
     `torch.tensor` reads a list element by element on the host: every CUDA tensor in it is
     copied to the host with a device sync (every `.item()` is one too), then the result is
     built on the CPU and copied back. `torch.stack(list)` keeps the data on the device in one
-    kernel. On an H100 the stacked version is 1.4x faster for a list of per-step scalars.
+    kernel. The measured effect on an H100 is in the Measured section below.
 
     ## Fix safety
     No automatic fix: `torch.stack` keeps the values' device and autograd history (call
