@@ -14,7 +14,7 @@ from typing import Optional
 from .cache import Cache, finding_from_record, finding_to_record
 from .config import Settings
 from .engine.findings import Finding
-from .engine.fixer import FixOutcome, fix_bytes
+from .engine.fixer import fix_bytes
 from .engine.runner import deep_recursion, error_finding, internal_error, lint_bytes
 from .engine.torch_version import declared_version
 from .notebook import Notebook, NotebookError, read_notebook, write_back
@@ -129,7 +129,7 @@ class Checker:
             return FileOutcome(self._lint(path, data))
         outcome = fix_bytes(data, path, self.rules, job.settings, unsafe=job.unsafe)
         encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
-        return self._apply(path, data, outcome.fixed, outcome.result.findings, encoding, stdin, outcome)
+        return self._apply(path, data, outcome.fixed, outcome.result.findings, encoding, stdin)
 
     def _apply(
         self,
@@ -139,7 +139,6 @@ class Checker:
         remaining: list[Finding],
         encoding: str,
         stdin: bool,
-        outcome: Optional[FixOutcome] = None,
     ) -> FileOutcome:
         if fixed == data:
             return FileOutcome(remaining, output=data if stdin else None)

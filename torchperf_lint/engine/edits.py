@@ -79,11 +79,11 @@ def torch_attribute(ctx: Context, dotted: str) -> tuple[cst.BaseExpression, bool
 
 
 def insert_after_imports(
-    ctx: Context, code: str
+    ctx: Context, code: str, blank_line_before: bool = False
 ) -> tuple[cst.CSTNode, cst.FlattenSentinel[cst.CSTNode]] | None:
     """The replacement that puts the statement `code` after the file's last top-level import:
     `(that import statement, FlattenSentinel([it, new statement]))` for `Fix.replace`; None when the
-    file has no top-level import."""
+    file has no top-level import. `blank_line_before` sets the new statement apart from the imports."""
     last: cst.SimpleStatementLine | None = None
     for statement in ctx.module.body:
         if isinstance(statement, cst.SimpleStatementLine) and any(
@@ -94,4 +94,6 @@ def insert_after_imports(
         return None
     module = ctx.module
     new = cst.parse_statement(code + module.default_newline, config=module.config_for_parsing)
+    if blank_line_before:
+        new = new.with_changes(leading_lines=[cst.EmptyLine()])
     return last, cst.FlattenSentinel([last, new])

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..engine.context import Context
-from ..engine.edits import add_keyword, has_star_kwargs, keyword, remove_keyword
+from ..engine.edits import add_keyword, has_star_kwargs, insert_after_imports, keyword, remove_keyword
 from ..engine.findings import Fix, Report, Safety
 from ..engine.walker import dotted_name
 from .base import Rule
@@ -87,16 +87,6 @@ def _runs_own_backward(call: cst.Call) -> bool:
     assert isinstance(call.func, cst.Attribute)
     receiver = (dotted_name(call.func.value) or "").split(".")[-1].lower()
     return not any(word in receiver for word in _DELEGATED_BACKWARD)
-
-
-def _last_import(module: cst.Module) -> Optional[cst.SimpleStatementLine]:
-    last = None
-    for statement in module.body:
-        if isinstance(statement, cst.SimpleStatementLine) and any(
-            isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
-        ):
-            last = statement
-    return last
 
 
 class Fp32Training(Rule):
@@ -362,18 +352,12 @@ class Fp32Training(Rule):
             return  # backward without an optimizer: a gradient check or a debugging helper
         alias, needs_import = ctx.torch_name()
         fix = None
-        last_import = _last_import(ctx.module)
-        if last_import is not None:
-            setting = cst.parse_statement(
-                f'{alias}.set_float32_matmul_precision("high"){ctx.module.default_newline}',
-                config=ctx.module.config_for_parsing,
-            ).with_changes(leading_lines=[cst.EmptyLine()])
+        insertion = insert_after_imports(
+            ctx, f'{alias}.set_float32_matmul_precision("high")', blank_line_before=True
+        )
+        if insertion is not None:
             fix = Fix.replace(
-                last_import,
-                cst.FlattenSentinel([last_import, setting]),
-                Safety.UNSAFE,
-                "enable TF32 matmuls",
-                needs_torch_import=needs_import,
+                *insertion, Safety.UNSAFE, "enable TF32 matmuls", needs_torch_import=needs_import
             )
         yield self.report(backward, reason=ctx.hot_reason(backward), fix=fix, torch=alias)
 
