@@ -17,7 +17,7 @@ from torchperf_lint.engine import runner
 from torchperf_lint.engine.runner import ISSUES_URL, lint_bytes
 from torchperf_lint.flake8_plugin import TorchPerfPlugin
 from torchperf_lint.rules import select_rules
-from torchperf_lint.rules.transfer import CpuFactoryInHotPath
+from torchperf_lint.rules.transfer.tpl101_cpu_factory_in_hot_path import CpuFactoryInHotPath
 
 SELECT = ("--select", "TPL101,TPL103")
 

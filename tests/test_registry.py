@@ -33,9 +33,10 @@ def test_codes_are_unique_and_sorted() -> None:
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
-def test_rule_lives_in_its_family_module(rule: type[Rule]) -> None:
+def test_rule_lives_in_its_own_module_named_by_its_code(rule: type[Rule]) -> None:
     assert re.fullmatch(r"TPL[1-7]\d\d", rule.code)
-    assert rule.__module__ == f"torchperf_lint.rules.{FAMILY_MODULES[rule.code[3]]}"
+    module = f"{rule.code.lower()}_{rule.name.replace('-', '_')}"
+    assert rule.__module__ == f"torchperf_lint.rules.{FAMILY_MODULES[rule.code[3]]}.{module}"
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)

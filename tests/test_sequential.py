@@ -1,4 +1,4 @@
-"""Loop-carried dependences (engine/sequential.py): which loops are sequential by nature."""
+"""Loop-carried dependences (analysis/sequential.py): which loops are sequential by nature."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Union
 
 import libcst as cst
 
+from torchperf_lint.analysis.sequential import Carry, LoopFacts, analyse_loop
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
-from torchperf_lint.engine.sequential import Carry, LoopFacts, analyse_loop
 from torchperf_lint.engine.walker import walk
 
 Loop = Union[cst.For, cst.While]

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_lint.api import lint_source
-from torchperf_lint.config import Settings
-from torchperf_lint.engine.torch_version import (
+from torchperf_lint.analysis.torch_version import (
     declared_version,
     lowest_admitted,
     target_version,
     torch_requirement,
 )
+from torchperf_lint.api import lint_source
+from torchperf_lint.config import Settings
 
 NEWEST = "no torch version given or declared: assuming the newest"
 

@@ -32,7 +32,7 @@ def _batch_loops(source: str) -> list[bool]:
     return [ctx.batch_loop(p) is not None for p in probes]
 
 
-# -- engine/batches.py: which values are DataLoader batches ---------------------------------
+# -- analysis/batches.py: which values are DataLoader batches ---------------------------------
 
 
 def test_enumerate_index_is_not_a_batch_but_its_items_are() -> None:
@@ -121,7 +121,7 @@ def test_whole_item_is_the_loop_target_itself_not_an_element() -> None:
     assert [ctx.is_whole_batch(p) for p in probes] == [True, False, False]
 
 
-# -- engine/constants.py: host values that are the same at every step -------------------------
+# -- analysis/constants.py: host values that are the same at every step -------------------------
 
 
 def _invariant(source: str) -> list[bool]:
@@ -180,7 +180,7 @@ def test_self_attributes_are_invariant_unless_hot_code_assigns_them() -> None:
     ) == [True, True, False, False]
 
 
-# -- engine/devices.py: tensors that certainly live on the host ------------------------------
+# -- analysis/devices.py: tensors that certainly live on the host ------------------------------
 
 
 def test_factories_without_device_make_host_tensors_until_moved() -> None:

@@ -11,12 +11,12 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from .analysis.torch_version import declared_version
 from .cache import Cache, finding_from_record, finding_to_record
 from .config import Settings
 from .engine.findings import Finding
 from .engine.fixer import fix_bytes
 from .engine.runner import deep_recursion, error_finding, internal_error, lint_bytes
-from .engine.torch_version import declared_version
 from .notebook import Notebook, NotebookError, read_notebook, write_back
 from .rules import select_rules
 from .rules.base import Rule

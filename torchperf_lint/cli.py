@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
+from .analysis.torch_version import declared_version
 from .cache import DEFAULT_DIRECTORY
 from .checking import Checker, Job
 from .config import ConfigError, Settings, load_settings, parse_version
 from .docs import render_rule_page
 from .engine.findings import Finding
 from .engine.runner import ERROR_CODE, error_finding
-from .engine.torch_version import declared_version
 from .files import discover
 from .parallel import check_paths, default_jobs
 from .reporting import REPORTERS, ReportOptions

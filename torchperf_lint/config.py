@@ -7,64 +7,20 @@ The config lives in `[tool.torchperf-lint]` of `pyproject.toml`, else `[torchper
 from __future__ import annotations
 
 import configparser
-import dataclasses
 import difflib
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from .settings import ConfigError, Settings
+
 if sys.version_info >= (3, 11):  # noqa: UP036 - Python 3.10 is supported (setup.cfg)
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-DEFAULT_EXCLUDE = (
-    ".git",
-    ".hg",
-    ".svn",
-    ".tox",
-    ".nox",
-    ".venv",
-    "venv",
-    "site-packages",
-    ".eggs",
-    "__pycache__",
-    "build",
-    "dist",
-    "node_modules",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".torchperf_lint_cache",
-)
-DEFAULT_TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests/", "conftest.py")
 SECTION = "torchperf-lint"
-
-
-class ConfigError(Exception):
-    """A config file or option that cannot be used; the message names where and why."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    select: tuple[str, ...] | None = None  # None: the default rule set
-    ignore: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
-    extend_exclude: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    torch_version: tuple[int, int] | None = None
-    torch_version_source: str = "no torch version given or declared: assuming the newest"
-    test_file_patterns: tuple[str, ...] = DEFAULT_TEST_FILE_PATTERNS
-    lint_all_files: bool = False
-    config_file: Path | None = None
-    cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured
-    text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
-    noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
-
-    def replace(self, **changes: Any) -> Settings:
-        return dataclasses.replace(self, **changes)
 
 
 def parse_version(text: str, where: str) -> tuple[int, int]:
@@ -85,7 +41,7 @@ def _as_list(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 def _rule_selectors(codes: tuple[str, ...], key: str, where: str) -> tuple[str, ...]:
     """Codes, code prefixes or rule names that name at least one rule."""
-    from .rules import select_rules  # the registry imports this module
+    from .rules import select_rules  # lazily: the registry loads every rule and libcst
 
     select_rules(None, (), codes, f"{where}: {key}")
     return codes

@@ -8,19 +8,19 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..config import Settings
-from .batches import Batches
-from .constants import HostConstants
-from .constructors import ModuleGraph
-from .devices import HostTensors
-from .grad_mode import GradMode
-from .hotpath import HotPaths, Reason
-from .iteration import Iterations
-from .names import Names
+from ..analysis.batches import Batches
+from ..analysis.constants import HostConstants
+from ..analysis.constructors import ModuleGraph
+from ..analysis.devices import HostTensors
+from ..analysis.grad_mode import GradMode
+from ..analysis.hotpath import HotPaths, Reason
+from ..analysis.iteration import Iterations
+from ..analysis.names import Names
+from ..analysis.sequential import LoopDependences, LoopFacts
+from ..analysis.tensors import TensorInference, Tensorness
+from ..analysis.torch_version import Declared, target_version
+from ..settings import Settings
 from .paths import matches_path
-from .sequential import LoopDependences, LoopFacts
-from .tensors import TensorInference, Tensorness
-from .torch_version import Declared, target_version
 from .walker import Binding, FileFacts, Loop
 
 _CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda""")

@@ -62,7 +62,7 @@ class Report:
     name: str
     node: cst.CSTNode
     message: str
-    reason: object | None = None  # an engine.hotpath.Reason, rendered once positions exist
+    reason: object | None = None  # an analysis.hotpath.Reason, rendered once positions exist
     fix: Fix | None = None
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..config import Settings
+from ..settings import Settings
 from .findings import Finding, Fix, Replacement, Safety
 from .runner import FileResult, lint_bytes
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ..config import Settings
+from ..settings import Settings
 from .context import Context
 from .findings import Finding, Fix, Report, Safety, TextEdit
 from .noqa import NoqaIndex

@@ -6,22 +6,23 @@ import importlib
 import pkgutil
 from typing import Iterable, Optional
 
-from ..config import ConfigError
+from ..settings import ConfigError
 from .base import Rule
 
 _FAMILIES = ("transfer", "loops", "training", "modules", "data", "debug", "precision")
 
 
 def _load() -> list[type[Rule]]:
+    """Every rule class: one module per rule, `<family>/tplNNN_<name>.py`."""
     found: dict[str, type[Rule]] = {}
-    present = {m.name for m in pkgutil.iter_modules(__path__)}
     for family in _FAMILIES:
-        if family not in present:
-            continue
-        module = importlib.import_module(f"{__name__}.{family}")
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule:
-                if value.__module__ == module.__name__:
+        package = importlib.import_module(f"{__name__}.{family}")
+        for info in pkgutil.iter_modules(package.__path__):
+            if not info.name.startswith("tpl"):
+                continue
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for value in vars(module).values():
+                if isinstance(value, type) and issubclass(value, Rule) and value.__module__ == module.__name__:
                     found[value.code] = value
     return [found[code] for code in sorted(found)]
 

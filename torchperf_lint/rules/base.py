@@ -10,8 +10,8 @@ import libcst as cst
 from ..engine.findings import Fix, Report, Safety
 
 if TYPE_CHECKING:
+    from ..analysis.hotpath import Reason
     from ..engine.context import Context
-    from ..engine.hotpath import Reason
 
 
 class Rule:
@@ -55,3 +55,12 @@ class Rule:
     @classmethod
     def explanation(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
+
+
+def hot_place(node: cst.CSTNode, ctx: Context) -> str:
+    """`forward()` or `the step loop`: where in the message."""
+    reason = ctx.hot_reason(node)
+    if reason is not None and reason.loop is not None and reason.caller is None:
+        return "the step loop"
+    function = ctx.enclosing_function(node)
+    return f"{function.name.value}()" if function is not None else "hot code"

@@ -1,0 +1,190 @@
+"""Which values are DataLoader batches: the target of a loop over a loader and the elements
+reached from it by unpacking, indexing, attribute access and iteration (RULES.md, TPL106).
+
+`for i, (x, y) in enumerate(loader)` makes `x` and `y` batches, never the index `i`; so do
+`x, y = batch`, `x = batch[0]`, `batch["image"]`, `batch.x` and the values of
+`{k: v for k, v in batch.items()}`. Host-side conversions (`x.float()`, `x.permute(...)`) keep a
+batch a batch; `.to(...)`/`.cuda()` results and shape attributes are not batches.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..engine.walker import Binding, FileFacts, dotted_name
+from .hotpath import HotPaths
+from .names import Names
+from .tensors import NON_TENSOR_ATTRIBUTES
+
+# Methods that return the same data, still on the host, in another layout or dtype.
+HOST_CONVERSIONS = frozenset(
+    """float half double bfloat16 long int bool byte contiguous view reshape permute transpose
+    squeeze unsqueeze flatten pin_memory type""".split()
+)
+# Wrappers whose items are the items of their first argument.
+_PASS_THROUGH = frozenset({"tqdm", "iter", "track"})
+# Iterables of counters, never of batches.
+_COUNTERS = frozenset({"range", "count", "trange"})
+
+
+def _names_in(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        found: set[str] = set()
+        for element in target.elements:
+            found |= _names_in(element.value)
+        return found
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return set()
+
+
+def item_target(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The part of a loader loop's target that receives a whole item, through `enumerate`,
+    `tqdm` and `iter`; None under `zip` or when the target does not match."""
+    while isinstance(iterable, cst.Call):
+        callee = (dotted_name(iterable.func) or "").rsplit(".", 1)[-1]
+        positional = [arg.value for arg in iterable.args if arg.keyword is None and arg.star == ""]
+        if callee == "enumerate" and positional:
+            if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+                return None
+            target, iterable = target.elements[1].value, positional[0]
+        elif callee in _PASS_THROUGH and positional:
+            iterable = positional[0]
+        elif callee == "zip":
+            return None
+        else:
+            break
+    return target
+
+
+def batch_names(target: cst.BaseExpression, iterable: cst.BaseExpression) -> set[str]:
+    """The names of a loader loop's target that receive batch data (not `enumerate` indices)."""
+    if isinstance(iterable, cst.Call):
+        callee = (dotted_name(iterable.func) or "").rsplit(".", 1)[-1]
+        positional = [arg.value for arg in iterable.args if arg.keyword is None and arg.star == ""]
+        if callee == "enumerate":
+            if positional and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                return batch_names(target.elements[1].value, positional[0])
+            return set()  # `for pair in enumerate(loader)`: a tuple of an index and a batch
+        if callee == "zip":
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positional):
+                found: set[str] = set()
+                for element, source in zip(target.elements, positional, strict=False):
+                    found |= batch_names(element.value, source)
+                return found
+            return set()
+        if callee in _PASS_THROUGH and positional:
+            return batch_names(target, positional[0])
+        if callee in _COUNTERS:
+            return set()
+    return _names_in(target)
+
+
+class Batches:
+    def __init__(self, facts: FileFacts, names: Names, hot: HotPaths) -> None:
+        self._facts = facts
+        self._names = names
+        self._hot = hot
+        self._memo: dict[cst.CSTNode, Optional[cst.For]] = {}
+        self._in_progress: set[cst.CSTNode] = set()
+
+    def loop_of(self, expr: cst.BaseExpression) -> Optional[cst.For]:
+        """The loop over a DataLoader whose batch `expr` is (or holds an element of), else None."""
+        if expr in self._memo:
+            return self._memo[expr]
+        if expr in self._in_progress:
+            return None
+        self._in_progress.add(expr)
+        try:
+            result = self._loop_of(expr)
+        finally:
+            self._in_progress.discard(expr)
+        self._memo[expr] = result
+        return result
+
+    def is_whole_item(self, expr: cst.BaseExpression) -> bool:
+        """`expr` names a loader loop's item itself (`for batch in loader`), not an element
+        unpacked or indexed from it: a custom batch class may stand there."""
+        if not isinstance(expr, cst.Name):
+            return False
+        for binding in self._names.lookup(expr.value, expr):
+            node = binding.node
+            if binding.kind == "for" and isinstance(node, cst.For) and self._hot.iterates_loader(node):
+                item = item_target(node.target, node.iter)
+                if isinstance(item, cst.Name) and item.value == expr.value:
+                    return True
+        return False
+
+    def _loop_of(self, expr: cst.BaseExpression) -> Optional[cst.For]:
+        if isinstance(expr, cst.Name):
+            for binding in self._names.lookup(expr.value, expr):
+                loop = self._binding(binding, expr.value)
+                if loop is not None:
+                    return loop
+            return None
+        if isinstance(expr, cst.Subscript):
+            return self.loop_of(expr.value)
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in NON_TENSOR_ATTRIBUTES:
+                return None
+            return self.loop_of(expr.value)
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in HOST_CONVERSIONS
+        ):
+            return self.loop_of(expr.func.value)
+        return None
+
+    def _binding(self, binding: Binding, name: str) -> Optional[cst.For]:
+        node = binding.node
+        if binding.kind == "for" and isinstance(node, cst.For):
+            if self._hot.iterates_loader(node) is not None:
+                return node if name in batch_names(node.target, node.iter) else None
+            return self._iterated(node.target, node.iter, name)
+        if binding.kind == "compfor" and isinstance(node, cst.CompFor):
+            return self._iterated(node.target, node.iter, name)
+        if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
+            return self.loop_of(node)
+        if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
+            return self._unpacked(node, name)
+        return None
+
+    def _iterated(
+        self, target: cst.BaseExpression, iterable: cst.BaseExpression, name: str
+    ) -> Optional[cst.For]:
+        """`name` bound by iterating `iterable`: the items of a batch, or the values of its dict."""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
+            method = iterable.func.attr.value
+            if method == "items":
+                if (
+                    isinstance(target, (cst.Tuple, cst.List))
+                    and len(target.elements) == 2
+                    and name in _names_in(target.elements[1].value)
+                ):
+                    return self.loop_of(iterable.func.value)
+                return None
+            if method == "values":
+                return self.loop_of(iterable.func.value)
+            if method == "keys":
+                return None
+        return self.loop_of(iterable)
+
+    def _unpacked(self, value: cst.BaseExpression, name: str) -> Optional[cst.For]:
+        """`x, y = batch` -> batch; `x, y = batch[0], other` -> batch[0] for x only."""
+        if isinstance(value, (cst.Tuple, cst.List)):
+            assign = self._facts.parents.get(value)
+            if not isinstance(assign, cst.Assign):
+                return None
+            for target in assign.targets:
+                names = target.target
+                if isinstance(names, (cst.Tuple, cst.List)) and len(names.elements) == len(value.elements):
+                    for element, source in zip(names.elements, value.elements, strict=False):
+                        if name in _names_in(element.value):
+                            return self.loop_of(source.value)
+            return None
+        return self.loop_of(value)

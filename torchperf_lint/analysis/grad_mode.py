@@ -1,0 +1,145 @@
+"""Where autograd is off: code under `torch.no_grad()`, `torch.inference_mode()` or
+`torch.set_grad_enabled(False)`, as a `with` block, a decorator of an enclosing function, a
+`torch.set_grad_enabled(False)` statement earlier in the same function, or in a function whose
+every call site in the file is itself in such code. `with torch.enable_grad():` turns it back on.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..engine.walker import FileFacts
+from .hotpath import HotPaths
+from .names import Names
+
+_DISABLING = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.inference_mode",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+_ENABLING = frozenset(
+    {"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"}
+)
+_SWITCHES = frozenset(
+    {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"}
+)
+
+
+def _is_constant(expr: cst.BaseExpression, value: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == value
+
+
+class GradMode:
+    def __init__(self, facts: FileFacts, names: Names, hot: HotPaths) -> None:
+        self._facts = facts
+        self._names = names
+        self._hot = hot
+        self._memo: dict[cst.CSTNode, Optional[cst.CSTNode]] = {}
+        self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
+        self._in_progress: set[cst.FunctionDef] = set()
+
+    def _switch(self, expr: cst.BaseExpression) -> Optional[bool]:
+        """False for an expression that turns autograd off (`torch.no_grad()`, `torch.no_grad`,
+        `torch.inference_mode()`, `torch.set_grad_enabled(False)`), True for one that turns it
+        on, None for anything else."""
+        qualified = self._names.qualified_name(expr)
+        if qualified in _DISABLING:
+            if isinstance(expr, cst.Call) and any(_is_constant(a.value, "False") for a in expr.args):
+                return None  # inference_mode(False)
+            return False
+        if qualified in _ENABLING:
+            return True
+        if qualified in _SWITCHES and isinstance(expr, cst.Call) and len(expr.args) == 1:
+            value = expr.args[0].value
+            if _is_constant(value, "False"):
+                return False
+            if _is_constant(value, "True"):
+                return True
+        return None
+
+    def disabled_by(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The `with` item, decorator, `set_grad_enabled(False)` call or no-grad call site that
+        turns autograd off around `node`, or None when it is on (as far as this file shows)."""
+        if node in self._memo:
+            return self._memo[node]
+        result: Optional[cst.CSTNode] = None
+        function: Optional[cst.FunctionDef] = None
+        enabled = False
+        current = self._facts.parents.get(node)
+        while current is not None and result is None and not enabled:
+            if isinstance(current, cst.With):
+                for item in current.items:
+                    switch = self._switch(item.item)
+                    if switch is True:
+                        enabled = True  # `with torch.enable_grad():` inside a no-grad region
+                    elif switch is False and result is None:
+                        result = item
+            elif isinstance(current, cst.FunctionDef):
+                if function is None:
+                    function = current
+                for decorator in current.decorators:
+                    if self._switch(decorator.decorator) is False:
+                        result = decorator
+                if result is None:
+                    break  # a nested function runs when it is called, not where it is defined
+            current = self._facts.parents.get(current)
+        if result is None and not enabled:
+            result = self._switched_off_before(node, function)
+        if result is None and not enabled and function is not None:
+            result = self._every_caller_disabled(function)
+        self._memo[node] = result
+        return result
+
+    def _switched_off_before(
+        self, node: cst.CSTNode, function: Optional[cst.FunctionDef]
+    ) -> Optional[cst.Call]:
+        """A `torch.set_grad_enabled(False)` statement earlier in the same function (or at module
+        level for module-level code) that no `set_grad_enabled(True)` statement undoes."""
+        order = self._facts.order.get(node)
+        if order is None:
+            return None
+        last: Optional[cst.Call] = None
+        for call in self._facts.method_calls.get("set_grad_enabled", ()):
+            call_order = self._facts.order.get(call)
+            if call_order is None or call_order >= order:
+                continue
+            if (
+                not isinstance(self._facts.parents.get(call), cst.Expr)
+                or self._facts.enclosing_function(call) is not function
+            ):
+                continue
+            switch = self._switch(call)
+            if switch is not None:
+                last = None if switch else call
+        return last
+
+    def _every_caller_disabled(self, function: cst.FunctionDef) -> Optional[cst.CSTNode]:
+        """The first call site when every call of `function` in this file runs without grad."""
+        if function in self._in_progress:
+            return None
+        callers = self._call_sites().get(function, [])
+        if not callers:
+            return None
+        self._in_progress.add(function)
+        try:
+            for call in callers:
+                if self.disabled_by(call) is None:
+                    return None
+        finally:
+            self._in_progress.discard(function)
+        return callers[0]
+
+    def _call_sites(self) -> dict[cst.FunctionDef, list[cst.Call]]:
+        if self._callers is None:
+            self._callers = {}
+            for call in self._facts.calls:
+                for callee in self._hot.resolve_call(call):
+                    self._callers.setdefault(callee, []).append(call)
+        return self._callers

@@ -1,0 +1,372 @@
+"""The hot-path map: which code runs once per training or inference step (RULES.md, "hot paths").
+
+Roots are nn.Module `forward`/`__call__` (through aliases and in-file subclass chains), Lightning
+step hooks, and the bodies of step loops; functions reachable from them through calls resolved in
+the same file are hot too, to a fixed point. Every hot region keeps a `Reason` that says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from typing import Callable, Iterator, Optional, Union
+
+import libcst as cst
+
+from ..engine.walker import ClassInfo, FileFacts, Loop, dotted_name
+from .names import Names
+
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "lightning.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "lightning.pytorch.core.module.LightningModule",
+    }
+)
+MODULE_ENTRY_POINTS = ("forward", "__call__")
+STEP_HOOKS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+# Calls that wrap an iterable without changing what a loop iterates.
+_ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "track", "trange"})
+# Methods that return the module they are called on.
+_MODULE_CHAIN_METHODS = frozenset(
+    {"cuda", "to", "train", "eval", "half", "float", "double", "bfloat16", "cpu", "requires_grad_"}
+)
+
+Origin = str  # "forward" | "step-hook" | "loop"
+Owner = Union[cst.FunctionDef, cst.For, cst.While]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Reason:
+    """Why a region is hot. Rendering needs line numbers, so it happens only for findings."""
+
+    origin: Origin
+    function: Optional[str] = None  # qualname of the hot function
+    loop: Optional[Loop] = None  # the step loop
+    loop_label: str = ""  # "loop over train_loader" / "training loop"
+    caller: Optional[Reason] = None  # set when hot because it is called from a hot region
+
+    def render(self, line_of: Callable[[cst.CSTNode], int]) -> str:
+        if self.loop is not None:
+            here = f"in {self.loop_label} at line {line_of(self.loop)}"
+        else:
+            here = f"in {self.function}"
+        if self.caller is not None:
+            return f"{here}, called from {self.caller.render(line_of)[3:]}"
+        return here
+
+    @property
+    def from_model_code(self) -> bool:
+        """Reached from forward or a Lightning step hook (not only from a step loop)."""
+        return self.origin in ("forward", "step-hook")
+
+
+class HotPaths:
+    def __init__(self, facts: FileFacts, names: Names) -> None:
+        self._facts = facts
+        self._names = names
+        self._module_class_cache: dict[str, bool] = {}
+        self.step_loops: dict[Loop, Reason] = self._find_step_loops()
+        self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
+        self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
+
+    # -- classes ----------------------------------------------------------------------
+    def is_module_class(self, cls: ClassInfo) -> bool:
+        """Derives from nn.Module or LightningModule, directly or through classes of this file."""
+        cached = self._module_class_cache.get(cls.name)
+        if cached is not None:
+            return cached
+        self._module_class_cache[cls.name] = False  # guards against cyclic bases
+        result = False
+        for base in cls.node.bases:
+            qualified = self._names.qualified_name(base.value)
+            if qualified in MODULE_BASES:
+                result = True
+            else:
+                local = self.local_class(base.value)
+                result = local is not None and local is not cls and self.is_module_class(local)
+            if result:
+                break
+        self._module_class_cache[cls.name] = result
+        return result
+
+    def local_class(self, expr: cst.BaseExpression) -> Optional[ClassInfo]:
+        """The class of this file that a bare name refers to, if any."""
+        if not isinstance(expr, cst.Name):
+            return None
+        bindings = self._names.lookup(expr.value, expr)
+        if bindings and bindings[-1].kind == "class":
+            node = bindings[-1].node
+            assert isinstance(node, cst.ClassDef)
+            return self._facts.class_of.get(node)
+        return None
+
+    def lineage(self, cls: ClassInfo) -> Iterator[ClassInfo]:
+        """`cls`, then its bases defined in this file, breadth first, each once."""
+        seen: set[str] = set()
+        todo = [cls]
+        while todo:
+            current = todo.pop(0)
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            yield current
+            todo.extend(b for b in (self.local_class(a.value) for a in current.node.bases) if b)
+
+    def find_method(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
+        for current in self.lineage(cls):
+            if name in current.methods:
+                return current.methods[name]
+        return None
+
+    def attribute_values(self, cls: ClassInfo, attr: str) -> list[cst.BaseExpression]:
+        """Every value assigned to `self.<attr>` in the class or its in-file bases."""
+        return [value for current in self.lineage(cls) for value in current.attributes.get(attr, ())]
+
+    def instance_class(self, value: cst.BaseExpression) -> Optional[ClassInfo]:
+        """`Loss()` or `Loss().cuda(d)` -> the in-file class `Loss`."""
+        while (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in _MODULE_CHAIN_METHODS
+        ):
+            value = value.func.value
+        if isinstance(value, cst.Call):
+            return self.local_class(value.func)
+        return None
+
+    def _entry_point(self, cls: ClassInfo) -> Optional[cst.FunctionDef]:
+        for name in MODULE_ENTRY_POINTS:
+            method = self.find_method(cls, name)
+            if method is not None:
+                return method
+        return None
+
+    def enclosing_class(self, node: cst.CSTNode) -> Optional[ClassInfo]:
+        current = self._facts.parents.get(node)
+        while current is not None:
+            if isinstance(current, cst.FunctionDef):
+                info = self._facts.functions.get(current)
+                if info is not None and info.cls is not None:
+                    return info.cls
+            current = self._facts.parents.get(current)
+        return None
+
+    # -- calls ------------------------------------------------------------------------
+    def resolve_call(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """Functions of this file that `call` runs: plain functions, methods through `self`,
+        `super()` and instances, and a module instance's forward."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            bindings = self._names.lookup(func.value, call)
+            if not bindings:
+                return []
+            last = bindings[-1]
+            if last.kind == "def" and isinstance(last.node, cst.FunctionDef):
+                return [last.node]
+            if last.kind == "assign" and isinstance(last.node, cst.BaseExpression):
+                return self._instance_entry(last.node)
+            return []
+        if not isinstance(func, cst.Attribute):
+            return []
+        receiver, attr = func.value, func.attr.value
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            cls = self.enclosing_class(call)
+            if cls is None:
+                return []
+            method = self.find_method(cls, attr)
+            if method is not None:
+                return [method]
+            found: list[cst.FunctionDef] = []
+            for value in self.attribute_values(cls, attr):
+                found.extend(self._instance_entry(value))
+            return found
+        if isinstance(receiver, cst.Call) and dotted_name(receiver.func) == "super":
+            cls = self.enclosing_class(call)
+            if cls is None:
+                return []
+            bases = (self.local_class(b.value) for b in cls.node.bases)
+            return [m for m in (self.find_method(b, attr) for b in bases if b) if m]
+        if isinstance(receiver, cst.Name):
+            local = self.local_class(receiver)
+            if local is not None:
+                method = self.find_method(local, attr)
+                return [method] if method else []
+            bindings = self._names.lookup(receiver.value, call)
+            if bindings and bindings[-1].kind == "assign":
+                bound = bindings[-1].node
+                assert isinstance(bound, cst.BaseExpression)
+                cls = self.instance_class(bound)
+                if cls is not None:
+                    method = self.find_method(cls, attr)
+                    return [method] if method else []
+        return []
+
+    def _instance_entry(self, value: cst.BaseExpression) -> list[cst.FunctionDef]:
+        cls = self.instance_class(value)
+        if cls is None:
+            return []
+        entry = self._entry_point(cls)
+        return [entry] if entry is not None else []
+
+    # -- step loops -------------------------------------------------------------------
+    def iterates_loader(self, loop: Loop) -> Optional[str]:
+        """The loader's name when `loop` iterates a DataLoader, else None."""
+        if not isinstance(loop, cst.For):
+            return None
+        candidates: list[cst.BaseExpression] = []
+        todo: list[cst.BaseExpression] = [loop.iter]
+        while todo:
+            expr = todo.pop()
+            if expr in candidates:
+                continue  # `it = tqdm(it)`
+            candidates.append(expr)
+            if isinstance(expr, cst.Call):
+                callee = (dotted_name(expr.func) or "").split(".")[-1]
+                if callee in _ITERATION_WRAPPERS:
+                    todo.extend(arg.value for arg in expr.args if arg.keyword is None)
+            elif isinstance(expr, cst.Name):
+                # `epoch_iterator = tqdm(train_dataloader)`, then `for batch in epoch_iterator:`
+                for binding in self._names.lookup(expr.value, expr):
+                    value = binding.node
+                    if binding.kind == "assign" and isinstance(value, cst.Call):
+                        if (dotted_name(value.func) or "").split(".")[-1] in _ITERATION_WRAPPERS:
+                            todo.append(value)
+        for candidate in candidates:
+            label = self._loader_label(candidate)
+            if label is not None:
+                return label
+        return None
+
+    def _loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        dotted = dotted_name(target)
+        if dotted is None:
+            return None
+        if "loader" in dotted.split(".")[-1].lower():
+            return dotted
+        if isinstance(expr, cst.Name):
+            for binding in self._names.lookup(expr.value, expr):
+                value = binding.node
+                if binding.kind == "assign" and isinstance(value, cst.Call):
+                    callee = dotted_name(value.func) or ""
+                    if callee.split(".")[-1] == "DataLoader":
+                        return dotted
+        return None
+
+    def _is_optimizer_step(self, call: cst.Call) -> bool:
+        assert isinstance(call.func, cst.Attribute)
+        receiver = dotted_name(call.func.value)
+        if receiver is None:
+            return False
+        last = receiver.split(".")[-1].lower()
+        if "optim" in last or last in ("opt", "scaler"):
+            return True
+        if isinstance(call.func.value, cst.Name):
+            for binding in self._names.lookup(receiver, call):
+                if binding.kind == "assign" and isinstance(binding.node, cst.Call):
+                    qualified = self._names.qualified_name(binding.node) or ""
+                    if qualified.startswith("torch.optim."):
+                        return True
+        return False
+
+    def loops_around(self, node: cst.CSTNode) -> list[Loop]:
+        """Loops of the same function whose body holds `node`, innermost first."""
+        loops: list[Loop] = []
+        child, current = node, self._facts.parents.get(node)
+        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
+            if isinstance(current, (cst.For, cst.While)) and child is current.body:
+                loops.append(current)
+            child, current = current, self._facts.parents.get(current)
+        return loops
+
+    def _find_step_loops(self) -> dict[Loop, Reason]:
+        labels: dict[Loop, str] = {}
+        for loop in self._facts.loops:
+            loader = self.iterates_loader(loop)
+            if loader is not None:
+                labels[loop] = f"loop over {loader}"
+        steps = list(self._facts.method_calls.get("backward", ()))
+        steps.extend(c for c in self._facts.method_calls.get("step", ()) if self._is_optimizer_step(c))
+        for call in steps:
+            for loop in self.loops_around(call):
+                labels.setdefault(loop, "training loop")
+        outer: set[Loop] = set()
+        for loop in labels:
+            outer.update(self.loops_around(loop))
+        return {
+            loop: Reason("loop", loop=loop, loop_label=label)
+            for loop, label in labels.items()
+            if loop not in outer
+        }
+
+    # -- propagation ------------------------------------------------------------------
+    def _owner(self, node: cst.CSTNode) -> Optional[Owner]:
+        """The innermost step-loop body or function that holds `node`."""
+        child, current = node, self._facts.parents.get(node)
+        while current is not None:
+            if isinstance(current, (cst.For, cst.While)) and current in self.step_loops:
+                if child is current.body:
+                    return current
+            elif isinstance(current, cst.FunctionDef):
+                return current
+            child, current = current, self._facts.parents.get(current)
+        return None
+
+    def _roots(self) -> list[tuple[cst.FunctionDef, Reason]]:
+        roots: list[tuple[cst.FunctionDef, Reason]] = []
+        for info in self._facts.functions.values():
+            cls = info.cls
+            if cls is None:
+                continue
+            if info.name in STEP_HOOKS:
+                roots.append((info.node, Reason("step-hook", function=info.qualname)))
+            elif info.name in MODULE_ENTRY_POINTS and self.is_module_class(cls):
+                roots.append((info.node, Reason("forward", function=info.qualname)))
+        return roots
+
+    def _propagate(self) -> dict[cst.FunctionDef, Reason]:
+        calls_by_owner: dict[Owner, list[cst.Call]] = {}
+        for call in self._facts.calls:
+            owner = self._owner(call)
+            if owner is not None:
+                calls_by_owner.setdefault(owner, []).append(call)
+        hot: dict[cst.FunctionDef, Reason] = {}
+        # Model code first, so a function reachable from forward is labelled as model code.
+        queue: deque[tuple[Owner, Reason]] = deque()
+        for func, reason in self._roots():
+            hot[func] = reason
+            queue.append((func, reason))
+        queue.extend(self.step_loops.items())
+        while queue:
+            owner, reason = queue.popleft()
+            for call in calls_by_owner.get(owner, ()):
+                for callee in self.resolve_call(call):
+                    if callee in hot:
+                        continue
+                    info = self._facts.functions[callee]
+                    hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)
+                    queue.append((callee, hot[callee]))
+        return hot
+
+    # -- queries ----------------------------------------------------------------------
+    def reason(self, node: cst.CSTNode) -> Optional[Reason]:
+        """Why `node` is hot, or None when it is cold."""
+        if node in self._memo:
+            return self._memo[node]
+        owner = self._owner(node)
+        result: Optional[Reason] = None
+        if isinstance(owner, (cst.For, cst.While)):
+            result = self.step_loops[owner]
+        elif owner is not None:
+            result = self.hot_functions.get(owner)
+        self._memo[node] = result
+        return result
+
+    def step_loop(self, node: cst.CSTNode) -> Optional[Loop]:
+        """The step loop whose body holds `node` in the same function, if any."""
+        for loop in self.loops_around(node):
+            if loop in self.step_loops:
+                return loop
+        return None

@@ -1,0 +1,272 @@
+"""Light, local tensor inference (RULES.md, "Tensor and device inference").
+
+No type checker: an expression is a tensor when it is built by torch, by a tensor method, by
+arithmetic on a tensor, or is a name bound to one of those, a `Tensor`-annotated parameter, a
+plain parameter (no default, no other annotation) of `forward` or of a hot function, a
+DataLoader loop target, or the result of calling a module (`self.fc(x)`, `model(x)`).
+Results of torch calls, tensor methods and tensor arithmetic are *certain*; parameters, loop
+targets and module calls are only *likely*.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Optional
+
+import libcst as cst
+
+from ..engine.walker import Binding, FileFacts, dotted_name
+from .hotpath import HotPaths
+from .names import Names
+
+
+class Tensorness(enum.IntEnum):
+    NO = 0
+    LIKELY = 1
+    CERTAIN = 2
+
+
+# torch.<name> callables that return something other than a tensor.
+_NOT_TENSOR_FUNCTIONS = frozenset(
+    """device dtype no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled
+    is_tensor is_storage is_floating_point is_complex is_nonzero numel manual_seed seed
+    initial_seed save load compile get_default_dtype set_default_dtype set_default_device
+    set_printoptions use_deterministic_algorithms set_float32_matmul_precision
+    get_float32_matmul_precision allclose equal typename set_num_threads get_num_threads
+    autocast result_type promote_types can_cast finfo iinfo split chunk unbind meshgrid
+    broadcast_tensors set_rng_state is_inference_mode_enabled""".split()
+)
+# Predicates, getters and setters of global state: torch.are_deterministic_algorithms_enabled()...
+_NOT_TENSOR_PREFIXES = ("is_", "are_", "get_", "set_")
+_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.fft.", "torch.linalg.", "torch.special.")
+# Tensor methods whose result is not a tensor.
+NON_TENSOR_METHODS = frozenset(
+    """size dim numel item tolist nelement ndimension element_size stride data_ptr get_device
+    storage_offset is_contiguous is_floating_point is_complex equal numpy backward
+    register_hook untyped_storage storage is_pinned is_shared is_set_to
+    append extend keys items values get split chunk unbind""".split()
+)
+# Tensor methods common enough that their result is certainly a tensor when the receiver is one.
+TENSOR_METHODS = frozenset(
+    """sum mean max min amax amin any all abs exp log sqrt pow float half double bfloat16 long
+    int bool to cuda cpu clone detach contiguous view reshape flatten squeeze unsqueeze permute
+    transpose t softmax log_softmax sigmoid tanh relu argmax argmin norm matmul mm bmm gather
+    isnan isinf isfinite eq ne lt le gt ge logical_and logical_or logical_not masked_fill
+    expand expand_as repeat type_as new_zeros new_ones new_full new_empty nonzero sort topk
+    cumsum prod std var clamp floor ceil round sign neg square mul add sub div""".split()
+)
+NON_TENSOR_ATTRIBUTES = frozenset(
+    """shape dtype device ndim is_cuda requires_grad layout names is_leaf grad_fn itemsize
+    nbytes""".split()
+)
+TENSOR_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
+_NOT_TENSOR_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+# Names people give to models and losses: calling one yields a tensor.
+_MODULE_NAME = re.compile(
+    r"^(model|net|network|criterion|loss_fn|loss_func|encoder|decoder|module)$|_model$|_net$"
+)
+
+
+def is_torch_tensor_function(qualified: str) -> bool:
+    """`torch.zeros`, `torch.nn.functional.relu`, `torch.FloatTensor`... but not `torch.device`."""
+    if qualified.startswith(_TENSOR_NAMESPACES):
+        return True
+    if not qualified.startswith("torch."):
+        return False
+    name = qualified[len("torch.") :]
+    if "." in name:
+        return False
+    if name[:1].isupper():
+        return name.endswith("Tensor")
+    if name.startswith(_NOT_TENSOR_PREFIXES) and name != "get_rng_state":
+        return False  # torch.is_autocast_enabled(), torch.get_default_device()...
+    return name not in _NOT_TENSOR_FUNCTIONS
+
+
+class TensorInference:
+    def __init__(self, facts: FileFacts, names: Names, hot: HotPaths) -> None:
+        self._facts = facts
+        self._names = names
+        self._hot = hot
+        self._memo: dict[cst.CSTNode, Tensorness] = {}
+        self._in_progress: set[cst.CSTNode] = set()
+
+    def infer(self, expr: cst.BaseExpression) -> Tensorness:
+        cached = self._memo.get(expr)
+        if cached is not None:
+            return cached
+        if expr in self._in_progress:
+            return Tensorness.NO
+        self._in_progress.add(expr)
+        try:
+            result = self._infer(expr)
+        finally:
+            self._in_progress.discard(expr)
+        self._memo[expr] = result
+        return result
+
+    def _infer(self, expr: cst.BaseExpression) -> Tensorness:
+        if isinstance(expr, cst.Name):
+            return self._name(expr)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.Attribute):
+            attr = expr.attr.value
+            if attr in TENSOR_ATTRIBUTES:
+                return self.infer(expr.value)
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                return self._self_attribute(expr)
+            return Tensorness.NO
+        if isinstance(expr, cst.Subscript):
+            if isinstance(expr.value, cst.Attribute) and expr.value.attr.value in (NON_TENSOR_ATTRIBUTES):
+                return Tensorness.NO
+            return self.infer(expr.value)
+        if isinstance(expr, cst.BinaryOperation):
+            return max(self.infer(expr.left), self.infer(expr.right))
+        if isinstance(expr, cst.UnaryOperation):
+            if isinstance(expr.operator, cst.Not):
+                return Tensorness.NO
+            return self.infer(expr.expression)
+        if isinstance(expr, cst.Comparison):
+            if any(isinstance(t.operator, _NOT_TENSOR_COMPARISONS) for t in expr.comparisons):
+                return Tensorness.NO
+            levels = [self.infer(expr.left)] + [self.infer(t.comparator) for t in expr.comparisons]
+            return max(levels)
+        if isinstance(expr, cst.IfExp):
+            return min(self.infer(expr.body), self.infer(expr.orelse))
+        return Tensorness.NO
+
+    def _call(self, call: cst.Call) -> Tensorness:
+        qualified = self._names.qualified_name(call)
+        if qualified is not None:
+            if is_torch_tensor_function(qualified):
+                # private helpers are internal, and some return bools (torch._use_cudnn_rnn_flatten_weight)
+                return Tensorness.LIKELY if qualified.startswith("torch._") else Tensorness.CERTAIN
+            return Tensorness.NO
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in NON_TENSOR_METHODS:
+                return Tensorness.NO
+            receiver = self.infer(func.value)
+            if receiver >= Tensorness.LIKELY:
+                return Tensorness.CERTAIN if method in TENSOR_METHODS else Tensorness.LIKELY
+        if self.is_module_value(func):
+            return Tensorness.LIKELY  # a model or loss call; may return a tuple
+        return Tensorness.NO
+
+    def is_module_value(self, expr: cst.BaseExpression) -> bool:
+        """`expr` holds an nn.Module: `self.fc` set to `nn.Linear(...)`, `model = Net()`, or a
+        name that says so (`model`, `net`, `criterion`...)."""
+        last = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
+        if _MODULE_NAME.search(last):
+            return True
+        values: list[cst.BaseExpression] = []
+        if isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
+            cls = self._hot.enclosing_class(expr)
+            if cls is not None:
+                values = self._hot.attribute_values(cls, expr.attr.value)
+        elif isinstance(expr, cst.Name):
+            values = [
+                b.node
+                for b in self._names.lookup(expr.value, expr)
+                if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)
+            ]
+        return any(self._constructs_module(v) for v in values)
+
+    def _constructs_module(self, value: cst.BaseExpression) -> bool:
+        cls = self._hot.instance_class(value)
+        if cls is not None:
+            return self._hot.is_module_class(cls)
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            value = value.func.value
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = self._names.qualified_name(value) or ""
+        last = qualified.rsplit(".", 1)[-1]
+        return qualified.startswith("torch.nn.") and last[:1].isupper()
+
+    def _self_attribute(self, expr: cst.Attribute) -> Tensorness:
+        cls = self._hot.enclosing_class(expr)
+        if cls is None:
+            return Tensorness.NO
+        values = self._hot.attribute_values(cls, expr.attr.value)
+        if values and all(self.infer(v) >= Tensorness.LIKELY for v in values):
+            return Tensorness.LIKELY  # buffers may be reassigned anywhere
+        return Tensorness.NO
+
+    def _name(self, name: cst.Name) -> Tensorness:
+        bindings = self._names.lookup(name.value, name)
+        if not bindings:
+            return Tensorness.NO
+        levels = [self._binding(b) for b in bindings]
+        if all(level == Tensorness.CERTAIN for level in levels):
+            return Tensorness.CERTAIN
+        return Tensorness.LIKELY if any(levels) else Tensorness.NO
+
+    def _binding(self, binding: Binding) -> Tensorness:
+        node = binding.node
+        if binding.kind in ("assign", "unpack") and isinstance(node, cst.BaseExpression):
+            return self.infer(node)
+        if binding.kind == "augassign" and isinstance(node, cst.AugAssign):
+            return self.infer(node.value)
+        if binding.kind == "param" and isinstance(node, cst.Param):
+            return self._param(node, binding)
+        if binding.kind == "for" and isinstance(node, cst.For):
+            if self._hot.iterates_loader(node) is not None:
+                return Tensorness.LIKELY
+            return Tensorness.NO
+        if binding.kind == "compfor" and isinstance(node, cst.CompFor):
+            source: cst.BaseExpression = node.iter
+            if (
+                isinstance(source, cst.Call)
+                and isinstance(source.func, cst.Attribute)
+                and source.func.attr.value in ("items", "values")
+            ):
+                source = source.func.value
+            return Tensorness.LIKELY if self.infer(source) else Tensorness.NO
+        return Tensorness.NO
+
+    def _param(self, param: cst.Param, binding: Binding) -> Tensorness:
+        if param.annotation is not None:
+            annotation = self._facts.module.code_for_node(param.annotation.annotation)
+            return Tensorness.LIKELY if "Tensor" in annotation else Tensorness.NO
+        func = binding.scope.node
+        if (
+            isinstance(func, cst.FunctionDef)
+            and (func.name.value == "forward" or func in self._hot.hot_functions)
+            and param.default is None
+            and param.star == ""
+            and param.name.value != "self"
+        ):
+            return Tensorness.LIKELY
+        return Tensorness.NO
+
+    def device_of_scope(self, node: cst.CSTNode) -> Optional[str]:
+        """A tensor name in scope at `node` whose `.device` a fix can use: a tensor parameter
+        of the enclosing function first, then a name bound earlier to a `.to(...)`/`.cuda()`."""
+        scope = self._names.scope_at(node)
+        if not isinstance(scope.node, cst.FunctionDef):
+            return None
+        order = self._facts.order.get(node, 0)
+        params: list[str] = []
+        moved: list[str] = []
+        for name, bindings in scope.bindings.items():
+            first = bindings[0]
+            if first.kind == "param" and self._binding(first) >= Tensorness.LIKELY:
+                params.append(name)
+            elif all(b.order < order and _is_device_move(b) for b in bindings):
+                moved.append(name)
+        candidates = params or moved
+        return candidates[0] if candidates else None
+
+
+def _is_device_move(binding: Binding) -> bool:
+    node = binding.node
+    return (
+        binding.kind == "assign"
+        and isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in ("to", "cuda")
+    )

@@ -1,0 +1,1 @@
+"""TPL5xx: data loading."""

@@ -1,0 +1,1 @@
+"""TPL6xx: debugging and profiling left on."""

@@ -1,0 +1,1 @@
+"""TPL2xx: Python loops instead of tensor ops."""

@@ -1,0 +1,204 @@
+"""TPL203 tensor-from-tensor-list: torch.tensor() built from a list of tensors."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.findings import Report
+from ..base import Rule
+from .common import data_argument
+
+
+# -- TPL203 -------------------------------------------------------------------------------
+def _is_item_call(expr: cst.BaseExpression) -> bool:
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "item"
+        and not expr.args
+    )
+
+
+def _scalar_of_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """`t.item()`, `float(t)`/`int(t)` of a tensor, or a tensor derived by torch."""
+    if _is_item_call(expr):
+        return True
+    if (
+        isinstance(expr, cst.Call)
+        and ctx.qualified_name(expr) in ("builtins.float", "builtins.int", "builtins.bool")
+        and len(expr.args) == 1
+    ):
+        return ctx.is_tensor(expr.args[0].value, certain=True)  # `Tensor | float` params are often floats
+    return ctx.is_tensor(expr, certain=True)
+
+
+def _tensor_elements(data: cst.BaseExpression, ctx: Context, follow_names: bool = True) -> Optional[str]:
+    """What `data` is when it is a Python list of tensors or of their `.item()` values."""
+    if isinstance(data, (cst.List, cst.Tuple)):
+        if any(_scalar_of_tensor(e.value, ctx) for e in data.elements if isinstance(e, cst.Element)):
+            return "a list of tensors"
+        return None
+    if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
+        if _is_item_call(data.elt):
+            return "a list of .item() values"
+        return "a list of tensors" if _scalar_of_tensor(data.elt, ctx) else None
+    if isinstance(data, cst.Name) and follow_names:
+        return _appended_tensors(data, ctx)
+    return None
+
+
+def _appended_tensors(name: cst.Name, ctx: Context) -> Optional[str]:
+    """`vals = []` then `vals.append(t.item())` in the same scope."""
+    bindings = ctx.bindings(name.value, name)
+    if not bindings:
+        return None
+    found: Optional[str] = None
+    for binding in bindings:
+        value = binding.node
+        if binding.kind != "assign" or not isinstance(value, (cst.List, cst.ListComp, cst.GeneratorExp)):
+            return None
+        if not (isinstance(value, cst.List) and not value.elements):
+            found = found or _tensor_elements(value, ctx, follow_names=False)
+    for call in ctx.facts.method_calls.get("append", ()):
+        assert isinstance(call.func, cst.Attribute)
+        receiver = call.func.value
+        if (
+            isinstance(receiver, cst.Name)
+            and receiver.value == name.value
+            and len(call.args) == 1
+            and ctx.bindings(name.value, call) is bindings
+            and _scalar_of_tensor(call.args[0].value, ctx)
+        ):
+            found = found or "a list of tensors"
+    return found
+
+
+class TensorFromTensorList(Rule):
+    """## What it does
+    Flags `torch.tensor(...)` (also `torch.as_tensor`, `torch.Tensor` and the legacy
+    `torch.FloatTensor`-style constructors) applied to a Python list of tensors or of their
+    `.item()` values: `torch.tensor([t.item() for t in losses])`,
+    `torch.tensor([loss_a.detach(), loss_b.detach()])`, or a list filled by
+    `vals.append(t.item())` in the same function. Looks everywhere.
+
+    ## Why it is slow
+    `torch.tensor` reads a list element by element on the host: every CUDA tensor in it is
+    copied to the host with a device sync (every `.item()` is one too), then the result is
+    built on the CPU and copied back. `torch.stack(list)` keeps the data on the device in one
+    kernel. The measured effect on an H100 is in the Measured section below.
+
+    ## Fix safety
+    No automatic fix: `torch.stack` keeps the values' device and autograd history (call
+    `.detach()` where the list held `.item()` values), and where `.item()` was called the list
+    comprehension should keep the tensors instead.
+
+    ## When it stays silent
+    Python numbers, literal lists and shapes (`torch.tensor([x.shape[0], 5])`), NumPy arrays,
+    `torch.tensor(x.tolist())` (one transfer), and lists whose elements are not known to be
+    tensors (a parameter that may hold floats).
+    """
+
+    code = "TPL203"
+    name = "tensor-from-tensor-list"
+    summary = "torch.tensor() built from a list of tensors"
+    message = (
+        "{func}() on {what} copies and syncs once per element; "
+        "use torch.stack() on the tensors to keep them on the device"
+    )
+    where = "anywhere"
+    node_types = (cst.Call,)
+    benchmark = "TPL203"
+
+    BAD = {
+        "item-comprehension": """
+            import torch
+
+            def epoch_summary(step_losses):
+                history = torch.tensor([loss.item() for loss in step_losses])  # expect: TPL203
+                return history.mean(), history.std()
+            """,
+        "list-of-scalar-tensors": """
+            import torch
+            from torch import nn
+
+            class MultiTaskLoss(nn.Module):
+                def forward(self, pred, target):
+                    parts = torch.tensor([  # expect: TPL203
+                        (pred - target).abs().mean(),
+                        (pred - target).pow(2).mean(),
+                    ])
+                    return parts @ self.weights
+            """,
+        "appended-list-in-eval-loop": """
+            import torch
+
+            @torch.no_grad()
+            def evaluate(model, loader):
+                accuracies = []
+                for x, y in loader:
+                    accuracies.append((model(x).argmax(1) == y).float().mean())
+                return torch.as_tensor(accuracies).mean()  # expect: TPL203
+            """,
+    }
+    GOOD = {
+        "python-numbers-and-literals": """
+            import torch
+
+            WEIGHTS = torch.tensor([0.1, 0.2, 0.7])
+
+            def class_weights(counts):
+                total = sum(counts)
+                return torch.tensor([total / c for c in counts])
+            """,
+        "numpy-array-and-tolist": """
+            import numpy as np
+            import torch
+
+            def load(path, x):
+                table = np.load(path)
+                return torch.tensor(table), torch.tensor(x.tolist())
+            """,
+        "shape-ints": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    size = torch.tensor([x.shape[0], x.shape[1]])
+                    return x.view(-1) * size.prod()
+            """,
+        "stack-instead": """
+            import torch
+
+            def epoch_summary(step_losses):
+                history = torch.stack([loss.detach() for loss in step_losses])
+                return history.mean()
+            """,
+        "floats-appended": """
+            import torch
+
+            def read_values(lines):
+                values = []
+                for line in lines:
+                    values.append(float(line))
+                return torch.tensor(values)
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        func = ctx.qualified_name(node)
+        if func is None or not func.startswith("torch."):
+            return
+        constructor = func[len("torch.") :]
+        if constructor not in ("tensor", "as_tensor") and not (
+            "." not in constructor and constructor.endswith("Tensor")
+        ):
+            return
+        data = data_argument(node, "data")
+        what = _tensor_elements(data, ctx) if data is not None else None
+        if what is None:
+            return
+        yield self.report(node, reason=ctx.hot_reason(node), func=ctx.code(node.func), what=what)

@@ -1,0 +1,1 @@
+"""TPL4xx: model construction."""

@@ -1,0 +1,321 @@
+"""TPL401 conv-bias-before-batchnorm: Conv bias followed by a BatchNorm that cancels it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.edits import add_keyword, keyword
+from ...engine.findings import Fix, Report, Safety
+from ..base import Rule
+from .common import CONVS, nn_class
+
+# Norms that subtract a per-channel mean, which cancels a per-channel bias added before them.
+_MEAN_NORMS = frozenset(
+    f"{kind}Norm{n}d" for kind in ("Batch", "LazyBatch", "Instance", "LazyInstance") for n in (1, 2, 3)
+) | {"SyncBatchNorm"}
+_BIAS_POSITION = 7  # Conv*d(in, out, kernel, stride, padding, dilation, groups, bias)
+
+
+def _bias_argument(call: cst.Call) -> cst.Arg | None:
+    found = keyword(call, "bias")
+    if found is not None:
+        return found
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[_BIAS_POSITION] if len(positional) > _BIAS_POSITION else None
+
+
+def _literal(expr: cst.BaseExpression) -> bool | None:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+class ConvBiasBeforeBatchnorm(Rule):
+    """## What it does
+    Flags an `nn.Conv{1,2,3}d` or `nn.ConvTranspose{1,2,3}d` built without `bias=False` whose output
+    goes straight into a norm that subtracts the per-channel mean: `BatchNorm{1,2,3}d`,
+    `LazyBatchNorm*`, `SyncBatchNorm`, `InstanceNorm{1,2,3}d`. It sees the pair next to each other in
+    `nn.Sequential(...)` (positional, an `OrderedDict`, or `*layers` built in the same function), as
+    `self.bn(self.conv(x))`, or as consecutive statements `x = self.conv(x)`; `x = self.bn(x)`,
+    resolving `self.conv` and `self.bn` to their constructors in `__init__`. The finding is on the
+    conv's constructor, where the fix goes.
+
+    ## Why it is slow
+    The norm subtracts the per-channel mean, so the bias the conv adds to every output element is
+    removed again: the conv pays an extra bias pass (and its gradient) in every forward and backward
+    for nothing. The measured effect on an H100 is in the Measured section below.
+
+    ## Fix safety
+    Unsafe: `bias=False` removes the `bias` entry from the conv's `state_dict`, so loading a
+    checkpoint saved before the fix fails with unexpected keys (load with `strict=False` or drop the
+    keys). What the network computes does not change, since the norm cancels the bias.
+
+    ## When it stays silent
+    `bias=False` passed, or `bias=` given as an expression (a decision, often `bias=not use_bn`);
+    GroupNorm and LayerNorm (they normalise over groups of channels or the whole sample, so a
+    per-channel bias is not cancelled); anything between the conv and the norm (an activation,
+    pooling, dropout, an `if`); modules whose constructor cannot be resolved (factory functions,
+    `norm_layer(...)` parameters); `**kwargs` that could supply `bias`.
+    """
+
+    code = "TPL401"
+    name = "conv-bias-before-batchnorm"
+    summary = "Conv bias followed by a BatchNorm that cancels it"
+    message = "nn.{conv} adds a bias that the nn.{norm} after it subtracts again; pass bias=False"
+    fix_safety = Safety.UNSAFE
+    where = "anywhere"
+    node_types = (cst.Call,)
+    benchmark = "TPL401"
+
+    BAD = {
+        "sequential-block": """
+            import torch.nn as nn
+
+            def conv_block(c_in, c_out):
+                return nn.Sequential(
+                    nn.Conv2d(c_in, c_out, 3, padding=1),  # expect: TPL401
+                    nn.BatchNorm2d(c_out),
+                    nn.ReLU(inplace=True),
+                )
+            """,
+        "attributes-applied-in-forward": """
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Stem(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(3, 32, 3, stride=2)  # expect: TPL401
+                    self.bn1 = nn.BatchNorm2d(32)
+                    self.conv2 = nn.Conv2d(32, 64, 3, bias=True)  # expect: TPL401
+                    self.bn2 = nn.SyncBatchNorm(64)
+
+                def forward(self, x):
+                    x = F.relu(self.bn1(self.conv1(x)))
+                    x = self.conv2(x)
+                    x = self.bn2(x)
+                    return F.relu(x)
+            """,
+        "layers-list-built-in-a-loop": """
+            from torch import nn
+
+            def make_features(cfg):
+                layers = []
+                in_channels = 3
+                for v in cfg:
+                    if v == "M":
+                        layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+                    else:
+                        conv = nn.Conv2d(in_channels, v, kernel_size=3, padding=1)  # expect: TPL401
+                        layers += [conv, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+                        in_channels = v
+                return nn.Sequential(*layers)
+            """,
+        "ordered-dict-and-appends": """
+            from collections import OrderedDict
+
+            import torch
+
+            head = torch.nn.Sequential(OrderedDict([
+                ("deconv", torch.nn.ConvTranspose2d(64, 32, 2, stride=2)),  # expect: TPL401
+                ("norm", torch.nn.InstanceNorm2d(32)),
+            ]))
+
+            def tail(channels):
+                layers = [torch.nn.Upsample(scale_factor=2)]
+                layers.append(torch.nn.Conv3d(channels, channels, 3))  # expect: TPL401
+                layers.append(torch.nn.BatchNorm3d(channels))
+                return torch.nn.Sequential(*layers)
+            """,
+    }
+    FIXED = {
+        "sequential-block": """
+            import torch.nn as nn
+
+            def conv_block(c_in, c_out):
+                return nn.Sequential(
+                    nn.Conv2d(c_in, c_out, 3, padding=1, bias=False),
+                    nn.BatchNorm2d(c_out),
+                    nn.ReLU(inplace=True),
+                )
+            """,
+        "attributes-applied-in-forward": """
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Stem(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(3, 32, 3, stride=2, bias=False)
+                    self.bn1 = nn.BatchNorm2d(32)
+                    self.conv2 = nn.Conv2d(32, 64, 3, bias=False)
+                    self.bn2 = nn.SyncBatchNorm(64)
+
+                def forward(self, x):
+                    x = F.relu(self.bn1(self.conv1(x)))
+                    x = self.conv2(x)
+                    x = self.bn2(x)
+                    return F.relu(x)
+            """,
+        "layers-list-built-in-a-loop": """
+            from torch import nn
+
+            def make_features(cfg):
+                layers = []
+                in_channels = 3
+                for v in cfg:
+                    if v == "M":
+                        layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+                    else:
+                        conv = nn.Conv2d(in_channels, v, kernel_size=3, padding=1, bias=False)
+                        layers += [conv, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+                        in_channels = v
+                return nn.Sequential(*layers)
+            """,
+        "ordered-dict-and-appends": """
+            from collections import OrderedDict
+
+            import torch
+
+            head = torch.nn.Sequential(OrderedDict([
+                ("deconv", torch.nn.ConvTranspose2d(64, 32, 2, stride=2, bias=False)),
+                ("norm", torch.nn.InstanceNorm2d(32)),
+            ]))
+
+            def tail(channels):
+                layers = [torch.nn.Upsample(scale_factor=2)]
+                layers.append(torch.nn.Conv3d(channels, channels, 3, bias=False))
+                layers.append(torch.nn.BatchNorm3d(channels))
+                return torch.nn.Sequential(*layers)
+            """,
+    }
+    GOOD = {
+        "bias-false-or-decided": """
+            import torch.nn as nn
+
+            def block(c, use_bn):
+                return nn.Sequential(
+                    nn.Conv2d(c, c, 3, bias=False),
+                    nn.BatchNorm2d(c),
+                    nn.Conv2d(c, c, 3, bias=not use_bn),
+                    nn.BatchNorm2d(c),
+                )
+            """,
+        "group-and-layer-norm": """
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.conv = nn.Conv2d(c, c, 3)
+                    self.gn = nn.GroupNorm(8, c)
+                    self.proj = nn.Conv1d(c, c, 1)
+                    self.ln = nn.LayerNorm(c)
+
+                def forward(self, x):
+                    return self.ln(self.proj(self.gn(self.conv(x)).flatten(2)).transpose(1, 2))
+            """,
+        "activation-or-pool-in-between": """
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            pre_activation = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.BatchNorm2d(8))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(8, 8, 3)
+                    self.bn = nn.BatchNorm2d(8)
+
+                def forward(self, x):
+                    x = self.conv(x)
+                    x = F.max_pool2d(x, 2)
+                    x = self.bn(x)
+                    return self.bn(F.relu(self.conv(x)))
+            """,
+        "unresolved-norm-layer-and-conditional-norm": """
+            import torch.nn as nn
+
+            class ConvNorm(nn.Module):
+                def __init__(self, c, norm_layer, use_bn=True):
+                    super().__init__()
+                    self.conv = nn.Conv2d(c, c, 3)
+                    self.norm = norm_layer(c)
+                    self.bn = nn.BatchNorm2d(c) if use_bn else nn.Identity()
+
+                def forward(self, x):
+                    x = self.conv(x)
+                    x = self.norm(x)
+                    return self.bn(self.conv(x))
+            """,
+        "conditional-norm-in-layers-list": """
+            import torch.nn as nn
+
+            def stage(c, batch_norm):
+                layers = []
+                layers.append(nn.Conv2d(c, c, 3))
+                if batch_norm:
+                    layers.append(nn.BatchNorm2d(c))
+                layers.append(nn.ReLU())
+                return nn.Sequential(*layers)
+            """,
+        "look-alike-classes-and-kwargs": """
+            import torch.nn as nn
+            from mylib import Conv2d, BatchNorm2d
+
+            custom = nn.Sequential(Conv2d(3, 8, 3), BatchNorm2d(8))
+
+            def configurable(**conv_kwargs):
+                return nn.Sequential(nn.Conv2d(3, 8, 3, **conv_kwargs), nn.BatchNorm2d(8))
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        graph = ctx.module_graph
+        for first, second in self._neighbours(node, ctx):
+            norm = self._mean_norm(second, ctx)
+            if norm is None:
+                continue
+            for conv in graph.constructor_calls(first) or ():
+                conv_class = nn_class(conv, ctx, CONVS)
+                if conv_class is None or any(a.star == "*" for a in conv.args):
+                    continue
+                if graph.star_kwargs_may_supply(conv, "bias"):
+                    continue
+                bias = _bias_argument(conv)
+                if bias is not None and _literal(bias.value) is not True:
+                    continue
+                yield self.report(conv, fix=self._fix(conv, bias), conv=conv_class, norm=norm)
+
+    @staticmethod
+    def _neighbours(node: cst.Call, ctx: Context) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """Module expressions whose output goes straight into the next one's input."""
+        graph = ctx.module_graph
+        pairs = graph.sequential_neighbours(node)
+        if pairs or len(node.args) != 1 or not isinstance(node.func, (cst.Name, cst.Attribute)):
+            return pairs
+        if ConvBiasBeforeBatchnorm._mean_norm(node.func, ctx) is None:
+            return []  # checked first: most one-argument calls are not norms
+        producer = graph.producer(node)
+        return [(producer.func, node.func)] if producer is not None else []
+
+    @staticmethod
+    def _mean_norm(module: cst.BaseExpression, ctx: Context) -> str | None:
+        """The norm class when every constructor `module` may come from is a mean-subtracting norm."""
+        norms = ctx.module_graph.constructor_calls(module)
+        if norms is None:
+            return None
+        classes = [nn_class(norm, ctx, _MEAN_NORMS) for norm in norms]
+        return classes[0] if all(classes) else None
+
+    @staticmethod
+    def _fix(conv: cst.Call, bias: cst.Arg | None) -> Fix:
+        false = cst.Name("False")
+        if bias is None:
+            new = add_keyword(conv, "bias", false)
+        else:
+            new = conv.with_changes(args=[a.with_changes(value=false) if a is bias else a for a in conv.args])
+        return Fix.replace(conv, new, Safety.UNSAFE, "pass bias=False")

@@ -1,0 +1,106 @@
+"""TPL402 data-parallel: nn.DataParallel instead of DistributedDataParallel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.findings import Report
+from ..base import Rule
+
+_DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+    }
+)
+
+
+class DataParallel(Rule):
+    """## What it does
+    Flags `nn.DataParallel(...)` (also spelled `torch.nn.parallel.DataParallel`).
+
+    ## Why it is slow
+    DataParallel runs one Python process that drives every GPU: each step it scatters the batch,
+    replicates the model to every device, runs the replicas in threads that contend for the GIL and
+    gathers the outputs on the first GPU, which also holds the optimizer. The PyTorch documentation
+    recommends `DistributedDataParallel` (one process per GPU, gradients all-reduced while backward
+    runs) even on a single machine. The benchmark needs several GPUs, so no speedup is recorded here.
+
+    ## Fix safety
+    No automatic fix: moving to DistributedDataParallel needs a launcher (`torchrun`), a process
+    group and a `DistributedSampler`.
+
+    ## When it stays silent
+    `isinstance(model, nn.DataParallel)` checks and classes deriving from it (only construction is
+    flagged); classes named DataParallel that do not come from `torch.nn`.
+    """
+
+    code = "TPL402"
+    name = "data-parallel"
+    summary = "nn.DataParallel instead of DistributedDataParallel"
+    message = "nn.DataParallel drives every GPU from one process under the GIL; use DistributedDataParallel"
+    where = "anywhere"
+    node_types = (cst.Call,)
+    benchmark = None
+
+    BAD = {
+        "wrap-the-model": """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(1024, 1024)
+            if torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)  # expect: TPL402
+            """,
+        "parallel-module-with-device-ids": """
+            import torch
+            from torch.nn.parallel import DataParallel
+
+            def build(net):
+                return DataParallel(net.cuda(), device_ids=[0, 1])  # expect: TPL402
+            """,
+        "aliased-torch-in-a-trainer": """
+            import torch as th
+
+            class Trainer:
+                def __init__(self, model):
+                    self.model = th.nn.DataParallel(model).cuda()  # expect: TPL402
+            """,
+    }
+    GOOD = {
+        "distributed-data-parallel": """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            def wrap(model, rank):
+                return DDP(model.to(rank), device_ids=[rank])
+            """,
+        "isinstance-unwrap": """
+            import torch.nn as nn
+
+            def unwrap(model):
+                if isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+                    return model.module
+                return model
+            """,
+        "subclass-definition": """
+            import torch.nn as nn
+
+            class Parallel(nn.DataParallel):
+                def __getattr__(self, name):
+                    return super().__getattr__(name)
+            """,
+        "other-library": """
+            from mylib.parallel import DataParallel
+
+            model = DataParallel(object())
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        if ctx.qualified_name(node) in _DATA_PARALLEL:
+            yield self.report(node)

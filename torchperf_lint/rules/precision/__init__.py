@@ -1,0 +1,1 @@
+"""TPL7xx: precision and fused kernels."""

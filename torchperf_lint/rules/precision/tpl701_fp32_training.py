@@ -1,0 +1,376 @@
+"""TPL701 fp32-training: CUDA training in full fp32."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.edits import insert_after_imports
+from ...engine.findings import Fix, Report, Safety
+from ...engine.walker import dotted_name
+from ..base import Rule
+from .common import torch_optimizer
+
+# Any of these names in a file means someone chose its precision: autocast, loss scaling,
+# reduced-precision dtypes and tensor types, apex's mixed precision.
+_REDUCED_PRECISION = frozenset(
+    {
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.amp.autocast_mode.autocast",
+        "torch.cuda.amp.autocast",
+        "torch.cuda.amp.autocast_mode.autocast",
+        "torch.cpu.amp.autocast",
+        "torch.GradScaler",
+        "torch.amp.GradScaler",
+        "torch.amp.grad_scaler.GradScaler",
+        "torch.cuda.amp.GradScaler",
+        "torch.cuda.amp.grad_scaler.GradScaler",
+        "torch.float16",
+        "torch.half",
+        "torch.bfloat16",
+        "torch.HalfTensor",
+        "torch.BFloat16Tensor",
+        "torch.cuda.HalfTensor",
+        "torch.cuda.BFloat16Tensor",
+        "apex.amp",
+    }
+)
+_CAST_METHODS = frozenset({"half", "bfloat16"})
+_MATMUL_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
+# Assignments that turn on TF32 (or lower) for matmuls. cudnn.allow_tf32 is True by default and
+# covers convolutions only, so setting it says nothing about matmuls.
+_TF32_FLAGS = frozenset({"torch.backends.cuda.matmul.allow_tf32"})
+_FP32_PRECISION_FLAGS = frozenset(
+    {"torch.backends.fp32_precision", "torch.backends.cuda.matmul.fp32_precision"}
+)
+# Objects that run backward for the user and own its precision (accelerate, Lightning Fabric,
+# DeepSpeed engines).
+_DELEGATED_BACKWARD = ("accelerator", "fabric", "engine")
+
+
+def _string(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _chooses_precision(call: cst.Call, ctx: Context) -> bool:
+    """The call picks a precision other than full fp32."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _CAST_METHODS and not call.args:
+        return True
+    if ctx.qualified_name(call) in _MATMUL_PRECISION and call.args:
+        # "highest" keeps full fp32; an expression is the author's decision
+        return _string(call.args[0].value) != "highest"
+    return False
+
+
+def _sets_precision_flag(attribute: cst.Attribute, ctx: Context) -> bool:
+    """`torch.backends.cuda.matmul.allow_tf32 = <not False>` or `...fp32_precision = "tf32"`."""
+    target = ctx.parent(attribute)
+    assign = ctx.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if not isinstance(assign, cst.Assign):
+        return False
+    qualified = ctx.qualified_name(attribute)
+    if qualified in _TF32_FLAGS:
+        return not (isinstance(assign.value, cst.Name) and assign.value.value == "False")
+    if qualified in _FP32_PRECISION_FLAGS:
+        return _string(assign.value) not in ("ieee", "none")
+    return False
+
+
+def _runs_own_backward(call: cst.Call) -> bool:
+    """`loss.backward()`, not `accelerator.backward(loss)`: a trainer object owns that step."""
+    assert isinstance(call.func, cst.Attribute)
+    receiver = (dotted_name(call.func.value) or "").split(".")[-1].lower()
+    return not any(word in receiver for word in _DELEGATED_BACKWARD)
+
+
+class Fp32Training(Rule):
+    """## What it does
+    Flags a CUDA training file (it calls `.backward()`, builds or steps an optimizer, and shows
+    CUDA use) with no reduced precision anywhere in it: no `torch.autocast` / `torch.cuda.amp.autocast` /
+    `torch.amp.autocast`, no `GradScaler`, no `torch.set_float32_matmul_precision("high" |
+    "medium")`, no `torch.backends.cuda.matmul.allow_tf32 = True` (or `fp32_precision = "tf32"`),
+    no `.half()` / `.bfloat16()` and no `torch.float16` / `torch.bfloat16` / `torch.half`. One finding per file, on the first `.backward()`.
+
+    ## Why it is slow
+    PyTorch runs float32 matmuls in full IEEE fp32 by default, so the tensor cores of an Ampere
+    or Hopper GPU sit idle. TF32 and bf16 autocast run them on the tensor cores, which helps
+    matmul-heavy models most. The measured effect on an H100 is in the Measured section below.
+
+    ## Fix safety
+    Unsafe: the fix inserts `torch.set_float32_matmul_precision("high")` after the imports. TF32
+    keeps fp32's range but rounds matmul inputs to a 10-bit mantissa, so results change slightly;
+    most training is indifferent to it, but the change is a numerics decision. A file without a
+    top-level import gets the message only.
+
+    ## When it stays silent
+    Test files; CPU-only files (no `.cuda(`, `"cuda..."` or `torch.cuda.`); files with any of the
+    reduced-precision markers above, including a precision chosen by an expression
+    (`set_float32_matmul_precision(args.precision)`); files that hand the step to a trainer
+    (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`),
+    which own the precision setting; files with a `.backward()` but no optimizer (neither a
+    `torch.optim` constructor nor an `optimizer.step()`): gradient checks and debugging helpers. `torch.backends.cudnn.allow_tf32 = True` does not count: it
+    is already the default and covers convolutions only.
+    """
+
+    code = "TPL701"
+    name = "fp32-training"
+    summary = "CUDA training in full fp32"
+    message = (
+        "this CUDA training step runs its matmuls in full fp32 without tensor cores; "
+        'call {torch}.set_float32_matmul_precision("high") (TF32) or train under '
+        '{torch}.autocast("cuda", dtype={torch}.bfloat16) (both change numerics slightly)'
+    )
+    fix_safety = Safety.UNSAFE
+    where = "file with a training step"
+    node_types = (cst.Call, cst.Attribute)
+    benchmark = "TPL701"
+
+    BAD = {
+        "plain-training-loop": """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(512, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+            for x, y in loader:
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()  # expect: TPL701
+                optimizer.step()
+            """,
+        "aliased-torch-and-device-string": """
+            import torch as th
+            from torch import nn
+
+            def train(model: nn.Module, batches, optimizer):
+                model.to("cuda")
+                for x, y in batches:
+                    out = model(x.to("cuda"))
+                    (out - y.to("cuda")).pow(2).mean().backward()  # expect: TPL701
+                    optimizer.step()
+            """,
+        "only-cudnn-tf32-and-highest": """
+            import torch
+
+            torch.backends.cudnn.allow_tf32 = True
+            torch.set_float32_matmul_precision("highest")
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+            def step(model, x, optimizer):
+                model(x.cuda()).sum().backward()  # expect: TPL701
+                optimizer.step()
+            """,
+        "no-torch-import": """
+            from torch import nn
+
+            def step(model: nn.Module, x, optimizer):
+                model(x.cuda()).sum().backward()  # expect: TPL701
+                optimizer.step()
+            """,
+    }
+    FIXED = {
+        "plain-training-loop": """
+            import torch
+            import torch.nn as nn
+
+            torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(512, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+            for x, y in loader:
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+        "aliased-torch-and-device-string": """
+            import torch as th
+            from torch import nn
+
+            th.set_float32_matmul_precision("high")
+
+            def train(model: nn.Module, batches, optimizer):
+                model.to("cuda")
+                for x, y in batches:
+                    out = model(x.to("cuda"))
+                    (out - y.to("cuda")).pow(2).mean().backward()
+                    optimizer.step()
+            """,
+        "only-cudnn-tf32-and-highest": """
+            import torch
+
+            torch.set_float32_matmul_precision("high")
+
+            torch.backends.cudnn.allow_tf32 = True
+            torch.set_float32_matmul_precision("highest")
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+            def step(model, x, optimizer):
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            """,
+        "no-torch-import": """
+            import torch
+            from torch import nn
+
+            torch.set_float32_matmul_precision("high")
+
+            def step(model: nn.Module, x, optimizer):
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            """,
+    }
+    GOOD = {
+        "autocast-bf16": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                        loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "grad-scaler-from-cuda-amp": """
+            from torch.cuda.amp import GradScaler
+
+            scaler = GradScaler()
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+            """,
+        "tf32-by-flag": """
+            import torch
+
+            torch.backends.cuda.matmul.allow_tf32 = True
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    model(x.cuda(), y.cuda()).backward()
+                    optimizer.step()
+            """,
+        "matmul-precision-medium": """
+            import torch
+
+            torch.set_float32_matmul_precision("medium")
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    model(x.cuda(), y.cuda()).backward()
+                    optimizer.step()
+            """,
+        "model-cast-to-bfloat16": """
+            import torch
+
+            def train(model, loader, optimizer):
+                model = model.cuda().bfloat16()
+                for x, y in loader:
+                    model(x.cuda(), y.cuda()).backward()
+                    optimizer.step()
+            """,
+        "batch-cast-with-dtype": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    x = x.to("cuda", dtype=torch.float16)
+                    model(x, y.cuda()).backward()
+                    optimizer.step()
+            """,
+        "cpu-only-training-script": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    model(x, y).backward()
+                    optimizer.step()
+            """,
+        "lightning-module-without-backward": """
+            import lightning as L
+            import torch
+
+            class Model(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    return torch.nn.functional.mse_loss(self.layer(x), y)
+
+            L.Trainer(accelerator="cuda", devices=1).fit(Model())
+            """,
+        "accelerate-owns-backward": """
+            import torch
+            from accelerate import Accelerator
+
+            accelerator = Accelerator()
+
+            def train(model, loader, optimizer):
+                model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+                for x, y in loader:
+                    accelerator.backward(model(x, y))
+                    optimizer.step()
+            """,
+        "backward-without-optimizer": """
+            import torch
+
+            def grad_norms(model, x):
+                model.cuda()(x.cuda()).sum().backward()
+                return [p.grad.norm() for p in model.parameters()]
+            """,
+        "precision-from-config": """
+            import torch
+
+            def main(cfg, model, x, optimizer):
+                torch.set_float32_matmul_precision(cfg.matmul_precision)
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            """,
+    }
+
+    def check_file(self, ctx: Context) -> Iterator[Report]:
+        if ctx.is_test_file or not ctx.shows_cuda_use:
+            return
+        calls = [c for c in ctx.nodes(cst.Call) if isinstance(c, cst.Call)]
+        backward = next(
+            (
+                c
+                for c in calls
+                if isinstance(c.func, cst.Attribute)
+                and c.func.attr.value == "backward"
+                and _runs_own_backward(c)
+            ),
+            None,
+        )
+        if backward is None or self._has_reduced_precision(ctx, calls):
+            return
+        if not any(ctx.is_optimizer_step(c) or torch_optimizer(c, ctx) for c in calls):
+            return  # backward without an optimizer: a gradient check or a debugging helper
+        alias, needs_import = ctx.torch_name()
+        fix = None
+        insertion = insert_after_imports(
+            ctx, f'{alias}.set_float32_matmul_precision("high")', blank_line_before=True
+        )
+        if insertion is not None:
+            fix = Fix.replace(
+                *insertion, Safety.UNSAFE, "enable TF32 matmuls", needs_torch_import=needs_import
+            )
+        yield self.report(backward, reason=ctx.hot_reason(backward), fix=fix, torch=alias)
+
+    @staticmethod
+    def _has_reduced_precision(ctx: Context, calls: list[cst.Call]) -> bool:
+        if any(
+            target in _REDUCED_PRECISION or target.startswith("apex.amp.")
+            for target in ctx.facts.imports.values()
+        ):
+            return True
+        for node in ctx.nodes(cst.Attribute):
+            assert isinstance(node, cst.Attribute)
+            if ctx.qualified_name(node) in _REDUCED_PRECISION or _sets_precision_flag(node, ctx):
+                return True
+        return any(_chooses_precision(c, ctx) for c in calls)

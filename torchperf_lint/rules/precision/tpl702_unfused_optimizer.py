@@ -1,0 +1,242 @@
+"""TPL702 unfused-optimizer: Optimizer without its fused CUDA kernel."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.edits import add_keyword, has_star_kwargs, keyword, remove_keyword
+from ...engine.findings import Fix, Report, Safety
+from ..base import Rule
+from .common import torch_optimizer
+
+_FUSED_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD"})
+
+
+def _is_literal(expr: cst.BaseExpression, value: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == value
+
+
+class UnfusedOptimizer(Rule):
+    """## What it does
+    Flags `torch.optim.Adam`, `AdamW` and `SGD` (the optimizers with a fused CUDA kernel) built
+    without `fused=True`, and `foreach=False` on any `torch.optim` optimizer, in a file that shows
+    CUDA use.
+
+    ## Why it is slow
+    By default the update runs as a chain of multi-tensor (`foreach`) kernels, one per operation
+    of the update rule; `fused=True` does the whole update in one kernel per group of tensors, and
+    `foreach=False` falls back to a Python loop over parameters. The measured effect on an H100 is
+    in the Measured section below.
+
+    ## Fix safety
+    Unsafe: `fused=True` is added (replacing a literal `foreach=`, since the two cannot both be
+    True); on the optimizers without a fused kernel, `foreach=False` is removed. A fused optimizer
+    raises if any parameter is not a floating-point CUDA tensor (CPU, sparse or integer
+    parameters), and its results can differ from the default in the last bits.
+
+    ## When it stays silent
+    CPU-only files; `fused=` written out (`fused=False` is a decision); `foreach=` given by an
+    expression; `differentiable=True`, which fused kernels do not support; `**kwargs` that could
+    supply `fused=`; optimizers of other libraries with the same names (`timm.optim.AdamW`,
+    `apex.optimizers.FusedAdam`); references to the class that do not call it.
+    """
+
+    code = "TPL702"
+    name = "unfused-optimizer"
+    summary = "Optimizer without its fused CUDA kernel"
+    message = "torch.optim.{optimizer}{how} {cause}; {fix_text}"
+    fix_safety = Safety.UNSAFE
+    where = "file shows CUDA use"
+    node_types = (cst.Call,)
+    benchmark = "TPL702"
+
+    _FUSED_FIX = (
+        "pass fused=True (unsafe: every parameter must then be a dense floating-point tensor on CUDA "
+        "or another device with a fused kernel)"
+    )
+
+    BAD = {
+        "adamw-default": """
+            import torch
+
+            model = torch.nn.Linear(512, 512).cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)  # expect: TPL702
+            """,
+        "sgd-imported-with-trailing-comma": """
+            from torch.optim import SGD
+
+            def build(model):
+                model.cuda()
+                return SGD(  # expect: TPL702
+                    model.parameters(),
+                    lr=0.1,
+                    momentum=0.9,
+                )
+            """,
+        "adam-foreach-false": """
+            import torch
+            from torch import optim
+
+            model = torch.nn.Linear(8, 8).to("cuda")
+            opt = optim.Adam(model.parameters(), foreach=False, lr=3e-4)  # expect: TPL702
+            """,
+        "rmsprop-foreach-false": """
+            import torch
+
+            model = torch.nn.Linear(8, 8).to("cuda")
+            opt = torch.optim.RMSprop(model.parameters(), lr=1e-2, foreach=False)  # expect: TPL702
+            """,
+        "module-spelling": """
+            import torch
+            import torch.optim.adamw
+
+            model = torch.nn.Linear(8, 8).cuda()
+            opt = torch.optim.adamw.AdamW(model.parameters(), foreach=True)  # expect: TPL702
+            """,
+    }
+    FIXED = {
+        "adamw-default": """
+            import torch
+
+            model = torch.nn.Linear(512, 512).cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+            """,
+        "sgd-imported-with-trailing-comma": """
+            from torch.optim import SGD
+
+            def build(model):
+                model.cuda()
+                return SGD(
+                    model.parameters(),
+                    lr=0.1,
+                    momentum=0.9,
+                    fused=True,
+                )
+            """,
+        "adam-foreach-false": """
+            import torch
+            from torch import optim
+
+            model = torch.nn.Linear(8, 8).to("cuda")
+            opt = optim.Adam(model.parameters(), fused=True, lr=3e-4)
+            """,
+        "rmsprop-foreach-false": """
+            import torch
+
+            model = torch.nn.Linear(8, 8).to("cuda")
+            opt = torch.optim.RMSprop(model.parameters(), lr=1e-2)
+            """,
+        "module-spelling": """
+            import torch
+            import torch.optim.adamw
+
+            model = torch.nn.Linear(8, 8).cuda()
+            opt = torch.optim.adamw.AdamW(model.parameters(), fused=True)
+            """,
+    }
+    GOOD = {
+        "already-fused-or-decided": """
+            import torch
+
+            model = torch.nn.Linear(8, 8).cuda()
+            fast = torch.optim.AdamW(model.parameters(), fused=True)
+            slow = torch.optim.AdamW(model.parameters(), fused=False)
+            chosen = torch.optim.SGD(model.parameters(), lr=0.1, fused=use_fused)
+            """,
+        "cpu-only-file": """
+            import torch
+
+            model = torch.nn.Linear(8, 8)
+            optimizer = torch.optim.AdamW(model.parameters(), foreach=False)
+            """,
+        "kwargs-could-supply-fused": """
+            import torch
+
+            def build(model, **optim_kwargs):
+                return torch.optim.AdamW(model.cuda().parameters(), **optim_kwargs)
+            """,
+        "same-names-from-other-libraries": """
+            import torch
+            from apex.optimizers import FusedAdam
+            from timm.optim import AdamW
+
+            model = torch.nn.Linear(8, 8).cuda()
+            a = AdamW(model.parameters(), lr=1e-3)
+            b = FusedAdam(model.parameters())
+            """,
+        "foreach-from-config-and-differentiable": """
+            import torch
+
+            model = torch.nn.Linear(8, 8).cuda()
+            a = torch.optim.Adam(model.parameters(), foreach=cfg.foreach)
+            b = torch.optim.SGD(model.parameters(), lr=0.1, differentiable=True)
+            """,
+        "class-reference-and-other-optimizers": """
+            import torch
+
+            OPTIMIZERS = {"adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
+            model = torch.nn.Linear(8, 8).cuda()
+            lbfgs = torch.optim.LBFGS(model.parameters())
+            rms = torch.optim.RMSprop(model.parameters(), foreach=True)
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        optimizer = torch_optimizer(node, ctx)
+        if optimizer is None or not ctx.shows_cuda_use or has_star_kwargs(node):
+            return
+        foreach = keyword(node, "foreach")
+        foreach_false = foreach is not None and _is_literal(foreach.value, "False")
+        if optimizer in _FUSED_OPTIMIZERS:
+            differentiable = keyword(node, "differentiable")
+            if keyword(node, "fused") is not None or (
+                differentiable is not None and not _is_literal(differentiable.value, "False")
+            ):
+                return
+            if foreach is not None and not (foreach_false or _is_literal(foreach.value, "True")):
+                return  # foreach chosen by an expression: a decision
+            true = cst.Name("True")
+            if foreach is None:
+                fixed = add_keyword(node, "fused", true)
+                how, cause = (
+                    "",
+                    "runs its update as a chain of multi-tensor kernels instead of one fused kernel",
+                )
+            else:
+                fixed = node.with_changes(
+                    args=[
+                        a.with_changes(keyword=cst.Name("fused"), value=true) if a is foreach else a
+                        for a in node.args
+                    ]
+                )
+                how = f"(foreach={ctx.code(foreach.value)})"
+                cause = (
+                    "updates one parameter at a time"
+                    if foreach_false
+                    else "runs a chain of multi-tensor kernels instead of one fused kernel"
+                )
+            fix = Fix.replace(node, fixed, Safety.UNSAFE, "use the fused optimizer")
+            yield self.report(
+                node,
+                reason=ctx.hot_reason(node),
+                fix=fix,
+                optimizer=optimizer,
+                how=how,
+                cause=cause,
+                fix_text=self._FUSED_FIX,
+            )
+        elif foreach_false:
+            fix = Fix.replace(node, remove_keyword(node, "foreach"), Safety.UNSAFE, "use the foreach kernels")
+            yield self.report(
+                node,
+                reason=ctx.hot_reason(node),
+                fix=fix,
+                optimizer=optimizer,
+                how="(foreach=False)",
+                cause="updates one parameter at a time",
+                fix_text="remove foreach=False to batch the update in multi-tensor kernels "
+                "(results can differ in the last bits)",
+            )

@@ -1,0 +1,1 @@
+"""TPL3xx: the training step and the optimizer."""

@@ -1,0 +1,366 @@
+"""TPL304 loss-accumulation-keeps-graph: Loss accumulated across steps with its autograd graph."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional, Union
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.findings import Fix, Report, Safety
+from ...engine.walker import Loop, dotted_name
+from ..base import Rule
+from .common import LOSS_NAME, is_name, method_call, without_parens
+
+# -- TPL304 -------------------------------------------------------------------------------
+
+# Methods whose result carries the receiver's autograd graph.
+_GRAPH_METHODS = frozenset(
+    """sum mean float double half bfloat16 to cuda cpu clone squeeze unsqueeze view reshape mul add
+    div sub pow abs contiguous flatten exp log sqrt neg prod""".split()
+)
+_DETACHING_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim"})
+_CONDITIONAL = (cst.If, cst.Else, cst.For, cst.While, cst.ExceptHandler)
+
+
+class LossAccumulationKeepsGraph(Rule):
+    """## What it does
+    Flags `total += loss`, `total = total + loss` and `losses.append(loss)` in a step loop when
+    `loss` is attached to the autograd graph: the result of a model, criterion or loss-function
+    call (or arithmetic on one), not of `.item()` or `.detach()`.
+
+    ## Why it is slow
+    The accumulator lives outside the loop, so it keeps a reference to every step's graph: its
+    nodes and, until `.backward()` frees them, the activations they saved. Memory grows with
+    every step until the epoch ends or the process runs out of memory, and the allocator works
+    ever harder to find room. It is the PyTorch FAQ's first advice on running out of memory.
+
+    ## Fix safety
+    Unsafe: the fix accumulates `loss.detach()`, and code that later calls `.backward()` on the
+    accumulator (in another function) would no longer reach the model. `loss.item()` works too,
+    at the price of a device sync per step.
+
+    ## When it stays silent
+    Inside `torch.no_grad()`/`torch.inference_mode()`; `.item()`, `.detach()`, `.data` and
+    `float()` values; gradient accumulation, where the sum is back-propagated in the same function
+    (`total = total + loss` then `total.backward()`); and within-step sums, where the accumulator
+    is reset in the loop body every iteration (`loss = criterion(...)`, then `loss += aux`).
+    """
+
+    code = "TPL304"
+    name = "loss-accumulation-keeps-graph"
+    summary = "Loss accumulated across steps with its autograd graph"
+    message = (
+        "{accumulator} collects {value} with its autograd graph, so every step's graph stays alive; "
+        "use {fixed}"
+    )
+    fix_safety = Safety.UNSAFE
+    where = "step loop"
+    node_types = (cst.AugAssign, cst.Assign, cst.Call)
+    benchmark = "TPL304"
+
+    BAD = {
+        "faq-running-total": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                total_loss = 0
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total_loss += loss  # expect: TPL304
+                return total_loss / len(loader)
+            """,
+        "list-of-losses": """
+            import torch
+            import torch.nn.functional as F
+
+            def train(model, train_loader, optimizer):
+                history = []
+                for x, y in train_loader:
+                    loss = F.cross_entropy(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    history.append(loss)  # expect: TPL304
+                return history
+            """,
+        "weighted-sum-by-assignment": """
+            import torch
+
+            def train(net, loader, optimizer, criterion):
+                epoch_loss = 0.0
+                for x, y in loader:
+                    out = net(x)
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    epoch_loss = epoch_loss + loss * x.size(0)  # expect: TPL304
+                return epoch_loss
+            """,
+    }
+    FIXED = {
+        "faq-running-total": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                total_loss = 0
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total_loss += loss.detach()
+                return total_loss / len(loader)
+            """,
+        "list-of-losses": """
+            import torch
+            import torch.nn.functional as F
+
+            def train(model, train_loader, optimizer):
+                history = []
+                for x, y in train_loader:
+                    loss = F.cross_entropy(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    history.append(loss.detach())
+                return history
+            """,
+        "weighted-sum-by-assignment": """
+            import torch
+
+            def train(net, loader, optimizer, criterion):
+                epoch_loss = 0.0
+                for x, y in loader:
+                    out = net(x)
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    epoch_loss = epoch_loss + loss.detach() * x.size(0)
+                return epoch_loss
+            """,
+    }
+    GOOD = {
+        "item-and-detach": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                total, history = 0.0, []
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()
+                    history.append(loss.detach())
+                return total, history
+            """,
+        "gradient-accumulation": """
+            import torch
+
+            def train(model, loader, optimizer, criterion, accum=4):
+                total = 0
+                for i, (x, y) in enumerate(loader):
+                    total = total + criterion(model(x), y) / accum
+                    if (i + 1) % accum == 0:
+                        total.backward()
+                        optimizer.step()
+                        total = 0
+            """,
+        "within-step-sum": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                for x, y in loader:
+                    out, aux = model(x)
+                    loss = criterion(out, y)
+                    loss += 0.1 * criterion(aux, y)
+                    parts = []
+                    parts.append(loss)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "under-no-grad": """
+            import torch
+
+            @torch.no_grad()
+            def evaluate(model, val_loader, criterion):
+                total = 0
+                for x, y in val_loader:
+                    total += criterion(model(x), y)
+                return total
+
+            def validate(model, val_loader, criterion):
+                losses = []
+                with torch.inference_mode():
+                    for x, y in val_loader:
+                        losses.append(criterion(model(x), y))
+                return losses
+            """,
+        "accumulated-outside-a-step-loop": """
+            import torch
+
+            def ensemble(models, x):
+                total = 0
+                for model in models:
+                    total += model(x)
+                return total
+            """,
+    }
+
+    def check(self, node: Union[cst.AugAssign, cst.Assign, cst.Call], ctx: Context) -> Iterator[Report]:
+        found = self._accumulation(node)
+        if found is None:
+            return
+        accumulator, value = found
+        loop = ctx.step_loop(node)
+        if loop is None:
+            return
+        before = ctx.facts.order.get(node, 0)
+        if not self._attached(value, before, ctx, 0):
+            return
+        if ctx.grad_disabled(node) or self._reset_each_step(accumulator, node, loop, ctx):
+            return
+        if self._backpropagated(accumulator, node, ctx):
+            return
+        fixed = self._detached(value, before, ctx)
+        shown = ctx.code(without_parens(value))
+        short = shown if len(shown) <= 30 else "the loss"
+        yield self.report(
+            node,
+            reason=ctx.hot_reason(node),
+            fix=Fix.replace(value, fixed, Safety.UNSAFE, "accumulate a detached value"),
+            accumulator=ctx.code(accumulator),
+            value=short,
+            fixed=f"{short}.detach() or {short}.item()"
+            if short != "the loss"
+            else "loss.detach() or loss.item()",
+        )
+
+    @staticmethod
+    def _accumulation(
+        node: Union[cst.AugAssign, cst.Assign, cst.Call],
+    ) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """(accumulator, accumulated value) of `acc += v`, `acc = acc + v`, `acc.append(v)`."""
+        if isinstance(node, cst.AugAssign):
+            return (node.target, node.value) if isinstance(node.operator, cst.AddAssign) else None
+        if isinstance(node, cst.Assign):
+            if len(node.targets) != 1 or not isinstance(node.value, cst.BinaryOperation):
+                return None
+            target, value = node.targets[0].target, node.value
+            if not isinstance(value.operator, cst.Add) or not isinstance(target, (cst.Name, cst.Attribute)):
+                return None
+            target_text = dotted_name(target)
+            if dotted_name(without_parens(value.left)) == target_text:
+                return target, value.right
+            if dotted_name(without_parens(value.right)) == target_text:
+                return target, value.left
+            return None
+        call = method_call(node, "append")
+        if call is None or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        assert isinstance(call.func, cst.Attribute)
+        return call.func.value, call.args[0].value
+
+    def _attached(self, expr: cst.BaseExpression, before: int, ctx: Context, depth: int) -> bool:
+        """`expr` carries a graph: a model, criterion or loss call, or arithmetic on one."""
+        if depth > 8:
+            return False
+        if isinstance(expr, cst.Name):
+            bindings = [b for b in ctx.bindings(expr.value, expr) if b.order < before]
+            if not bindings:
+                return False
+            last = bindings[-1]
+            if last.kind in ("assign", "unpack") and isinstance(last.node, cst.BaseExpression):
+                return self._attached(last.node, last.order, ctx, depth + 1)
+            if last.kind == "augassign" and isinstance(last.node, cst.AugAssign):
+                return self._attached(last.node.value, last.order, ctx, depth + 1)
+            return False
+        if isinstance(expr, cst.Call):
+            return self._attached_call(expr, before, ctx, depth)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._attached(expr.left, before, ctx, depth + 1) or self._attached(
+                expr.right, before, ctx, depth + 1
+            )
+        if isinstance(expr, cst.UnaryOperation):
+            return self._attached(expr.expression, before, ctx, depth + 1)
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in _DETACHING_ATTRIBUTES or is_name(expr.value, "self"):
+                return False
+            return self._attached(expr.value, before, ctx, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self._attached(expr.value, before, ctx, depth + 1)
+        return False
+
+    def _attached_call(self, call: cst.Call, before: int, ctx: Context, depth: int) -> bool:
+        qualified = ctx.qualified_name(call)
+        if qualified is not None:
+            if qualified.startswith("torch.nn.functional."):
+                return True
+            if qualified.startswith("torch.") and "." not in qualified[len("torch.") :]:
+                return any(self._attached(a.value, before, ctx, depth + 1) for a in call.args)
+            return False
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in _GRAPH_METHODS:
+                return self._attached(func.value, before, ctx, depth + 1)
+            if method in ("item", "detach", "tolist", "numpy", "detach_"):
+                return False
+        last = (dotted_name(func) or "").rsplit(".", 1)[-1]
+        return bool(LOSS_NAME.search(last)) or ctx.tensors.is_module_value(func)
+
+    def _detached(self, expr: cst.BaseExpression, before: int, ctx: Context) -> cst.BaseExpression:
+        """`expr` with its graph-carrying operands detached: `loss * n` -> `loss.detach() * n`."""
+        if isinstance(expr, cst.BinaryOperation) and not expr.lpar:
+            return expr.with_changes(
+                left=self._detached(expr.left, before, ctx)
+                if self._attached(expr.left, before, ctx, 0)
+                else expr.left,
+                right=(
+                    self._detached(expr.right, before, ctx)
+                    if self._attached(expr.right, before, ctx, 0)
+                    else expr.right
+                ),
+            )
+        receiver = expr
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)) and not expr.lpar:
+            receiver = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("detach")))
+
+    @staticmethod
+    def _reset_each_step(
+        accumulator: cst.BaseExpression, node: cst.CSTNode, loop: Loop, ctx: Context
+    ) -> bool:
+        """A plain assignment to the accumulator in the loop body that runs every iteration."""
+        text = ctx.code(accumulator)
+        for assign in ctx.nodes(cst.Assign):
+            if assign is node:
+                continue
+            assert isinstance(assign, cst.Assign)
+            targets: list[cst.BaseExpression] = []
+            for target in assign.targets:
+                if isinstance(target.target, (cst.Tuple, cst.List)):
+                    targets.extend(e.value for e in target.target.elements)
+                else:
+                    targets.append(target.target)
+            if not any(ctx.code(t) == text for t in targets):
+                continue
+            for ancestor in ctx.ancestors(assign):
+                if ancestor is loop:
+                    return True
+                if isinstance(ancestor, _CONDITIONAL) or isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                    break
+        return False
+
+    @staticmethod
+    def _backpropagated(accumulator: cst.BaseExpression, node: cst.CSTNode, ctx: Context) -> bool:
+        """`.backward()` (or `autograd.grad`) reaches the accumulator in the same function."""
+        function = ctx.enclosing_function(node)
+        word = re.compile(r"(?<![\w.])" + re.escape(ctx.code(accumulator)) + r"(?!\w)")
+        for method in ("backward", "manual_backward", "grad"):
+            for call in ctx.facts.method_calls.get(method, ()):
+                if ctx.enclosing_function(call) is function and word.search(ctx.code(call)):
+                    return True
+        return False

@@ -1,0 +1,1 @@
+"""TPL1xx: host/device traffic and synchronisation."""

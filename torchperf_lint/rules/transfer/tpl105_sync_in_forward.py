@@ -1,0 +1,220 @@
+"""TPL105 sync-in-forward: Device-to-host sync inside forward or loss code."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.findings import Report, Safety
+from ..base import Rule, hot_place
+from .common import (
+    condition_parts,
+    host_sync,
+    on_device,
+    on_error_path,
+)
+
+
+class SyncInForward(Rule):
+    """## What it does
+    Flags, in forward and loss code (`forward` of a module, Lightning step hooks, and the
+    functions they call), what copies tensor values to the host: `.item()`, `.tolist()`,
+    `.cpu()`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `print(t)`, `torch.nonzero(t)` /
+    `t.nonzero()`, and `if t:` / `while t:` on a tensor computed in the function.
+
+    ## Why it is slow
+    Each of them makes the CPU wait until the GPU has finished every kernel queued so far, then
+    copy the value back: the GPU idles while the CPU catches up, and under `torch.compile` each
+    one is a graph break. An `if torch.isnan(x).any():` in the middle of an MLP's forward
+    costs most when CPU and GPU time are balanced, and the graph break comes on top. The
+    measured effect on an H100 is in the Measured section below.
+
+    ## Fix safety
+    No automatic fix: keep the value on the device (masks, `torch.where`, `torch.clamp`,
+    `torch.nonzero_static(x, size=...)`), or compute it outside the model.
+
+    ## When it stays silent
+    Shape arithmetic (`x.size(0)`, `x.shape[-1]`, `len(x)`, `x.dim()`, `x.numel()`);
+    `.item()` of Python or NumPy numbers; `if flag:` on a parameter, which is a Python flag as
+    often as a tensor; asserts (TPL104's); step-loop bodies (TPL107's, off by default);
+    `__init__` and other cold code.
+    """
+
+    code = "TPL105"
+    name = "sync-in-forward"
+    summary = "Device-to-host sync inside forward or loss code"
+    message = (
+        "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; "
+        "keep the value on the device (masks, torch.where) or compute it outside the model"
+    )
+    fix_safety = Safety.NONE
+    where = "hot roots 1, 2 and callees"
+    node_types = (cst.Call, cst.If, cst.While)
+    benchmark = "TPL105"
+
+    BAD = {
+        "if-on-derived-tensor": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(64, 64)
+
+                def forward(self, x):
+                    h = torch.relu(self.fc(x))
+                    if torch.isnan(h).any():  # expect: TPL105
+                        h = torch.nan_to_num(h)
+                    while (h.abs() > 1e4).any():  # expect: TPL105
+                        h = h / 2
+                    return h
+            """,
+        "item-and-float-in-loss": """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class FocalLoss(nn.Module):
+                def forward(self, logits, target):
+                    ce = F.cross_entropy(logits, target, reduction="none")
+                    pt = torch.exp(-ce)
+                    gamma = float(pt.mean())  # expect: TPL105
+                    n_pos = (target > 0).sum().item()  # expect: TPL105
+                    return ((1 - pt) ** gamma * ce).sum() / max(n_pos, 1)
+            """,
+        "nonzero-print-cpu-in-helper": """
+            import torch
+            from torch import nn
+
+            def route(x, gate):
+                idx = torch.nonzero(gate > 0.5)  # expect: TPL105
+                print(x.mean())  # expect: TPL105
+                counts = gate.sum(0).cpu().numpy()  # expect: TPL105
+                return x[idx[:, 0]], counts
+
+            class Router(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gate = nn.Linear(32, 4)
+
+                def forward(self, x):
+                    return route(x, torch.sigmoid(self.gate(x)))
+            """,
+        "lightning-step-hook": """
+            import pytorch_lightning as pl
+            import torch.nn.functional as F
+
+            class Lit(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = F.cross_entropy(self(x), y)
+                    self.log("train_loss", loss.item())  # expect: TPL105
+                    return loss
+            """,
+    }
+    GOOD = {
+        "shape-arithmetic": """
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, x):
+                    b, n = x.size(0), x.shape[1]
+                    scale = float(x.shape[-1]) ** -0.5
+                    heads = int(x.shape[-1] // 64)
+                    if x.dim() == 3 and len(x) > 0 and x.numel():
+                        x = x.reshape(b, n, heads, -1)
+                    return x * scale
+            """,
+        "flags-and-python-numbers": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Block(nn.Module):
+                def forward(self, x, return_attn, mask=None):
+                    if mask is not None:
+                        x = x.masked_fill(mask, 0)
+                    if return_attn:
+                        print("returning attention")
+                    gain = np.float32(2.0).item()
+                    return x * gain
+            """,
+        "step-loop-body": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+                    print(loss.item())
+            """,
+        "same-calls-in-init": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def __init__(self, table):
+                    super().__init__()
+                    self.size = int(table.sum().item())
+                    if torch.isnan(table).any():
+                        table = torch.nan_to_num(table)
+                    self.register_buffer("table", table)
+
+                def forward(self, x):
+                    return x[:, : self.size] + self.table
+            """,
+        "cpu-tensor-layer-drop": """
+            import torch
+            from torch import nn
+
+            class Encoder(nn.Module):
+                def forward(self, x):
+                    for layer in self.layers:
+                        dropout_probability = torch.rand([])
+                        if self.training and dropout_probability < self.layerdrop:
+                            continue
+                        keep = torch.randperm(x.shape[1])[: int(torch.randint(1, 4, ()).item())]
+                        x = layer(x[:, keep.tolist()])
+                    return x
+            """,
+        "global-state-and-error-paths": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x, target):
+                    if torch.is_autocast_enabled() or torch._use_cudnn_rnn_flatten_weight():
+                        x = x.float()
+                    if x.shape[0] != target.shape[0]:
+                        raise ValueError(f"targets in [{target.min().item()}, {target.max().item()}]")
+                    return x
+            """,
+        "assert-is-tpl104s": """
+            import torch
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    assert x.sum().item() > 0, f"bad input {x.mean().item()}"
+                    return x
+            """,
+    }
+
+    def check(self, node: cst.CSTNode, ctx: Context) -> Iterator[Report]:
+        reason = ctx.hot_reason(node)
+        if reason is None or not reason.from_model_code:
+            return
+        if isinstance(node, (cst.If, cst.While)):
+            if any(on_device(part, ctx, certain=True) for part in condition_parts(node.test)):
+                condition = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
+                yield self.report(node, reason=reason, what=condition, place=hot_place(node, ctx))
+            return
+        assert isinstance(node, cst.Call)
+        what = host_sync(node, ctx)
+        if what is not None and not on_error_path(node, ctx):
+            yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))

@@ -1,0 +1,229 @@
+"""TPL106 blocking-host-to-device: Batch copied to the device without non_blocking=True."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.edits import add_keyword, has_star_kwargs, keyword
+from ...engine.findings import Fix, Report, Safety
+from ..base import Rule
+from .common import (
+    to_accelerator,
+)
+
+
+class BlockingHostToDevice(Rule):
+    """## What it does
+    Flags `.to(device)`/`.cuda()` of a DataLoader batch (the loop target, or an element of it:
+    unpacked, indexed, or a value of `{k: v.to(dev) for k, v in batch.items()}`) without
+    `non_blocking=True`, in the step loop.
+
+    ## Why it is slow
+    A blocking copy makes the CPU wait until the batch has reached the GPU before it can queue
+    the forward pass. With pinned memory (`pin_memory=True` on the DataLoader, TPL502) and
+    `non_blocking=True` the copy runs asynchronously and overlaps with queued work. The
+    measured effect on an H100 is in the Measured section below.
+
+    ## Fix safety
+    Safe for tensors: adding `non_blocking=True` to a host-to-device copy never changes the values
+    the device computes with, as the copy is ordered on the stream before the kernels that use
+    it. Unsafe when the moved value is the loop's whole item (`for batch in loader:
+    batch.to(device)`), which may be a custom batch class whose `.to` does not accept
+    `non_blocking`.
+
+    ## When it stays silent
+    Calls that pass `non_blocking` (any value, a decision) or `**kwargs`; `model.to(device)` and
+    other values that are not batches; dtype casts (`x.to(torch.float16)`) and `.to("cpu")`;
+    moves outside the step loop.
+    """
+
+    code = "TPL106"
+    name = "blocking-host-to-device"
+    summary = "Batch copied to the device without non_blocking=True"
+    message = (
+        "{what} of a DataLoader batch blocks the host until the copy ends; pass non_blocking=True "
+        "(with pin_memory=True on the DataLoader)"
+    )
+    fix_safety = Safety.SAFE
+    where = "step loop"
+    node_types = (cst.Call,)
+    benchmark = "TPL106"
+
+    BAD = {
+        "unpacked-batch": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, pin_memory=True, num_workers=4)
+                for imgs, labels in loader:
+                    imgs, labels = imgs.to(device), labels.to(device)  # expect: TPL106,TPL106
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "whole-batch-cuda": """
+            import torch
+
+            def train(model, train_loader, optimizer):
+                for step, batch in enumerate(train_loader):
+                    batch = batch.cuda()  # expect: TPL106
+                    loss = model(batch)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "dict-batch-values": """
+            import torch
+
+            def train(model, loader, optimizer, device):
+                for batch in loader:
+                    batch = {k: v.to(device) for k, v in batch.items()}  # expect: TPL106
+                    loss = model(**batch).loss
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "indexed-elements-with-dtype": """
+            import torch
+
+            device = torch.device("cuda:0")
+
+            def train(model, loader, optimizer):
+                for data in loader:
+                    inputs = data[0].to(device=device)  # expect: TPL106
+                    labels = data[1].to(  # expect: TPL106
+                        device, torch.long
+                    )
+                    loss = model(inputs.float(), labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+    FIXED = {
+        "unpacked-batch": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, pin_memory=True, num_workers=4)
+                for imgs, labels in loader:
+                    imgs, labels = imgs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "whole-batch-cuda": """
+            import torch
+
+            def train(model, train_loader, optimizer):
+                for step, batch in enumerate(train_loader):
+                    batch = batch.cuda(non_blocking=True)
+                    loss = model(batch)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "dict-batch-values": """
+            import torch
+
+            def train(model, loader, optimizer, device):
+                for batch in loader:
+                    batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+                    loss = model(**batch).loss
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "indexed-elements-with-dtype": """
+            import torch
+
+            device = torch.device("cuda:0")
+
+            def train(model, loader, optimizer):
+                for data in loader:
+                    inputs = data[0].to(device=device, non_blocking=True)
+                    labels = data[1].to(
+                        device, torch.long, non_blocking=True
+                    )
+                    loss = model(inputs.float(), labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+    GOOD = {
+        "non-blocking-given": """
+            import torch
+
+            def train(model, loader, optimizer, device, fast):
+                for x, y in loader:
+                    x = x.to(device, non_blocking=True)
+                    y = y.cuda(non_blocking=fast)
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "model-and-outputs": """
+            import torch
+
+            def evaluate(model, loader, device):
+                model.to(device)
+                outputs = []
+                for step, (x, y) in enumerate(loader):
+                    out = model(x.to(device, non_blocking=True))
+                    outputs.append(out.to("cpu"))
+                    step_tensor = torch.tensor(step).to(device)
+                return outputs, step_tensor
+            """,
+        "dtype-casts": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    x = x.to(torch.float16)
+                    y = y.to(dtype=torch.long)
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "outside-the-step-loop": """
+            import torch
+
+            def first_batch(loader, device):
+                x, y = next(iter(loader))
+                return x.to(device), y.to(device)
+
+            def warm_up(model, loader, device):
+                for x, y in loader:
+                    pass
+                return model(x.to(device))
+            """,
+        "keys-and-counters": """
+            import torch
+
+            def train(model, loader, optimizer, device, masks):
+                for step, batch in enumerate(loader):
+                    mask = masks[step].to(device)
+                    names = [k.to(device) for k in batch.keys()]
+                    loss = model(batch, mask, names)
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return
+        if keyword(node, "non_blocking") is not None or has_star_kwargs(node):
+            return
+        positional = sum(1 for arg in node.args if arg.keyword is None)
+        if positional > (1 if func.attr.value == "cuda" else 2):
+            return  # `.cuda(d, True)`, `.to(d, dtype, True)`: non_blocking given by position
+        if ctx.step_loop(node) is None or not to_accelerator(node, ctx):
+            return
+        if ctx.batch_loop(func.value) is None:
+            return
+        safety = Safety.UNSAFE if ctx.is_whole_batch(func.value) else Safety.SAFE
+        fixed = add_keyword(node, "non_blocking", cst.Name("True"))
+        fix = Fix.replace(node, fixed, safety, "pass non_blocking=True")
+        yield self.report(node, reason=ctx.hot_reason(node), fix=fix, what=f".{func.attr.value}()")

@@ -1,0 +1,55 @@
+"""What a file is checked with: the settings every part of the engine reads. Loading them from
+config files and the command line is config.py's job; this module imports nothing of the package, so
+the engine, the rules and the config loader never import one another in a circle."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "site-packages",
+    ".eggs",
+    "__pycache__",
+    "build",
+    "dist",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".torchperf_lint_cache",
+)
+DEFAULT_TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests/", "conftest.py")
+
+
+class ConfigError(Exception):
+    """A config file or option that cannot be used; the message names where and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] | None = None  # None: the default rule set
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    torch_version: tuple[int, int] | None = None
+    torch_version_source: str = "no torch version given or declared: assuming the newest"
+    test_file_patterns: tuple[str, ...] = DEFAULT_TEST_FILE_PATTERNS
+    lint_all_files: bool = False
+    config_file: Path | None = None
+    cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured
+    text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
+    noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
