@@ -59,9 +59,11 @@ class Cache:
         }
         self._salt = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
-    def key(self, path: str, data: bytes) -> str:
+    def key(self, path: str, data: bytes, facts: str = "") -> str:
+        """`facts`: the digest of what the project pass handed the file."""
         digest = hashlib.sha256(self._salt.encode())
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(facts.encode() + b"\0")
         digest.update(data)
         return digest.hexdigest()
 

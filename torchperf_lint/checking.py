@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from .analysis.entry import EntryFacts
 from .analysis.torch_version import declared_version
 from .cache import Cache, finding_from_record, finding_to_record
 from .config import Settings
@@ -18,6 +19,7 @@ from .engine.findings import Finding
 from .engine.fixer import fix_bytes
 from .engine.runner import deep_recursion, error_finding, internal_error, lint_bytes
 from .notebook import Notebook, NotebookError, read_notebook, write_back
+from .project.store import Projects
 from .rules import select_rules
 from .rules.base import Rule
 from .writer import NotWritable, write_atomic
@@ -35,6 +37,7 @@ class Job:
     diff: bool = False
     unsafe: bool = False
     cache_dir: Optional[str] = None
+    given: tuple[str, ...] = ()  # the command line's paths: a project without a root is the one given
 
 
 @dataclasses.dataclass
@@ -75,22 +78,36 @@ class Checker:
         self.job = job
         self.rules: list[Rule] = select_rules(job.rule_codes, ())
         self._caches: dict[str, Cache] = {}
+        self.projects = Projects(job.settings, job.cache_dir)
 
-    def path(self, path: str) -> FileOutcome:
+    def facts(self, path: str, source: Optional[str] = None) -> EntryFacts:
+        """What the file's project knows about it from its other modules."""
+        absolute = os.path.abspath(path)
+        given = next(
+            (g for g in self.job.given if absolute == os.path.abspath(g) or absolute.startswith(os.path.join(os.path.abspath(g), ""))),
+            None,
+        )
+        return self.projects.facts_for(path, source, given)
+
+    def path(self, path: str, facts: Optional[EntryFacts] = None) -> FileOutcome:
         data, unreadable = read_file(path)
         if unreadable is not None:
             return FileOutcome([unreadable])
         assert data is not None
-        return self.data(path, data)
+        return self.data(path, data, facts=facts)
 
-    def data(self, path: str, data: bytes, stdin: bool = False) -> FileOutcome:
+    def data(
+        self, path: str, data: bytes, stdin: bool = False, facts: Optional[EntryFacts] = None
+    ) -> FileOutcome:
         """Never raises: a failure is a TPL000 finding and the file keeps its bytes."""
         try:
             with deep_recursion():
                 if path.endswith(NOTEBOOK_SUFFIX):
                     outcome = self._notebook(path, data, stdin)
                 else:
-                    outcome = self._python(path, data, stdin)
+                    if facts is None:
+                        facts = self.facts(path, _text(data) if stdin else None)
+                    outcome = self._python(path, data, stdin, facts)
         except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
             outcome = FileOutcome([error_finding(path, internal_error("torchperf-lint", error))])
             if stdin:
@@ -99,14 +116,15 @@ class Checker:
         return outcome
 
     # -- Python files -----------------------------------------------------------------
-    def _lint(self, path: str, data: bytes) -> list[Finding]:
+    def _lint(self, path: str, data: bytes, facts: EntryFacts) -> list[Finding]:
         cache = self._cache_for(path)
         if cache is None:
-            return lint_bytes(data, path, self.rules, self.job.settings).findings
-        key = cache.key(path, data)
+            return lint_bytes(data, path, self.rules, self.job.settings, facts).findings
+        # an edit in another module can change what this one is handed: part of the key
+        key = cache.key(path, data, facts.digest())
         found = cache.get(key)
         if found is None:
-            found = [light(f) for f in lint_bytes(data, path, self.rules, self.job.settings).findings]
+            found = [light(f) for f in lint_bytes(data, path, self.rules, self.job.settings, facts).findings]
             cache.put(key, found)
         return found
 
@@ -123,13 +141,13 @@ class Checker:
             self._caches[directory] = cache
         return cache
 
-    def _python(self, path: str, data: bytes, stdin: bool) -> FileOutcome:
+    def _python(self, path: str, data: bytes, stdin: bool, facts: EntryFacts) -> FileOutcome:
         job = self.job
         if not (job.fix or job.diff):
-            return FileOutcome(self._lint(path, data))
-        outcome = fix_bytes(data, path, self.rules, job.settings, unsafe=job.unsafe)
+            return FileOutcome(self._lint(path, data, facts))
+        outcome = fix_bytes(data, path, self.rules, job.settings, unsafe=job.unsafe, entry=facts)
         encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
-        return self._apply(path, data, outcome.fixed, outcome.result.findings, encoding, stdin)
+        return self._apply(path, data, outcome.fixed, outcome.result.findings, encoding, stdin, facts)
 
     def _apply(
         self,
@@ -139,6 +157,7 @@ class Checker:
         remaining: list[Finding],
         encoding: str,
         stdin: bool,
+        facts: EntryFacts,
     ) -> FileOutcome:
         if fixed == data:
             return FileOutcome(remaining, output=data if stdin else None)
@@ -151,15 +170,15 @@ class Checker:
         except (NotWritable, OSError) as error:
             # the file keeps its old bytes, so its old findings still stand
             message = str(error) if isinstance(error, NotWritable) else f"could not write: {error}"
-            old = self._findings_of_unchanged(path, data)
+            old = self._findings_of_unchanged(path, data, facts)
             return FileOutcome([error_finding(path, message), *old])
         return FileOutcome(remaining, fixed=True)
 
-    def _findings_of_unchanged(self, path: str, data: bytes) -> list[Finding]:
+    def _findings_of_unchanged(self, path: str, data: bytes, facts: EntryFacts) -> list[Finding]:
         if path.endswith(NOTEBOOK_SUFFIX):
             notebook = read_notebook(data.decode("utf-8"))
-            return self._notebook_findings(path, notebook, notebook.module_source())
-        return lint_bytes(data, path, self.rules, self.job.settings).findings
+            return self._notebook_findings(path, notebook, notebook.module_source(), facts)
+        return lint_bytes(data, path, self.rules, self.job.settings, facts).findings
 
     # -- notebooks ----------------------------------------------------------------------
     def _notebook(self, path: str, data: bytes, stdin: bool) -> FileOutcome:
@@ -168,10 +187,11 @@ class Checker:
         except (UnicodeDecodeError, NotebookError) as error:
             return FileOutcome([error_finding(path, f"could not read notebook: {error}")])
         source = notebook.module_source()
+        facts = self.facts(path, source)
         if not (self.job.fix or self.job.diff):
-            return FileOutcome(self._notebook_findings(path, notebook, source))
+            return FileOutcome(self._notebook_findings(path, notebook, source, facts))
         outcome = fix_bytes(
-            source.encode("utf-8"), path, self.rules, self.job.settings, unsafe=self.job.unsafe
+            source.encode("utf-8"), path, self.rules, self.job.settings, unsafe=self.job.unsafe, entry=facts
         )
         fixed_source = outcome.fixed.decode("utf-8")
         remaining = self._located(notebook, outcome.result.findings)
@@ -181,10 +201,12 @@ class Checker:
             fixed = write_back(notebook, fixed_source).encode("utf-8")
         except NotebookError as error:
             return FileOutcome([error_finding(path, str(error)), *remaining])
-        return self._apply(path, data, fixed, remaining, "utf-8", stdin)
+        return self._apply(path, data, fixed, remaining, "utf-8", stdin, facts)
 
-    def _notebook_findings(self, path: str, notebook: Notebook, source: str) -> list[Finding]:
-        findings = lint_bytes(source.encode("utf-8"), path, self.rules, self.job.settings).findings
+    def _notebook_findings(
+        self, path: str, notebook: Notebook, source: str, facts: EntryFacts
+    ) -> list[Finding]:
+        findings = lint_bytes(source.encode("utf-8"), path, self.rules, self.job.settings, facts).findings
         return self._located(notebook, findings)
 
     @staticmethod
@@ -213,5 +235,12 @@ def init_worker(job: Job) -> None:
     _worker["checker"] = Checker(job)
 
 
-def check_in_worker(path: str) -> FileOutcome:
-    return _worker["checker"].path(path)
+def check_in_worker(path: str, facts: EntryFacts) -> FileOutcome:
+    return _worker["checker"].path(path, facts)
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")

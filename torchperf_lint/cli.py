@@ -174,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.no_cache or args.fix or args.diff or os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
     )
     cache_dir = None if no_cache else (args.cache_dir or settings.cache_dir)
-    job = Job(settings, tuple(r.code for r in rules), args.fix, args.diff, args.unsafe_fixes, cache_dir)
+    job = Job(
+        settings, tuple(r.code for r in rules), args.fix, args.diff, args.unsafe_fixes, cache_dir, tuple(paths)
+    )
     discovery_errors: list[tuple[str, str]] = []
     stdin_output: bytes | None = None
     files: list[str] = []

@@ -82,6 +82,7 @@ KEYS = (
     "test-file-patterns",
     "lint-all-files",
     "cache-dir",
+    "module-bases",
 )
 _BOOLEANS = {
     "true": True,
@@ -107,7 +108,7 @@ def apply_values(settings: Settings, raw: dict[str, Any], where: str) -> Setting
         name = key.replace("_", "-")
         if name in ("select", "ignore", "extend-select"):
             changes[name.replace("-", "_")] = _rule_selectors(_as_list(value, name, where), name, where)
-        elif name in ("exclude", "extend-exclude", "test-file-patterns"):
+        elif name in ("exclude", "extend-exclude", "test-file-patterns", "module-bases"):
             changes[name.replace("-", "_")] = _as_list(value, name, where)
         elif name == "per-file-ignores":
             changes["per_file_ignores"] = _per_file_ignores(value, where)

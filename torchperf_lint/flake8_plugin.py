@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from . import __version__
 from .config import ConfigError, Settings, parse_version
 from .engine.runner import error_finding, internal_error, lint_bytes
+from .project.store import Projects
 from .rules import ALL_RULES, select_rules
 from .rules.base import Rule
 
@@ -18,6 +19,7 @@ class TorchPerfPlugin:
     version = __version__
     _settings = Settings(noqa=False)  # flake8 applies noqa comments itself, honouring --disable-noqa
     _rules: Sequence[Rule] = select_rules(None, ())
+    _project_pass: Optional[Projects] = None
 
     def __init__(self, tree: Any, filename: str, lines: Sequence[str]) -> None:
         # `tree` makes flake8 run us once per file; we parse with libcst ourselves.
@@ -63,13 +65,24 @@ class TorchPerfPlugin:
         extra = [rule.code for rule in ALL_RULES if not rule.default_on and rule.code in named]
         cls._rules = select_rules(None, (), extra)
 
+    @classmethod
+    def _projects(cls) -> Projects:
+        if cls._project_pass is None or cls._project_pass.settings != cls._settings:
+            cls._project_pass = Projects(cls._settings, cls._settings.cache_dir)
+        return cls._project_pass
+
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         # flake8 calls us only for files its own parser accepted (it reports E999/E902 for the
         # others), so a TPL000 here is something flake8 cannot see: a file libcst cannot parse,
         # one nested too deeply, or a bug in a rule. Nothing may escape: flake8 would abort the
         # whole run on an exception raised while it iterates over our findings.
         try:
-            findings = lint_bytes("".join(self.lines), self.filename, self._rules, self._settings).findings
+            source = "".join(self.lines)
+            # flake8 reads the file from disk, so the project reads it from there too (one
+            # project pass per worker process); stdin's text stands in for its file
+            stdin = self.filename in ("-", "stdin")
+            entry = self._projects().facts_for(self.filename, source if stdin else None)
+            findings = lint_bytes(source, self.filename, self._rules, self._settings, entry).findings
         except Exception as error:  # noqa: BLE001 - lint_bytes never raises; this is the last guard
             findings = [error_finding(self.filename, internal_error("the flake8 plugin", error))]
         for finding in findings:

@@ -21,12 +21,14 @@ def default_jobs() -> int:
 def check_paths(job: Job, paths: Sequence[str], jobs: int) -> list[FileOutcome]:
     """Each path's outcome, in order. One process when there is one job or one file: a pool
     costs more to start than a small run takes."""
+    checker = Checker(job)
+    # The project pass runs here, once: workers get each file's facts with its path.
+    facts = [checker.facts(path) for path in paths]
     if jobs <= 1 or len(paths) < 2:
-        checker = Checker(job)
-        return [checker.path(path) for path in paths]
+        return [checker.path(path, entry) for path, entry in zip(paths, facts, strict=True)]
     # fork starts workers in milliseconds with the rules already imported; elsewhere, the default
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
     workers = min(jobs, len(paths))
     chunk = max(1, len(paths) // (workers * 8))
     with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker, initargs=(job,)) as pool:
-        return list(pool.map(check_in_worker, paths, chunksize=chunk))
+        return list(pool.map(check_in_worker, paths, facts, chunksize=chunk))

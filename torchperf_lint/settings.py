@@ -45,6 +45,8 @@ class Settings:
     torch_version: tuple[int, int] | None = None
     torch_version_source: str = "no torch version given or declared: assuming the newest"
     test_file_patterns: tuple[str, ...] = DEFAULT_TEST_FILE_PATTERNS
+    # classes (or packages, ending in a dot) whose subclasses are models, beyond the built-in table
+    module_bases: tuple[str, ...] = ()
     lint_all_files: bool = False
     config_file: Path | None = None
     cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured

@@ -10,20 +10,12 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import FileFacts
+from ..engine.walker import FileFacts, dotted_name
 from .hotpath import HotPaths
 from .names import Names
+from .vocabulary import NO_GRAD_CONTEXTS
 
-_DISABLING = frozenset(
-    {
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.autograd.no_grad",
-        "torch.autograd.inference_mode",
-        "torch.autograd.grad_mode.no_grad",
-        "torch.autograd.grad_mode.inference_mode",
-    }
-)
+_DISABLING = NO_GRAD_CONTEXTS
 _ENABLING = frozenset(
     {"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"}
 )
@@ -49,6 +41,9 @@ class GradMode:
         """False for an expression that turns autograd off (`torch.no_grad()`, `torch.no_grad`,
         `torch.inference_mode()`, `torch.set_grad_enabled(False)`), True for one that turns it
         on, None for anything else."""
+        written = dotted_name(expr.func if isinstance(expr, cst.Call) else expr)
+        if written is not None and written in self._hot.entry.no_grad_callables:
+            return False  # a decorator or context manager of the project that enters no_grad
         qualified = self._names.qualified_name(expr)
         if qualified in _DISABLING:
             if isinstance(expr, cst.Call) and any(_is_constant(a.value, "False") for a in expr.args):

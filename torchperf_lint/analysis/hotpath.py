@@ -14,23 +14,15 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..engine.walker import ClassInfo, FileFacts, Loop, dotted_name
+from .entry import NO_FACTS, EntryFacts
 from .names import Names
-
-MODULE_BASES = frozenset(
-    {
-        "torch.nn.Module",
-        "lightning.LightningModule",
-        "pytorch_lightning.LightningModule",
-        "lightning.pytorch.core.module.LightningModule",
-    }
-)
-MODULE_ENTRY_POINTS = ("forward", "__call__")
-STEP_HOOKS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
-# Calls that wrap an iterable without changing what a loop iterates.
-_ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "track", "trange"})
-# Methods that return the module they are called on.
-_MODULE_CHAIN_METHODS = frozenset(
-    {"cuda", "to", "train", "eval", "half", "float", "double", "bfloat16", "cpu", "requires_grad_"}
+from .vocabulary import (
+    MODULE_CHAIN_METHODS,
+    MODULE_ENTRY_POINTS,
+    STEP_HOOKS,
+    is_loader_name,
+    is_module_base,
+    is_optimizer_name,
 )
 
 Origin = str  # "forward" | "step-hook" | "loop"
@@ -46,6 +38,8 @@ class Reason:
     loop: Optional[Loop] = None  # the step loop
     loop_label: str = ""  # "loop over train_loader" / "training loop"
     caller: Optional[Reason] = None  # set when hot because it is called from a hot region
+    external: str = ""  # the callers in other modules, as the project pass rendered them
+    module: str = ""  # this module, named when the chain leaves it
 
     def render(self, line_of: Callable[[cst.CSTNode], int]) -> str:
         if self.loop is not None:
@@ -54,6 +48,9 @@ class Reason:
             here = f"in {self.function}"
         if self.caller is not None:
             return f"{here}, called from {self.caller.render(line_of)[3:]}"
+        if self.external:
+            where = f" ({self.module})" if self.module else ""
+            return f"{here}{where}, {self.external}"
         return here
 
     @property
@@ -63,9 +60,13 @@ class Reason:
 
 
 class HotPaths:
-    def __init__(self, facts: FileFacts, names: Names) -> None:
+    def __init__(self, facts: FileFacts, names: Names, entry: EntryFacts = NO_FACTS) -> None:
         self._facts = facts
         self._names = names
+        self.entry = entry
+        self._function_index = {node: i for i, node in enumerate(facts.functions)}
+        self._functions = list(facts.functions)
+        self._class_index = {info.name: i for i, info in enumerate(facts.class_of.values())}
         self._module_class_cache: dict[str, bool] = {}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
@@ -78,10 +79,10 @@ class HotPaths:
         if cached is not None:
             return cached
         self._module_class_cache[cls.name] = False  # guards against cyclic bases
-        result = False
-        for base in cls.node.bases:
+        result = self._class_index.get(cls.name, -1) in self.entry.module_classes
+        for base in () if result else cls.node.bases:
             qualified = self._names.qualified_name(base.value)
-            if qualified in MODULE_BASES:
+            if is_module_base(qualified):
                 result = True
             else:
                 local = self.local_class(base.value)
@@ -129,7 +130,7 @@ class HotPaths:
         while (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in _MODULE_CHAIN_METHODS
+            and value.func.attr.value in MODULE_CHAIN_METHODS
         ):
             value = value.func.value
         if isinstance(value, cst.Call):
@@ -223,16 +224,14 @@ class HotPaths:
                 continue  # `it = tqdm(it)`
             candidates.append(expr)
             if isinstance(expr, cst.Call):
-                callee = (dotted_name(expr.func) or "").split(".")[-1]
-                if callee in _ITERATION_WRAPPERS:
-                    todo.extend(arg.value for arg in expr.args if arg.keyword is None)
+                # any call the loop iterates: `enumerate(loader)`, `logger.log_every(loader, 10)`
+                todo.extend(arg.value for arg in expr.args if arg.keyword is None and not arg.star)
             elif isinstance(expr, cst.Name):
                 # `epoch_iterator = tqdm(train_dataloader)`, then `for batch in epoch_iterator:`
                 for binding in self._names.lookup(expr.value, expr):
                     value = binding.node
                     if binding.kind == "assign" and isinstance(value, cst.Call):
-                        if (dotted_name(value.func) or "").split(".")[-1] in _ITERATION_WRAPPERS:
-                            todo.append(value)
+                        todo.append(value)
         for candidate in candidates:
             label = self._loader_label(candidate)
             if label is not None:
@@ -244,7 +243,7 @@ class HotPaths:
         dotted = dotted_name(target)
         if dotted is None:
             return None
-        if "loader" in dotted.split(".")[-1].lower():
+        if is_loader_name(dotted):
             return dotted
         if isinstance(expr, cst.Name):
             for binding in self._names.lookup(expr.value, expr):
@@ -260,8 +259,7 @@ class HotPaths:
         receiver = dotted_name(call.func.value)
         if receiver is None:
             return False
-        last = receiver.split(".")[-1].lower()
-        if "optim" in last or last in ("opt", "scaler"):
+        if is_optimizer_name(receiver):
             return True
         if isinstance(call.func.value, cst.Name):
             for binding in self._names.lookup(receiver, call):
@@ -292,13 +290,20 @@ class HotPaths:
         for call in steps:
             for loop in self.loops_around(call):
                 labels.setdefault(loop, "training loop")
+        loops = self._facts.loops
+        for index in self.entry.step_loops:  # the step happens in a function of the project
+            if index < len(loops):
+                labels.setdefault(loops[index], "training loop")
+        loaders = {loop for loop, label in labels.items() if label.startswith("loop over")}
         outer: set[Loop] = set()
         for loop in labels:
             outer.update(self.loops_around(loop))
+        # the innermost loop that steps; a loop over a loader is one even around an inner loop
+        # of gradient accumulation
         return {
             loop: Reason("loop", loop=loop, loop_label=label)
             for loop, label in labels.items()
-            if loop not in outer
+            if loop not in outer or loop in loaders
         }
 
     # -- propagation ------------------------------------------------------------------
@@ -324,6 +329,10 @@ class HotPaths:
                 roots.append((info.node, Reason("step-hook", function=info.qualname)))
             elif info.name in MODULE_ENTRY_POINTS and self.is_module_class(cls):
                 roots.append((info.node, Reason("forward", function=info.qualname)))
+        for index in self.entry.entry_points:
+            if index < len(self._functions):
+                node = self._functions[index]
+                roots.append((node, Reason("forward", function=self._facts.functions[node].qualname)))
         return roots
 
     def _propagate(self) -> dict[cst.FunctionDef, Reason]:
@@ -339,6 +348,29 @@ class HotPaths:
             hot[func] = reason
             queue.append((func, reason))
         queue.extend(self.step_loops.items())
+        self._spread(queue, calls_by_owner, hot)
+        # Then what only other modules show: functions they call per step.
+        for index, external in self.entry.hot_functions:
+            if index >= len(self._functions) or self._functions[index] in hot:
+                continue
+            node = self._functions[index]
+            reason = Reason(
+                external.origin,
+                function=self._facts.functions[node].qualname,
+                external=external.callers,
+                module=self.entry.display_name if external.callers else "",
+            )
+            hot[node] = reason
+            queue.append((node, reason))
+            self._spread(queue, calls_by_owner, hot)
+        return hot
+
+    def _spread(
+        self,
+        queue: deque[tuple[Owner, Reason]],
+        calls_by_owner: dict[Owner, list[cst.Call]],
+        hot: dict[cst.FunctionDef, Reason],
+    ) -> None:
         while queue:
             owner, reason = queue.popleft()
             for call in calls_by_owner.get(owner, ()):
@@ -348,7 +380,11 @@ class HotPaths:
                     info = self._facts.functions[callee]
                     hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)
                     queue.append((callee, hot[callee]))
-        return hot
+
+    def is_host_parameter(self, function: cst.FunctionDef, name: str) -> bool:
+        """Every call of `function` in the project passes a host value for `name`."""
+        index = self._function_index.get(function)
+        return index is not None and name in self.entry.host_params_of(index)
 
     # -- queries ----------------------------------------------------------------------
     def reason(self, node: cst.CSTNode) -> Optional[Reason]:

@@ -233,6 +233,8 @@ class TensorInference:
             annotation = self._facts.module.code_for_node(param.annotation.annotation)
             return Tensorness.LIKELY if "Tensor" in annotation else Tensorness.NO
         func = binding.scope.node
+        if isinstance(func, cst.FunctionDef) and self._hot.is_host_parameter(func, param.name.value):
+            return Tensorness.NO  # every caller passes a string, a number or a host copy
         if (
             isinstance(func, cst.FunctionDef)
             and (func.name.value == "forward" or func in self._hot.hot_functions)

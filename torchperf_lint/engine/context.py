@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -12,6 +11,7 @@ from ..analysis.batches import Batches
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
 from ..analysis.devices import HostTensors
+from ..analysis.entry import NO_FACTS, EntryFacts
 from ..analysis.grad_mode import GradMode
 from ..analysis.hotpath import HotPaths, Reason
 from ..analysis.iteration import Iterations
@@ -19,22 +19,24 @@ from ..analysis.names import Names
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_version import Declared, target_version
+from ..analysis.vocabulary import CUDA_USE
 from ..settings import Settings
 from .paths import matches_path
 from .walker import Binding, FileFacts, Loop
 
-_CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda""")
-
 
 class Context:
-    def __init__(self, path: str, source: str, facts: FileFacts, settings: Settings) -> None:
+    def __init__(
+        self, path: str, source: str, facts: FileFacts, settings: Settings, entry: EntryFacts = NO_FACTS
+    ) -> None:
         self.path = path
         self.source = source
         self.facts = facts
         self.settings = settings
         self.module = facts.module
         self.names = Names(facts)
-        self.hot = HotPaths(facts, self.names)
+        self.entry = entry
+        self.hot = HotPaths(facts, self.names, entry)
         self.tensors = TensorInference(facts, self.names, self.hot)
         self._shows_cuda: Optional[bool] = None
 
@@ -183,5 +185,11 @@ class Context:
     def shows_cuda_use(self) -> bool:
         """`.cuda(`, `torch.cuda.` or a string literal starting with "cuda" in the file."""
         if self._shows_cuda is None:
-            self._shows_cuda = bool(_CUDA_USE.search(self.source))
+            self._shows_cuda = bool(CUDA_USE.search(self.source))
         return self._shows_cuda
+
+    @property
+    def runs_on_cuda(self) -> bool:
+        """The file shows CUDA use, or hot code of a module that does reaches it (a
+        device-agnostic `model.py` trained by a `train.py` that picks "cuda")."""
+        return self.shows_cuda_use or self.entry.runs_on_cuda is not None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ..analysis.entry import NO_FACTS, EntryFacts
 from ..settings import Settings
 from .findings import Finding, Fix, Replacement, Safety
 from .runner import FileResult, lint_bytes
@@ -142,7 +143,12 @@ def _apply_checked(module: cst.Module, fixes: Sequence[Fix]) -> tuple[bytes, int
 
 
 def fix_bytes(
-    data: bytes, path: str, rules: Sequence[Rule], settings: Settings, unsafe: bool = False
+    data: bytes,
+    path: str,
+    rules: Sequence[Rule],
+    settings: Settings,
+    unsafe: bool = False,
+    entry: EntryFacts = NO_FACTS,
 ) -> FixOutcome:
     """The fixed bytes of one file and what remains. A file that does not parse is returned
     unchanged with its TPL000 finding. Fixes on nested nodes go in successive passes: a pass
@@ -150,7 +156,7 @@ def fix_bytes(
     pass re-lints the result."""
     current = data
     applied = 0
-    result = lint_bytes(current, path, rules, settings)
+    result = lint_bytes(current, path, rules, settings, entry)
     for _ in range(MAX_PASSES):
         if result.module is None or result.parents is None:
             break
@@ -161,7 +167,7 @@ def fix_bytes(
         if outcome is None or outcome[0] == current:
             break  # nothing applicable, or fixes that change nothing: stop rather than loop
         candidate, count = outcome
-        reparsed = lint_bytes(candidate, path, rules, settings)
+        reparsed = lint_bytes(candidate, path, rules, settings, entry)
         if reparsed.errors and reparsed.module is None:
             break  # never hand back code that does not parse
         current, result = candidate, reparsed

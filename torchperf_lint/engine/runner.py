@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ..analysis.entry import NO_FACTS, EntryFacts
 from ..settings import Settings
 from .context import Context
 from .findings import Finding, Fix, Report, Safety, TextEdit
@@ -162,12 +163,20 @@ def _decode_error(data: bytes | str, path: str, error: Exception) -> Finding:
 
 
 def run_rules(
-    module: cst.Module, source: str, path: str, rules: Sequence[Rule], settings: Settings
+    module: cst.Module,
+    source: str,
+    path: str,
+    rules: Sequence[Rule],
+    settings: Settings,
+    entry: EntryFacts = NO_FACTS,
 ) -> tuple[list[Finding], dict[cst.CSTNode, cst.CSTNode]]:
-    """Findings of `rules` on a parsed module, placed and filtered by noqa and per-file-ignores."""
+    """Findings of `rules` on a parsed module, placed and filtered by noqa and per-file-ignores.
+    `entry` holds what the project pass knows about this module from the others."""
     interest = frozenset(t for rule in rules for t in rule.node_types)
     facts = walk(module, interest)
-    ctx = Context(path, source, facts, settings)
+    if not entry.matches(len(facts.functions), len(facts.class_of), len(facts.loops)):
+        entry = NO_FACTS  # the project read another version of this file
+    ctx = Context(path, source, facts, settings, entry)
     reports: list[Report] = []
     failures: list[Report] = []
     for rule in rules:
@@ -267,12 +276,15 @@ def _line_col(source: str, offset: int) -> tuple[int, int]:
     return line, offset - last_break
 
 
-def lint_bytes(data: bytes | str, path: str, rules: Sequence[Rule], settings: Settings) -> FileResult:
+def lint_bytes(
+    data: bytes | str, path: str, rules: Sequence[Rule], settings: Settings, entry: EntryFacts = NO_FACTS
+) -> FileResult:
     """Lint one file's bytes (or its decoded text, as flake8 hands it). Never raises: what
     cannot be checked, including a bug in the engine, is a TPL000 finding."""
     marker: bytes | str = b"torch" if isinstance(data, bytes) else "torch"
-    if not settings.lint_all_files and marker not in data:  # type: ignore[operator]
-        return FileResult(path, [])  # cannot hold a PyTorch pattern: skip the parse
+    if not settings.lint_all_files and marker not in data and not entry.reaches_hot_code:  # type: ignore[operator]
+        # cannot hold a PyTorch pattern, unless the project runs its code per step: skip the parse
+        return FileResult(path, [])
     with deep_recursion():
         try:
             module, error = parse(data, path)
@@ -280,7 +292,7 @@ def lint_bytes(data: bytes | str, path: str, rules: Sequence[Rule], settings: Se
                 assert error is not None
                 return FileResult(path, [error])
             source = data.decode(module.encoding) if isinstance(data, bytes) else data
-            findings, parents = run_rules(module, source, path, rules, settings)
+            findings, parents = run_rules(module, source, path, rules, settings, entry)
         except RecursionError:
             return FileResult(path, [error_finding(path, "could not analyse: nesting too deep")])
         except (KeyboardInterrupt, SystemExit):

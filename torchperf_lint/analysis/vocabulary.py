@@ -1,0 +1,110 @@
+"""Names that decide what is hot, shared by the per-file analysis (libcst) and the project pass
+(CPython's ast), so both read code by the same words. Nothing here imports libcst."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+# A file shows CUDA use: `.cuda(`, `torch.cuda.` or a string literal starting with "cuda".
+CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda""")
+
+# Classes whose subclasses are models: `forward`/`__call__` run once per step.
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "torch.jit.ScriptModule",
+        "torch.fx.GraphModule",
+        "lightning.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.module.LightningModule",
+        "pytorch_lightning.core.module.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        # well-known model bases of the ecosystem
+        "transformers.PreTrainedModel",
+        "transformers.modeling_utils.PreTrainedModel",
+        "diffusers.ModelMixin",
+        "diffusers.models.ModelMixin",
+        "diffusers.models.modeling_utils.ModelMixin",
+        "torch_geometric.nn.MessagePassing",
+        "torch_geometric.nn.conv.MessagePassing",
+        "torch_geometric.nn.conv.message_passing.MessagePassing",
+        "segmentation_models_pytorch.base.SegmentationModel",
+    }
+)
+# Packages whose CapWords classes are modules when a project subclasses them (timm's and
+# torchvision's models and layers, MONAI's networks, torch's own module classes).
+MODULE_PACKAGES = (
+    "torch.nn.",
+    "torch.ao.nn.",
+    "timm.models.",
+    "timm.layers.",
+    "torchvision.models.",
+    "torchvision.ops.",
+    "monai.networks.",
+)
+# Under those packages, names that are not modules.
+_NOT_MODULES = frozenset(
+    {"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer", "PackedSequence", "SDPBackend"}
+)
+_NOT_MODULE_PARTS = frozenset({"functional", "init", "utils", "attention", "grad", "parameter"})
+
+# Methods that run once per step besides forward/__call__, by the base that calls them.
+EXTRA_ENTRY_POINTS = {
+    "torch_geometric": ("message", "aggregate", "update", "message_and_aggregate", "edge_update"),
+}
+MODULE_ENTRY_POINTS = ("forward", "__call__")
+STEP_HOOKS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+
+# Methods that return the module they are called on.
+MODULE_CHAIN_METHODS = frozenset(
+    {"cuda", "to", "train", "eval", "half", "float", "double", "bfloat16", "cpu", "requires_grad_"}
+)
+
+NO_GRAD_CONTEXTS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.inference_mode",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+
+
+def is_module_base(qualified: Optional[str], extra: Iterable[str] = ()) -> bool:
+    """`qualified` names a class whose subclasses are models. `extra` holds the config's
+    `module-bases`: exact names, or package prefixes ending in a dot."""
+    if not qualified:
+        return False
+    if qualified in MODULE_BASES:
+        return True
+    for base in extra:
+        if qualified == base or (base.endswith(".") and qualified.startswith(base)):
+            return True
+    if not qualified.startswith(MODULE_PACKAGES):
+        return False
+    parts = qualified.split(".")
+    last = parts[-1].lstrip("_")
+    if not last[:1].isupper() or parts[-1] in _NOT_MODULES:
+        return False
+    return not _NOT_MODULE_PARTS.intersection(parts[1:-1])
+
+
+def extra_entry_points(qualified: Optional[str]) -> tuple[str, ...]:
+    if not qualified:
+        return ()
+    return EXTRA_ENTRY_POINTS.get(qualified.split(".")[0], ())
+
+
+def is_loader_name(dotted: str) -> bool:
+    """`train_loader`, `self.val_dataloader`, `loaders.train_loader`: named like a loader."""
+    return "loader" in dotted.split(".")[-1].lower()
+
+
+def is_optimizer_name(dotted: str) -> bool:
+    """A receiver of `.step()` named like an optimizer (or an AMP grad scaler)."""
+    last = dotted.split(".")[-1].lower()
+    return "optim" in last or last in ("opt", "scaler")

@@ -1,0 +1,638 @@
+"""The project pass proper: from every module's summary, resolve imports (absolute, relative,
+re-exports), class lineage, the call graph across modules, step loops and what is hot, to a
+fixed point, and hand each module the facts it cannot see by itself (analysis/entry.py).
+
+Linear in the project: each class, call and loop is resolved once and memoised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Union
+
+from ..analysis.entry import EntryFacts, ExternalReason
+from ..analysis.vocabulary import (
+    MODULE_ENTRY_POINTS,
+    STEP_HOOKS,
+    extra_entry_points,
+    is_module_base,
+)
+from .summary import Call, Class, Function, Summary
+
+_MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
+
+
+@dataclasses.dataclass(eq=False)
+class Module:
+    path: Path
+    display: str  # relative to the project root, with forward slashes
+    summary: Summary
+    is_test: bool = False
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.name == "__init__.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class Namespace:
+    """A directory imported as a package without an `__init__.py`."""
+
+    directory: Path
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FunctionRef:
+    module: Module
+    index: int
+
+    @property
+    def info(self) -> Function:
+        """The function, or for index -1 the module's top level."""
+        summary = self.module.summary
+        return summary.toplevel if self.index < 0 else summary.functions[self.index]
+
+    def key(self) -> tuple[int, int]:
+        return (id(self.module), self.index)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ClassRef:
+    module: Module
+    index: int
+
+    @property
+    def info(self) -> Class:
+        return self.module.summary.classes[self.index]
+
+    def key(self) -> tuple[int, int]:
+        return (id(self.module), self.index)
+
+
+@dataclasses.dataclass(frozen=True)
+class External:
+    qualified: str
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Instance:
+    cls: ClassRef
+
+
+Resolved = Union[Module, Namespace, FunctionRef, ClassRef, External, Instance]
+LoopKey = tuple[int, int]  # (id(module), loop index)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reason:
+    origin: str
+    text: str  # "called from A (a.py:3), called from loop over loader (train.py:40)"
+
+
+class Project:
+    def __init__(self, root: Path, modules: Iterable[Module], module_bases: Iterable[str] = ()) -> None:
+        self.root = root
+        self.modules: dict[Path, Module] = {m.path: m for m in modules}
+        self.module_bases = tuple(module_bases)
+        self._directories = {d for path in self.modules for d in path.parents}
+        self._by_name: dict[str, list[Module]] = {}
+        for module in self.modules.values():
+            for name in _dotted_names(module.path, root):
+                self._by_name.setdefault(name, []).append(module)
+        self._global_memo: dict[tuple[int, str], Optional[Resolved]] = {}
+        self._is_module_memo: dict[tuple[int, int], bool] = {}
+        self._bases_memo: dict[tuple[int, int], list[Resolved]] = {}
+        self._subclasses: Optional[dict[tuple[int, int], list[ClassRef]]] = None
+        self._runs_step_memo: dict[tuple[int, int], bool] = {}
+        self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
+        self._step_loops: dict[int, frozenset[int]] = {}
+        self._hot: Optional[dict[tuple[int, int], _Reason]] = None
+        self._cuda: Optional[dict[int, str]] = None
+        self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
+
+    # -- modules and names ---------------------------------------------------------------
+    def module_at(self, path: Path) -> Optional[Module]:
+        return self.modules.get(path)
+
+    def _file_module(self, base: Path) -> Optional[Union[Module, Namespace]]:
+        """The module `base.py`, the package `base/__init__.py`, or the namespace `base/`."""
+        found = self.modules.get(base.with_name(base.name + ".py")) or self.modules.get(base / "__init__.py")
+        if found is not None:
+            return found
+        return Namespace(base) if base in self._directories else None
+
+    def resolve_module(self, importer: Module, name: str, level: int) -> Optional[Union[Module, Namespace]]:
+        if level:
+            base = importer.directory
+            for _ in range(level - 1):
+                base = base.parent
+            return self._file_module(base.joinpath(*name.split(".")) if name else base)
+        candidates = self._by_name.get(name)
+        if not candidates:
+            return None
+        return max(candidates, key=lambda m: (_common_parts(m.path, importer.path), -len(m.path.parts)))
+
+    def resolve_global(
+        self, module: Union[Module, Namespace], name: str, depth: int = 0
+    ) -> Optional[Resolved]:
+        """What a module-level name of `module` refers to."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(module, Namespace):
+            return self._file_module(module.directory / name)
+        key = (id(module), name)
+        if key in self._global_memo:
+            return self._global_memo[key]
+        self._global_memo[key] = None  # cycles resolve to nothing
+        result = self._resolve_global(module, name, depth)
+        self._global_memo[key] = result
+        return result
+
+    def _resolve_global(self, module: Module, name: str, depth: int) -> Optional[Resolved]:
+        summary = module.summary
+        bound = summary.globals.get(name)
+        if bound is not None:
+            kind, value = bound
+            if kind == "def":
+                return FunctionRef(module, value)
+            if kind == "class":
+                return ClassRef(module, value)
+            constructed = self.resolve_dotted(module, value, depth + 1)
+            return Instance(constructed) if isinstance(constructed, ClassRef) else None
+        imported = summary.imports.get(name)
+        if imported is not None:
+            source, attribute, level = imported
+            if not attribute:  # `import a.b as c`, `import a`
+                target = self.resolve_module(module, source, 0)
+                return target if target is not None else External(source)
+            target = self.resolve_module(module, source, level)
+            if target is None:
+                return External(f"{source}.{attribute}") if not level else None
+            found = self.resolve_global(target, attribute, depth + 1)
+            if found is None and isinstance(target, Module) and target.is_package:
+                found = self._file_module(target.directory / attribute)
+            return found
+        for source, level in summary.stars:
+            target = self.resolve_module(module, source, level)
+            if target is not None:
+                found = self.resolve_global(target, name, depth + 1)
+                if found is not None:
+                    return found
+        if module.is_package:
+            return self._file_module(module.directory / name)
+        return None
+
+    def resolve_dotted(self, module: Module, dotted: str, depth: int = 0) -> Optional[Resolved]:
+        head, *rest = dotted.split(".")
+        found = self.resolve_global(module, head, depth)
+        for part in rest:
+            if found is None:
+                return None
+            if isinstance(found, (Module, Namespace)):
+                found = self.resolve_global(found, part, depth + 1)
+            elif isinstance(found, ClassRef):
+                found = self.find_method(found, part)
+            elif isinstance(found, External):
+                found = External(f"{found.qualified}.{part}")
+            else:
+                return None
+        return found
+
+    # -- classes ---------------------------------------------------------------------------
+    def bases(self, cls: ClassRef) -> list[Resolved]:
+        key = cls.key()
+        if key not in self._bases_memo:
+            self._bases_memo[key] = []
+            resolved = [self.resolve_dotted(cls.module, b) for b in cls.info.bases]
+            self._bases_memo[key] = [r for r in resolved if r is not None]
+        return self._bases_memo[key]
+
+    def lineage(self, cls: ClassRef) -> Iterator[ClassRef]:
+        """The class, then its project bases, breadth first, each once."""
+        seen: set[tuple[int, int]] = set()
+        todo = deque([cls])
+        while todo:
+            current = todo.popleft()
+            if current.key() in seen:
+                continue
+            seen.add(current.key())
+            yield current
+            todo.extend(b for b in self.bases(current) if isinstance(b, ClassRef))
+
+    def external_bases(self, cls: ClassRef) -> Iterator[str]:
+        for current in self.lineage(cls):
+            for base in self.bases(current):
+                if isinstance(base, External):
+                    yield base.qualified
+
+    def is_module_class(self, cls: ClassRef) -> bool:
+        key = cls.key()
+        if key not in self._is_module_memo:
+            self._is_module_memo[key] = any(
+                is_module_base(q, self.module_bases) for q in self.external_bases(cls)
+            )
+        return self._is_module_memo[key]
+
+    def find_method(self, cls: ClassRef, name: str) -> Optional[FunctionRef]:
+        for current in self.lineage(cls):
+            index = current.info.methods.get(name)
+            if index is not None:
+                return FunctionRef(current.module, index)
+        return None
+
+    def attribute_class(self, cls: ClassRef, attribute: str) -> Optional[ClassRef]:
+        """The class of `self.<attribute> = Callee(...)` in the class or its bases."""
+        for current in self.lineage(cls):
+            callee = current.info.attributes.get(attribute)
+            if callee is not None:
+                found = self.resolve_dotted(current.module, callee)
+                return found if isinstance(found, ClassRef) else None
+        return None
+
+    def subclasses(self, cls: ClassRef) -> list[ClassRef]:
+        """Project classes deriving from `cls`, directly or not."""
+        if self._subclasses is None:
+            children: dict[tuple[int, int], list[ClassRef]] = {}
+            for module in self.modules.values():
+                for index in range(len(module.summary.classes)):
+                    child = ClassRef(module, index)
+                    for base in self.bases(child):
+                        if isinstance(base, ClassRef):
+                            children.setdefault(base.key(), []).append(child)
+            self._subclasses = children
+        found: list[ClassRef] = []
+        seen: set[tuple[int, int]] = {cls.key()}
+        todo = list(self._subclasses.get(cls.key(), ()))
+        while todo:
+            child = todo.pop()
+            if child.key() in seen:
+                continue
+            seen.add(child.key())
+            found.append(child)
+            todo.extend(self._subclasses.get(child.key(), ()))
+        return found
+
+    def entry_point(self, cls: ClassRef) -> Optional[FunctionRef]:
+        for name in MODULE_ENTRY_POINTS:
+            method = self.find_method(cls, name)
+            if method is not None:
+                return method
+        return None
+
+    # -- calls -----------------------------------------------------------------------------
+    def callees(self, function: FunctionRef, position: int) -> list[FunctionRef]:
+        """The project functions that call number `position` of `function` may run
+        (`position` indexes the module's top level when `function.index` is -1)."""
+        key = (id(function.module), function.index, position)
+        if key not in self._calls_memo:
+            call = self._call(function, position)
+            self._calls_memo[key] = self._resolve_call(function, call)
+        return self._calls_memo[key]
+
+    @staticmethod
+    def _call(function: FunctionRef, position: int) -> Call:
+        return function.info.calls[position]
+
+    def _owner_class(self, function: FunctionRef) -> Optional[ClassRef]:
+        if function.index < 0:
+            return None
+        cls = function.info.cls
+        return ClassRef(function.module, cls) if cls >= 0 else None
+
+    def _resolve_call(self, function: FunctionRef, call: Call) -> list[FunctionRef]:
+        module, kind, target = function.module, call.kind, call.target
+        if kind == "def":
+            return [FunctionRef(module, int(target))]
+        if kind in ("global", "dotted"):
+            return self._runs(self.resolve_dotted(module, target))
+        if kind == "instance":
+            callee, method = target.split("|")
+            found = self.resolve_dotted(module, callee)
+            return self._method_of(found, method) if isinstance(found, ClassRef) else []
+        cls = self._owner_class(function)
+        if cls is None:
+            return []
+        if kind == "self":
+            methods = self._dispatch(cls, target)
+            if methods:
+                return methods
+            instance_of = self.attribute_class(cls, target)
+            return self._method_of(instance_of, "__call__") if instance_of is not None else []
+        if kind == "super":
+            for base in self.bases(cls):
+                if isinstance(base, ClassRef):
+                    inherited = self.find_method(base, target)
+                    if inherited is not None:
+                        return [inherited]
+            return []
+        if kind == "selfattr":
+            attribute, name = target.split("|")
+            held = self.attribute_class(cls, attribute)
+            return self._method_of(held, name) if held is not None else []
+        return []
+
+    def _runs(self, found: Optional[Resolved]) -> list[FunctionRef]:
+        if isinstance(found, FunctionRef):
+            return [found]
+        if isinstance(found, Instance):
+            return self._method_of(found.cls, "__call__")
+        return []
+
+    def _method_of(self, cls: ClassRef, method: str) -> list[FunctionRef]:
+        if method == "__call__":
+            entry = self.entry_point(cls) if self.is_module_class(cls) else self.find_method(cls, "__call__")
+            return [entry] if entry is not None else []
+        return self._dispatch(cls, method)
+
+    def _dispatch(self, cls: ClassRef, name: str) -> list[FunctionRef]:
+        """`self.name(...)` in `cls`: its own or inherited method, and overrides in subclasses."""
+        found: list[FunctionRef] = []
+        method = self.find_method(cls, name)
+        if method is not None:
+            found.append(method)
+        for child in self.subclasses(cls):
+            index = child.info.methods.get(name)
+            if index is not None:
+                found.append(FunctionRef(child.module, index))
+        return found
+
+    # -- step loops ----------------------------------------------------------------------
+    @staticmethod
+    def _function_calls(function: FunctionRef) -> Iterator[tuple[int, Call]]:
+        yield from enumerate(function.info.calls)
+
+    def runs_step(self, function: FunctionRef) -> bool:
+        """`backward()`/`optimizer.step()` runs when the function is called, outside its loops."""
+        key = function.key()
+        if key in self._runs_step_memo:
+            return self._runs_step_memo[key]
+        self._runs_step_memo[key] = False
+        result = -1 in function.info.steps or any(
+            call.loop < 0 and any(self.runs_step(c) for c in self.callees(function, position))
+            for position, call in self._function_calls(function)
+        )
+        self._runs_step_memo[key] = result
+        return result
+
+    def step_loops(self, module: Module) -> frozenset[int]:
+        key = id(module)
+        if key not in self._step_loops:
+            self._step_loops[key] = self._find_step_loops(module)
+        return self._step_loops[key]
+
+    def _find_step_loops(self, module: Module) -> frozenset[int]:
+        loops = module.summary.loops
+        stepping: set[int] = set()
+
+        def mark(loop: int) -> None:
+            while loop >= 0 and loop not in stepping:
+                stepping.add(loop)
+                loop = loops[loop].parent
+
+        owners = [module.summary.toplevel, *module.summary.functions]
+        for offset, info in enumerate(owners):
+            function = FunctionRef(module, offset - 1)
+            for loop in info.steps:
+                mark(loop)
+            for position, call in enumerate(info.calls):
+                if call.loop >= 0 and any(self.runs_step(c) for c in self.callees(function, position)):
+                    mark(call.loop)
+        loaders = {i for i, loop in enumerate(loops) if loop.loader}
+        candidates = stepping | loaders
+        enclosing = {loops[i].parent for i in candidates}
+        parents_of_candidates: set[int] = set()
+        for loop in enclosing:
+            while loop >= 0:
+                parents_of_candidates.add(loop)
+                loop = loops[loop].parent
+        # the innermost loop that steps; a loop over a loader is a step loop even around an
+        # inner loop of gradient accumulation
+        return frozenset(i for i in candidates if i in loaders or i not in parents_of_candidates)
+
+    # -- hot paths -----------------------------------------------------------------------
+    def _roots(self) -> Iterator[tuple[FunctionRef, _Reason]]:
+        for module in self.modules.values():
+            for index, cls in enumerate(module.summary.classes):
+                ref = ClassRef(module, index)
+                for hook in STEP_HOOKS.intersection(cls.methods):
+                    yield FunctionRef(module, cls.methods[hook]), _Reason("step-hook", "")
+                if not self.is_module_class(ref):
+                    continue
+                entry = self.entry_point(ref)
+                if entry is not None:
+                    yield entry, _Reason("forward", "")
+                for qualified in self.external_bases(ref):
+                    for name in extra_entry_points(qualified):
+                        method = self.find_method(ref, name)
+                        if method is not None:
+                            yield method, _Reason("forward", "")
+
+    def _loop_owner(self, module: Module, loop: int) -> int:
+        """The innermost step loop at or around `loop`, or -1."""
+        steps = self.step_loops(module)
+        loops = module.summary.loops
+        while loop >= 0 and loop not in steps:
+            loop = loops[loop].parent
+        return loop
+
+    def hot(self) -> dict[tuple[int, int], _Reason]:
+        """Every hot function of the project, with why; computed once."""
+        if self._hot is not None:
+            return self._hot
+        hot: dict[tuple[int, int], _Reason] = {}
+        refs: dict[tuple[int, int], FunctionRef] = {}
+        queue: deque[tuple[FunctionRef, Optional[int], _Reason]] = deque()  # (function, loop, reason)
+        for function, reason in self._roots():
+            if function.key() not in hot:
+                hot[function.key()] = reason
+                refs[function.key()] = function
+                queue.append((function, None, reason))
+        for module in self.modules.values():
+            if module.is_test:
+                continue  # a test's loop does not make the code it calls run per step
+            for index in sorted(self.step_loops(module)):
+                owner = FunctionRef(module, module.summary.loops[index].function)
+                queue.append((owner, index, _Reason("loop", "")))
+        while queue:
+            function, loop, reason = queue.popleft()
+            module = function.module
+            caller = self._describe_caller(function, loop)
+            for position, call in self._function_calls(function):
+                owner_loop = self._loop_owner(module, call.loop)
+                if loop is None and owner_loop >= 0:
+                    continue  # that call belongs to a step loop, which is a root of its own
+                if loop is not None and owner_loop != loop:
+                    continue
+                for callee in self.callees(function, position):
+                    if callee.key() in hot:
+                        continue
+                    text = f"called from {caller}" + (f", {reason.text}" if reason.text else "")
+                    hot[callee.key()] = _Reason(reason.origin, text)
+                    refs[callee.key()] = callee
+                    queue.append((callee, None, hot[callee.key()]))
+        self._hot = hot
+        return hot
+
+    @staticmethod
+    def _describe_caller(function: FunctionRef, loop: Optional[int]) -> str:
+        module = function.module
+        if loop is not None:
+            info = module.summary.loops[loop]
+            what = f"loop over {info.loader}" if info.loader else "training loop"
+            return f"{what} ({module.display}:{info.line})"
+        return f"{function.info.qualname} ({module.display}:{function.info.line})"
+
+    # -- CUDA ----------------------------------------------------------------------------
+    def imported_modules(self, module: Module) -> Iterator[Module]:
+        """The project modules `module` imports, names from, or reaches through a package."""
+        for source, attribute, level in module.summary.imports.values():
+            target = self.resolve_module(module, source, level)
+            if isinstance(target, Module):
+                yield target
+            if attribute and target is not None:
+                found = self.resolve_global(target, attribute)
+                if isinstance(found, Module):
+                    yield found
+                elif isinstance(found, (FunctionRef, ClassRef)):
+                    yield found.module
+        for source, level in module.summary.stars:
+            target = self.resolve_module(module, source, level)
+            if isinstance(target, Module):
+                yield target
+
+    def cuda_reasons(self) -> dict[int, str]:
+        """Modules that run on CUDA without showing it: imported, directly or not, by a module
+        that shows CUDA use (a device-agnostic `model.py` trained by a `train.py` that picks
+        "cuda")."""
+        if self._cuda is not None:
+            return self._cuda
+        reached: dict[int, str] = {}
+        queue: deque[tuple[Module, str]] = deque()
+        for module in self.modules.values():
+            if module.summary.shows_cuda and not module.is_test:
+                queue.append((module, f"imported from {module.display}, which shows CUDA use"))
+        seen = {id(m) for m, _ in queue}
+        while queue:
+            module, why = queue.popleft()
+            for target in self.imported_modules(module):
+                if id(target) in seen:
+                    continue
+                seen.add(id(target))
+                reached[id(target)] = why
+                queue.append((target, why))
+        self._cuda = reached
+        return reached
+
+    # -- host values passed through calls -------------------------------------------------
+    def host_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
+        """Parameters for which every call site in the project passes a host value (a string,
+        a number, `.cpu()`, `.numpy()`, `.item()`, `torch.from_numpy(...)`)."""
+        if self._host is not None:
+            return self._host
+        seen: dict[tuple[int, int], Optional[set[str]]] = {}
+        for module in self.modules.values():
+            owners = [module.summary.toplevel, *module.summary.functions]
+            for offset, info in enumerate(owners):
+                function = FunctionRef(module, offset - 1)
+                for position, call in enumerate(info.calls):
+                    for callee in self.callees(function, position):
+                        params = callee.info.params
+                        shift = (
+                            1 if callee.info.cls >= 0 and call.kind not in ("global", "dotted", "def") else 0
+                        )
+                        if (
+                            callee.info.cls >= 0
+                            and call.kind in ("global", "dotted")
+                            and params[:1] == ["self"]
+                        ):
+                            shift = 1 if "." not in call.target else 0
+                        names = set()
+                        for arg in call.host_args:
+                            if arg.isdigit():
+                                index = int(arg) + shift
+                                if index < len(params):
+                                    names.add(params[index])
+                            elif arg in params:
+                                names.add(arg)
+                        previous = seen.get(callee.key(), None)
+                        seen[callee.key()] = (
+                            names if callee.key() not in seen else (previous or set()) & names
+                        )
+        self._host = {key: frozenset(names) for key, names in seen.items() if names}
+        return self._host
+
+    # -- what one module is handed ---------------------------------------------------------
+    def entry_facts(self, module: Module) -> EntryFacts:
+        key = id(module)
+        hot = self.hot()
+        module_classes = frozenset(
+            i for i in range(len(module.summary.classes)) if self.is_module_class(ClassRef(module, i))
+        )
+        hot_functions = tuple(
+            (index, ExternalReason(reason.origin, reason.text))
+            for (owner, index), reason in sorted(hot.items(), key=lambda item: item[0][1])
+            if owner == key
+        )
+        entry_points: list[int] = []
+        for index in module_classes:
+            ref = ClassRef(module, index)
+            for qualified in self.external_bases(ref):
+                for name in extra_entry_points(qualified):
+                    method = ref.info.methods.get(name)
+                    if method is not None:
+                        entry_points.append(method)
+        no_grad = frozenset(
+            name
+            for name in set(module.summary.contexts)
+            if isinstance(found := self.resolve_dotted(module, name), FunctionRef) and found.info.no_grad
+        )
+        host = tuple(
+            (index, params)
+            for (owner, index), params in sorted(self.host_parameters().items(), key=lambda i: i[0][1])
+            if owner == key
+        )
+        return EntryFacts(
+            module_classes=module_classes,
+            hot_functions=hot_functions,
+            entry_points=tuple(sorted(set(entry_points))),
+            step_loops=self.step_loops(module),
+            no_grad_callables=no_grad,
+            host_parameters=host,
+            runs_on_cuda=self.cuda_reasons().get(key),
+            display_name=module.display,
+            counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
+        )
+
+
+def _dotted_names(path: Path, root: Path) -> Iterator[str]:
+    """Every name a module may be imported by: the dotted suffixes of its path under the root
+    (`src/pkg/mod.py` -> `src.pkg.mod`, `pkg.mod`, `mod`), which covers src layouts, scripts'
+    sibling imports and namespace packages."""
+    try:
+        parts = list(path.relative_to(root).parts)
+    except ValueError:
+        parts = [path.name]
+    if parts[-1] == "__init__.py":
+        parts = parts[:-1]
+        if not parts:
+            return
+    else:
+        parts[-1] = parts[-1][: -len(".py")]
+    for start in range(len(parts)):
+        if all(p.isidentifier() for p in parts[start:]):
+            yield ".".join(parts[start:])
+
+
+def _common_parts(a: Path, b: Path) -> int:
+    count = 0
+    for x, y in zip(a.parts, b.parts, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count

@@ -1,0 +1,523 @@
+"""One module's summary for the project pass: its imports, classes and their bases, functions
+with the calls they make, loops, and where it shows CUDA use.
+
+Read with CPython's `ast` (about an eighth of libcst's parse time), because the project pass needs
+every module's summary before any file's rules run, and keeping every libcst tree alive until then
+would cost gigabytes. Definitions and loops are numbered in source order, the way the file's own
+walk numbers them (analysis/entry.py), so facts about them can be handed back to that walk.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Any, Iterator, Optional, Union
+
+from ..analysis.vocabulary import (
+    CUDA_USE,
+    MODULE_CHAIN_METHODS,
+    NO_GRAD_CONTEXTS,
+    is_loader_name,
+    is_optimizer_name,
+)
+
+_HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
+_HOST_FUNCTIONS = frozenset({"torch.from_numpy"})
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
+
+
+@dataclasses.dataclass
+class Call:
+    """A call site. kind: "def" (target: a function index of this module), "global" (a
+    module-level name), "dotted" (`mod.f`, `Cls.method`), "self" (`self.m`), "super"
+    (`super().m`), "instance" (`CLASS|method` on a local bound to `CLASS(...)`), "selfattr"
+    (`ATTR|method`: `self.ATTR.method(...)`)."""
+
+    kind: str
+    target: str
+    loop: int  # innermost loop around it in the same function, -1 when none
+    line: int
+    host_args: list[str] = dataclasses.field(default_factory=list)  # "0", "1", ... or keywords
+
+
+@dataclasses.dataclass
+class Function:
+    name: str
+    qualname: str
+    line: int
+    cls: int = -1  # the class it is a method of
+    parent: int = -1  # the function it is nested in
+    params: list[str] = dataclasses.field(default_factory=list)
+    decorators: list[str] = dataclasses.field(default_factory=list)
+    calls: list[Call] = dataclasses.field(default_factory=list)
+    steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
+    no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
+
+
+@dataclasses.dataclass
+class Class:
+    name: str
+    qualname: str
+    line: int
+    bases: list[str] = dataclasses.field(default_factory=list)
+    methods: dict[str, int] = dataclasses.field(default_factory=dict)
+    attributes: dict[str, str] = dataclasses.field(default_factory=dict)  # self.x = Callee(...)
+
+
+@dataclasses.dataclass
+class Loop:
+    line: int
+    function: int  # -1: module level
+    parent: int  # the loop around it in the same function, -1 when none
+    loader: str = ""  # what it iterates, when that is a DataLoader
+
+
+@dataclasses.dataclass
+class Summary:
+    imports: dict[str, list[Any]] = dataclasses.field(default_factory=dict)  # bound: [module, name, level]
+    stars: list[list[Any]] = dataclasses.field(default_factory=list)  # [module, level]
+    globals: dict[str, list[Any]] = dataclasses.field(
+        default_factory=dict
+    )  # ["def"|"class", i] | ["call", dotted]
+    functions: list[Function] = dataclasses.field(default_factory=list)
+    classes: list[Class] = dataclasses.field(default_factory=list)
+    loops: list[Loop] = dataclasses.field(default_factory=list)
+    toplevel: Function = dataclasses.field(default_factory=lambda: Function("<module>", "<module>", 1))
+    contexts: list[str] = dataclasses.field(default_factory=list)  # dotted decorators and with-items
+    shows_cuda: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Summary:
+        def function(d: dict[str, Any]) -> Function:
+            d = dict(d)
+            d["calls"] = [Call(**c) for c in d["calls"]]
+            return Function(**d)
+
+        return cls(
+            imports=data["imports"],
+            stars=data["stars"],
+            globals=data["globals"],
+            functions=[function(f) for f in data["functions"]],
+            classes=[Class(**c) for c in data["classes"]],
+            loops=[Loop(**lp) for lp in data["loops"]],
+            toplevel=function(data["toplevel"]),
+            contexts=data["contexts"],
+            shows_cuda=data["shows_cuda"],
+        )
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _strip_chain(node: ast.AST) -> ast.AST:
+    """`Net().cuda().eval()` -> `Net()`."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MODULE_CHAIN_METHODS
+    ):
+        node = node.func.value
+    return node
+
+
+def _constructed(value: ast.AST) -> Optional[str]:
+    """The dotted callee of `Callee(...)` (through `.cuda()`/`.to()` chains)."""
+    value = _strip_chain(value)
+    if isinstance(value, ast.Call):
+        return dotted(value.func)
+    return None
+
+
+class _Locals:
+    """Names a function binds (Python makes them local), and the calls simple ones are bound to."""
+
+    def __init__(self, function: Optional[FunctionNode]) -> None:
+        self.names: set[str] = set()
+        self.values: dict[str, list[ast.AST]] = {}
+        self.nested: dict[str, FunctionNode] = {}
+        if function is None:
+            return
+        args = function.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                self.names.add(arg.arg)
+        for node in _own_nodes(function.body):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.names.add(node.name)
+                if not isinstance(node, ast.ClassDef):
+                    self.nested[node.name] = node
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    self.names.add((alias.asname or alias.name).split(".")[0])
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    self.values.setdefault(target.id, []).append(node.value)
+
+
+def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of a function body, not descending into nested functions, classes or lambdas
+    (their names are theirs), but yielding the nested definitions themselves."""
+    todo: list[ast.AST] = list(reversed(body))
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+class _Summarizer:
+    def __init__(self, source: str) -> None:
+        self.summary = Summary(shows_cuda=bool(CUDA_USE.search(source)))
+        self.function_index: dict[ast.AST, int] = {}
+        self.class_stack: list[int] = []
+        self.function_stack: list[tuple[int, _Locals]] = []  # (index or -1, locals)
+        self.loop_stack: list[list[int]] = [[]]  # per function: the loops around the current node
+        self.module_locals = _Locals(None)  # module-level names are globals; only their values
+
+    # -- names --------------------------------------------------------------------------
+    def qualify(self, name: str) -> str:
+        """`optim.SGD` -> `torch.optim.SGD` through the module's absolute imports."""
+        head, _, rest = name.partition(".")
+        entry = self.summary.imports.get(head)
+        if entry is None or entry[2]:
+            return name
+        module, imported, _ = entry
+        base = f"{module}.{imported}" if imported else module
+        return f"{base}.{rest}" if rest else base
+
+    def current(self) -> Function:
+        index = self.function_stack[-1][0] if self.function_stack else -1
+        return self.summary.toplevel if index < 0 else self.summary.functions[index]
+
+    def locals(self) -> _Locals:
+        return self.function_stack[-1][1] if self.function_stack else self.module_locals
+
+    def enclosing_locals(self) -> Iterator[_Locals]:
+        """The current function's locals, then those of the functions it is nested in."""
+        for _, local in reversed(self.function_stack):
+            yield local
+
+    def innermost_loop(self) -> int:
+        loops = self.loop_stack[-1]
+        return loops[-1] if loops else -1
+
+    # -- walking ------------------------------------------------------------------------
+    def visit(self, node: ast.AST) -> None:
+        handler = getattr(self, f"_{type(node).__name__}", None)
+        if handler is not None:
+            handler(node)
+        else:
+            self.children(node)
+
+    def children(self, node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
+
+    def _Import(self, node: ast.Import) -> None:
+        if self.function_stack:
+            return
+        for alias in node.names:
+            if alias.asname:
+                self.summary.imports[alias.asname] = [alias.name, "", 0]
+            else:
+                head = alias.name.split(".")[0]
+                self.summary.imports[head] = [head, "", 0]
+
+    def _ImportFrom(self, node: ast.ImportFrom) -> None:
+        if self.function_stack:
+            return
+        module = node.module or ""
+        for alias in node.names:
+            if alias.name == "*":
+                self.summary.stars.append([module, node.level])
+            else:
+                self.summary.imports[alias.asname or alias.name] = [module, alias.name, node.level]
+
+    def _ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(expr)
+        outer = self.summary.classes[self.class_stack[-1]].qualname + "." if self.class_stack else ""
+        index = len(self.summary.classes)
+        bases = [d for d in (dotted(b) for b in node.bases) if d]
+        self.summary.classes.append(Class(node.name, outer + node.name, node.lineno, bases))
+        if not self.function_stack and not self.class_stack:
+            self.summary.globals[node.name] = ["class", index]
+        self.class_stack.append(index)
+        saved_functions = self.function_stack
+        self.function_stack = []  # a class body's names are not the enclosing function's locals
+        for statement in node.body:
+            self.visit(statement)
+        self.function_stack = saved_functions
+        self.class_stack.pop()
+
+    def _FunctionDef(self, node: FunctionNode) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+            name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            if name:
+                self.summary.contexts.append(name)
+        index = len(self.summary.functions)
+        parent = self.function_stack[-1][0] if self.function_stack else -1
+        cls = self.class_stack[-1] if self.class_stack and not self.function_stack else -1
+        if cls >= 0:
+            qualname = f"{self.summary.classes[cls].name}.{node.name}"
+            self.summary.classes[cls].methods.setdefault(node.name, index)
+        else:
+            qualname = node.name
+            if parent < 0 and not self.class_stack:
+                self.summary.globals[node.name] = ["def", index]
+        args = node.args
+        params = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+        decorators = [
+            d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d
+        ]
+        self.summary.functions.append(
+            Function(node.name, qualname, node.lineno, cls, parent, params, decorators)
+        )
+        self.function_index[node] = index
+        # defaults are evaluated once, where the function is defined
+        for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+            self.visit(default)
+        saved_classes = self.class_stack
+        self.class_stack = saved_classes if cls >= 0 else []
+        self.function_stack.append((index, _Locals(node)))
+        self.loop_stack.append([])
+        for statement in node.body:
+            self.visit(statement)
+        self.loop_stack.pop()
+        self.function_stack.pop()
+        self.class_stack = saved_classes
+
+    _AsyncFunctionDef = _FunctionDef
+
+    def _loop(self, node: LoopNode) -> None:
+        index = len(self.summary.loops)
+        function = self.function_stack[-1][0] if self.function_stack else -1
+        loader = self._loader(node.iter) if not isinstance(node, ast.While) else None
+        self.summary.loops.append(Loop(node.lineno, function, self.innermost_loop(), loader or ""))
+        if isinstance(node, ast.While):
+            self.visit(node.test)
+        else:
+            self.visit(node.target)
+            self.visit(node.iter)
+        self.loop_stack[-1].append(index)
+        for statement in node.body:
+            self.visit(statement)
+        self.loop_stack[-1].pop()
+        for statement in node.orelse:
+            self.visit(statement)
+
+    _For = _AsyncFor = _While = _loop
+
+    def _With(self, node: Union[ast.With, ast.AsyncWith]) -> None:
+        for item in node.items:
+            expr = item.context_expr
+            name = dotted(expr.func if isinstance(expr, ast.Call) else expr)
+            if name:
+                self.summary.contexts.append(name)
+        self.children(node)
+
+    _AsyncWith = _With
+
+    def _Assign(self, node: ast.Assign) -> None:
+        if self.class_stack and not self.function_stack:
+            self.children(node)
+            return
+        callee = _constructed(node.value)
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and self.function_stack
+                and callee
+            ):
+                cls = self.current().cls
+                if cls >= 0:
+                    self.summary.classes[cls].attributes.setdefault(target.attr, callee)
+            elif isinstance(target, ast.Name) and not self.function_stack and callee:
+                self.summary.globals.setdefault(target.id, ["call", callee])
+        self.children(node)
+
+    def _Attribute(self, node: ast.Attribute) -> None:
+        if self.function_stack and node.attr in ("no_grad", "inference_mode"):
+            if self.qualify(dotted(node) or "") in NO_GRAD_CONTEXTS:
+                self._mark_no_grad()
+        self.children(node)
+
+    def _Name(self, node: ast.Name) -> None:
+        if self.function_stack and node.id in ("no_grad", "inference_mode"):
+            if self.qualify(node.id) in NO_GRAD_CONTEXTS:
+                self._mark_no_grad()
+
+    def _mark_no_grad(self) -> None:
+        for index, _ in self.function_stack:
+            if index >= 0:
+                self.summary.functions[index].no_grad = True
+
+    def _Call(self, node: ast.Call) -> None:
+        self.children(node)
+        function = self.current()
+        loop = self.innermost_loop()
+        func = node.func
+        if isinstance(func, ast.Attribute) and self._is_step(func):
+            function.steps.append(loop)
+        described = self._describe(func)
+        if described is not None:
+            kind, target = described
+            call = Call(kind, target, loop, node.lineno, self._host_args(node))
+            function.calls.append(call)
+
+    # -- calls --------------------------------------------------------------------------
+    def _is_step(self, func: ast.Attribute) -> bool:
+        if func.attr == "backward":
+            return True
+        if func.attr != "step":
+            return False
+        receiver = dotted(func.value)
+        if receiver is None:
+            return False
+        if is_optimizer_name(receiver):
+            return True
+        if isinstance(func.value, ast.Name):
+            for value in self.locals().values.get(func.value.id, ()):
+                callee = _constructed(value)
+                if callee and self.qualify(callee).startswith("torch.optim."):
+                    return True
+        return False
+
+    def _describe(self, func: ast.AST) -> Optional[tuple[str, str]]:
+        local = self.locals()
+        if isinstance(func, ast.Name):
+            name = func.id
+            for scope in self.enclosing_locals():
+                if name in scope.nested:
+                    index = self.function_index.get(scope.nested[name])
+                    return ("def", str(index)) if index is not None else None
+                if name in scope.names:
+                    return self._instance(name, "__call__", scope)
+            return "global", name
+        if not isinstance(func, ast.Attribute):
+            return None
+        receiver, attr = func.value, func.attr
+        if isinstance(receiver, ast.Name):
+            if receiver.id == "self" and self.current().cls >= 0:
+                return "self", attr
+            if receiver.id in local.names:
+                return self._instance(receiver.id, attr)
+            return "dotted", f"{receiver.id}.{attr}"
+        if (
+            isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Name)
+            and receiver.func.id == "super"
+        ):
+            return "super", attr
+        if (
+            isinstance(receiver, ast.Attribute)
+            and isinstance(receiver.value, ast.Name)
+            and receiver.value.id == "self"
+            and self.current().cls >= 0
+        ):
+            return "selfattr", f"{receiver.attr}|{attr}"
+        chain = dotted(receiver)
+        if chain is not None and chain.split(".")[0] not in local.names:
+            return "dotted", f"{chain}.{attr}"
+        return None
+
+    def _instance(self, name: str, method: str, scope: Optional[_Locals] = None) -> Optional[tuple[str, str]]:
+        values = (scope or self.locals()).values.get(name, ())
+        callees = {_constructed(v) for v in values}
+        if len(callees) == 1:
+            (callee,) = callees
+            if callee:
+                return "instance", f"{callee}|{method}"
+        return None
+
+    def _host_args(self, node: ast.Call) -> list[str]:
+        host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg)]
+        host.extend(k.arg for k in node.keywords if k.arg and self._is_host(k.value))
+        return host
+
+    def _is_host(self, expr: ast.AST) -> bool:
+        if isinstance(expr, ast.Constant):
+            return expr.value is not None
+        if isinstance(expr, ast.JoinedStr):
+            return True
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS and not expr.args:
+                return True
+            if isinstance(func, ast.Attribute) and func.attr == "to" and len(expr.args) == 1:
+                arg = expr.args[0]
+                return isinstance(arg, ast.Constant) and arg.value == "cpu"
+            name = dotted(func)
+            return name is not None and self.qualify(name) in _HOST_FUNCTIONS
+        return False
+
+    # -- loaders ------------------------------------------------------------------------
+    def _loader(self, iterable: ast.AST) -> Optional[str]:
+        """What a `for` loop iterates when that is a DataLoader: named like a loader, bound to
+        `DataLoader(...)`, or passed to any call the loop iterates (`enumerate(loader)`,
+        `metric_logger.log_every(loader, 10)`, `Prefetcher(loader)` bound to a name)."""
+        seen: list[ast.AST] = []
+        todo = [iterable]
+        while todo:
+            expr = todo.pop(0)
+            if any(expr is s for s in seen) or len(seen) > 32:
+                continue
+            seen.append(expr)
+            label = self._loader_label(expr)
+            if label is not None:
+                return label
+            if isinstance(expr, ast.Call):
+                todo.extend(a for a in expr.args if not isinstance(a, ast.Starred))
+            elif isinstance(expr, ast.Name):
+                todo.extend(v for v in self.locals().values.get(expr.id, ()) if isinstance(v, ast.Call))
+        return None
+
+    def _loader_label(self, expr: ast.AST) -> Optional[str]:
+        name = dotted(expr.func if isinstance(expr, ast.Call) else expr)
+        if name is None:
+            return None
+        if is_loader_name(name):
+            return name
+        if isinstance(expr, ast.Name):
+            for value in self.locals().values.get(expr.id, ()):
+                if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
+                    return name
+        return None
+
+
+def summarize(source: str) -> Optional[Summary]:
+    """The module's summary, or None when CPython cannot parse it (the lint reports why)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    summarizer = _Summarizer(source)
+    for node in _own_nodes(tree.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            summarizer.module_locals.values.setdefault(node.targets[0].id, []).append(node.value)
+    try:
+        for statement in tree.body:
+            summarizer.visit(statement)
+    except RecursionError:
+        return None
+    return summarizer.summary
