@@ -11,8 +11,8 @@ import hashlib
 import json
 import os
 import tempfile
-from stat import S_ISREG
 from pathlib import Path
+from stat import S_ISREG
 from typing import Optional
 
 from .. import __version__
