@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
 import tarfile
 import textwrap
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -430,3 +432,28 @@ def test_whole_run_over_a_cached_project_writes_markdown_and_template(
         ["x-transformers", listed.version, "tiny/train.py", "6", "TPL502"],
         ["x-transformers", listed.version, "tiny/train.py", "11", "TPL701"],
     ]
+
+
+def test_a_failed_download_is_one_line_and_the_other_projects_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed = {p.name: p for p in load_projects(ecosystem_main.PROJECTS)}
+    tiny_project(project_dir(tmp_path / "cache", listed["x-transformers"]))
+    real_run = subprocess.run
+
+    def no_index(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if command[1:4] == ["-m", "pip", "download"]:
+            stderr = "Looking in indexes: ...\nERROR: No matching distribution found for timm\n"
+            return subprocess.CompletedProcess(command, 1, "", stderr)
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", no_index)
+    args = ["--only", "timm,x-transformers", "--cache-dir", str(tmp_path / "cache"), "--no-fix-check"]
+    assert ecosystem_main.main(args) == 2
+    captured = capsys.readouterr()
+    timm = listed["timm"].version
+    error = f"ecosystem: error: timm {timm}: pip download timm=={timm} failed: ERROR: No matching distribution found for timm"
+    assert error in captured.err.splitlines()
+    assert f"timm {timm}: not fetched: pip download" in captured.out
+    assert "1 projects, 1 files, 12 lines; 2 findings" in captured.out
+    assert not (tmp_path / "cache" / "projects" / f"timm-{timm}").exists()
