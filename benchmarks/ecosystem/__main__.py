@@ -1,0 +1,106 @@
+"""`python -m benchmarks.ecosystem [--only NAME,...] [--update-snapshot] [--no-fix-check]
+[--markdown FILE] [--labels-template FILE] [--cache-dir DIR]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import labels as labels_module
+from . import snapshot
+from .fixcheck import FixCheck, check_fixes
+from .lint import REPO_ROOT, default_rules, describe_checkout, lint_project
+from .projects import FetchError, Project, choose, count_lines, fetch, load_projects
+from .report import ProjectRun, Report, render
+
+HERE = Path(__file__).resolve().parent
+PROJECTS = HERE / "projects.toml"
+SNAPSHOT = HERE / "snapshot.jsonl"
+LABELS = HERE / "labels.csv"
+DEFAULT_CACHE = REPO_ROOT / ".ecosystem_cache"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.ecosystem",
+        description="Lint pinned real projects with this checkout's linter: findings per rule, changes "
+        "since the snapshot, precision over the labels, and a check of every fix.",
+        epilog="Exit status: 0 fine, 1 the fix check failed, 2 a project could not be fetched or linted.",
+    )
+    parser.add_argument("--only", metavar="NAME[,NAME]", help="only these projects (names in projects.toml)")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="where projects are unpacked")
+    parser.add_argument(
+        "--update-snapshot", action="store_true", help=f"write the findings to {SNAPSHOT.name}"
+    )
+    parser.add_argument("--no-fix-check", action="store_true", help="skip the fix check")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report as markdown")
+    parser.add_argument(
+        "--labels-template", type=Path, metavar="FILE", help="write the unlabelled findings as CSV to label"
+    )
+    return parser
+
+
+def progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    start = time.perf_counter()
+    try:
+        projects = choose(load_projects(PROJECTS), args.only)
+        labels = labels_module.load_labels(LABELS)
+        old = snapshot.read(SNAPSHOT)
+    except ValueError as error:
+        print(f"ecosystem: error: {error}", file=sys.stderr)
+        return 2
+    runs: list[ProjectRun] = []
+    not_fetched: list[tuple[Project, str]] = []
+    fix_checks: list[FixCheck] | None = None if args.no_fix_check else []
+    for project in projects:
+        try:
+            root = fetch(project, args.cache_dir.resolve())
+        except FetchError as error:
+            print(f"ecosystem: error: {project.label}: {error}", file=sys.stderr)
+            not_fetched.append((project, str(error)))
+            continue
+        files, lines = count_lines(root)
+        lint = lint_project(project, root)
+        runs.append(ProjectRun(project, files, lines, lint.seconds, lint.findings, lint.failure))
+        progress(
+            f"{project.label}: {files} files, {lines} lines, {len(lint.findings)} findings, {lint.seconds:.1f} s"
+        )
+        if fix_checks is not None and lint.failure is None:
+            check = check_fixes(project, root)
+            fix_checks.append(check)
+            progress(
+                f"{project.label}: fix check: {check.changed} files fixed, {len(check.failures)} failures"
+            )
+    linted = {run.project.name for run in runs if run.failure is None}
+    report = Report(
+        runs,
+        not_fetched,
+        default_rules(),
+        None if old is None else [f for f in old if f.project in linted],
+        [label for label in labels if label.project in linted],
+        fix_checks,
+        time.perf_counter() - start,
+        describe_checkout(),
+    )
+    sys.stdout.write(render(report))
+    if args.markdown:
+        args.markdown.write_text(render(report, markdown=True), encoding="utf-8")
+    if args.labels_template:
+        args.labels_template.write_text(labels_module.template(report.findings, labels), encoding="utf-8")
+    if args.update_snapshot:
+        SNAPSHOT.write_text(snapshot.dumps(snapshot.updated(old, report.findings, linted)), encoding="utf-8")
+    if not_fetched or any(run.failure for run in runs):
+        return 2
+    return 1 if report.fix_failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Hand labels of findings (labels.csv) and the precision per rule they give.
+
+A label names a finding by (project, version, path, line, code) and judges it TRUE (worth changing
+there), FALSE (wrong, or not worth it) or DEBATABLE, with a one-line reason. A label whose finding no
+longer fires is "gone": the rule stopped reporting it, which is a fixed false positive when it was FALSE
+and a lost true one when it was TRUE.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from .lint import Finding, Key
+
+COLUMNS = ("project", "version", "path", "line", "code", "verdict", "reason")
+VERDICTS = ("TRUE", "DEBATABLE", "FALSE")
+# The template adds what a labeller reads to judge; extra columns are ignored when labels are loaded,
+# so filled-in template rows can be moved into labels.csv as they are.
+TEMPLATE_COLUMNS = (*COLUMNS, "source", "context", "message")
+
+
+@dataclasses.dataclass(frozen=True)
+class Label:
+    project: str
+    version: str
+    path: str
+    line: int
+    code: str
+    verdict: str
+    reason: str
+
+    @property
+    def key(self) -> Key:
+        return (self.project, self.version, self.path, self.line, self.code)
+
+
+def parse_labels(text: str, where: str = "labels.csv") -> list[Label]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise ValueError(f"{where}: missing columns: {', '.join(missing)}")
+    labels: list[Label] = []
+    seen: set[Key] = set()
+    for row in reader:
+        at = f"{where}:{reader.line_num}"
+        verdict = (row["verdict"] or "").strip().upper()
+        if verdict not in VERDICTS:
+            raise ValueError(f"{at}: verdict must be one of {', '.join(VERDICTS)}, got {row['verdict']!r}")
+        try:
+            line = int(row["line"])
+        except ValueError:
+            raise ValueError(f"{at}: line must be a number, got {row['line']!r}") from None
+        label = Label(
+            row["project"].strip(),
+            row["version"].strip(),
+            row["path"].strip(),
+            line,
+            row["code"].strip().upper(),
+            verdict,
+            (row["reason"] or "").strip(),
+        )
+        if label.key in seen:
+            raise ValueError(f"{at}: a second label for {':'.join(map(str, label.key))}")
+        seen.add(label.key)
+        labels.append(label)
+    return labels
+
+
+def load_labels(path: Path) -> list[Label]:
+    if not path.exists():
+        return []
+    return parse_labels(path.read_text(encoding="utf-8"), str(path))
+
+
+@dataclasses.dataclass
+class RulePrecision:
+    code: str
+    findings: int = 0
+    labelled: int = 0  # labels whose finding fires now
+    true: int = 0
+    debatable: int = 0
+    false: int = 0  # labelled FALSE and still firing
+    false_total: int = 0  # labelled FALSE, firing or gone
+    gone: int = 0  # labels whose finding no longer fires
+
+    @property
+    def precision(self) -> float | None:
+        """TRUE over labelled: a DEBATABLE finding counts against the rule."""
+        return self.true / self.labelled if self.labelled else None
+
+
+def precision_per_rule(
+    findings: Iterable[Finding], labels: Iterable[Label], codes: Iterable[str] = ()
+) -> list[RulePrecision]:
+    """One row per rule that has findings or labels (and per code in `codes`), by code. Labels are
+    matched on the key; a label counts once however many findings share its key."""
+    findings = list(findings)
+    firing = {f.key for f in findings}
+    rows: dict[str, RulePrecision] = {code: RulePrecision(code) for code in codes}
+    for code, count in Counter(f.code for f in findings).items():
+        rows.setdefault(code, RulePrecision(code)).findings = count
+    for label in labels:
+        row = rows.setdefault(label.code, RulePrecision(label.code))
+        if label.verdict == "FALSE":
+            row.false_total += 1
+        if label.key not in firing:
+            row.gone += 1
+            continue
+        row.labelled += 1
+        if label.verdict == "TRUE":
+            row.true += 1
+        elif label.verdict == "DEBATABLE":
+            row.debatable += 1
+        else:
+            row.false += 1
+    return [rows[code] for code in sorted(rows)]
+
+
+def template(findings: Iterable[Finding], labels: Iterable[Label]) -> str:
+    """A CSV of the findings that have no label yet, verdict and reason left empty."""
+    labelled = {label.key for label in labels}
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(TEMPLATE_COLUMNS)
+    written: set[Key] = set()
+    for f in sorted(findings, key=lambda f: f.key):
+        if f.key in labelled or f.key in written:
+            continue
+        written.add(f.key)
+        writer.writerow([*f.key, "", "", f.source, f.context, f.message])
+    return out.getvalue()

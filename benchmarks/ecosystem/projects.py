@@ -1,0 +1,184 @@
+"""The pinned project list, and getting each project's Python files from PyPI into the cache."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+# Written at the top of every unpacked project: it makes that directory the project root (the nearest
+# pyproject.toml) and stops the config search there, so each project is linted alone, with the
+# linter's defaults, wherever the cache lives.
+ROOT_MARKER = "pyproject.toml"
+ROOT_MARKER_TEXT = "# written by the ecosystem check: the project root, linted with the default settings\n[tool.torchperf-lint]\n"
+
+
+class FetchError(Exception):
+    """A project that could not be downloaded or unpacked; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Project:
+    name: str
+    version: str
+    paths: tuple[str, ...]  # directories or files inside the distribution, relative to its top
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+    def wanted(self, member: str) -> bool:
+        """Whether a file of the distribution (a relative path with '/') is linted."""
+        if not member.endswith(".py"):
+            return False
+
+        def under(prefixes: tuple[str, ...]) -> bool:
+            return any(member == p or member.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+        return under(self.paths) and not under(self.exclude)
+
+
+def _strings(value: Any, key: str, where: str, required: bool) -> tuple[str, ...]:
+    if (
+        not isinstance(value, list)
+        or (required and not value)
+        or not all(isinstance(v, str) and v for v in value)
+    ):
+        what = "a non-empty list" if required else "a list"
+        raise ValueError(f"{where}: {key} must be {what} of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
+def parse_projects(text: str, where: str = "projects.toml") -> list[Project]:
+    data = tomllib.loads(text)
+    projects: list[Project] = []
+    for number, entry in enumerate(data.get("project", []), start=1):
+        at = f"{where}: project {number}"
+        unknown = set(entry) - {"name", "version", "paths", "exclude"}
+        if unknown:
+            raise ValueError(f"{at}: unknown keys {sorted(unknown)}")
+        name, version = entry.get("name"), entry.get("version")
+        if not isinstance(name, str) or not isinstance(version, str) or not name or not version:
+            raise ValueError(f"{at}: name and version must be strings")
+        paths = _strings(entry.get("paths"), "paths", at, required=True)
+        exclude = _strings(entry.get("exclude", []), "exclude", at, required=False)
+        projects.append(Project(name, version, paths, exclude))
+    names = [p.name for p in projects]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"{where}: listed twice: {', '.join(duplicates)}")
+    return projects
+
+
+def load_projects(path: Path) -> list[Project]:
+    return parse_projects(path.read_text(encoding="utf-8"), str(path))
+
+
+def choose(projects: list[Project], only: str | None) -> list[Project]:
+    """The projects named in `--only NAME[,NAME]` (all when it is not given)."""
+    if not only:
+        return projects
+    wanted = {n.strip().lower() for n in only.split(",") if n.strip()}
+    unknown = wanted - {p.name.lower() for p in projects}
+    if unknown:
+        raise ValueError(f"--only: not in the project list: {', '.join(sorted(unknown))}")
+    return [p for p in projects if p.name.lower() in wanted]
+
+
+def _members(archive: Path) -> Iterator[tuple[str, bytes]]:
+    """(relative path, bytes) of every file in a wheel or an sdist, relative to the distribution's
+    top: an sdist's single leading directory (`name-version/`) is dropped."""
+    if archive.suffix in (".whl", ".zip"):
+        with zipfile.ZipFile(archive) as zipped:
+            names = [i.filename for i in zipped.infolist() if not i.is_dir()]
+            strip = archive.suffix == ".zip"
+            for name in names:
+                yield (name.split("/", 1)[1] if strip and "/" in name else name), zipped.read(name)
+    elif archive.name.endswith((".tar.gz", ".tgz", ".tar.bz2", ".tar")):
+        with tarfile.open(archive) as tarred:
+            for member in tarred.getmembers():
+                if member.isfile() and "/" in member.name:
+                    handle = tarred.extractfile(member)
+                    if handle is not None:
+                        yield member.name.split("/", 1)[1], handle.read()
+    else:
+        raise FetchError(f"unknown archive type: {archive.name}")
+
+
+def unpack(project: Project, archive: Path, destination: Path) -> int:
+    """Write the project's wanted `.py` files under `destination`, and the root marker; returns how
+    many files were written."""
+    count = 0
+    for name, data in _members(archive):
+        parts = Path(name).parts
+        if not project.wanted(name) or Path(name).is_absolute() or ".." in parts:
+            continue
+        target = destination.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        count += 1
+    (destination / ROOT_MARKER).write_text(ROOT_MARKER_TEXT, encoding="utf-8")
+    return count
+
+
+def project_dir(cache_dir: Path, project: Project) -> Path:
+    return cache_dir / "projects" / f"{project.name}-{project.version}"
+
+
+def fetch(project: Project, cache_dir: Path) -> Path:
+    """The project's unpacked root in the cache, downloading it first when it is not there."""
+    root = project_dir(cache_dir, project)
+    if root.is_dir():
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    ignore = cache_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    with tempfile.TemporaryDirectory(dir=root.parent, prefix=".download-") as scratch:
+        download = Path(scratch) / "download"
+        command = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--prefer-binary",
+            "--disable-pip-version-check", "--quiet", "--dest", str(download),
+            f"{project.name}=={project.version}",
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+            reason = lines[-1] if lines else f"pip exited with {done.returncode}"
+            raise FetchError(f"pip download {project.name}=={project.version} failed: {reason}")
+        archives = sorted(download.iterdir())
+        if len(archives) != 1:
+            raise FetchError(f"pip download {project.name}=={project.version} gave {len(archives)} files")
+        staging = Path(scratch) / "project"
+        staging.mkdir()
+        try:
+            written = unpack(project, archives[0], staging)
+        except (OSError, zipfile.BadZipFile, tarfile.TarError) as error:
+            raise FetchError(f"cannot unpack {archives[0].name}: {error}") from None
+        if written == 0:
+            raise FetchError(f"{archives[0].name} has no .py file under {', '.join(project.paths)}")
+        os.replace(staging, root)  # whole or not at all: a killed run leaves no half project
+    return root
+
+
+def python_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if p.is_file())
+
+
+def count_lines(root: Path) -> tuple[int, int]:
+    """(files, lines) of the project's Python files."""
+    files = python_files(root)
+    return len(files), sum(p.read_bytes().count(b"\n") for p in files)

@@ -1,0 +1,184 @@
+"""The report: the projects, findings per rule, the diff against the snapshot, precision per rule
+over the labels, and the fix check; as plain text or as markdown."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from .fixcheck import FixCheck
+from .labels import Label, precision_per_rule
+from .lint import Finding
+from .projects import Project
+from .snapshot import diff
+
+_NUMBER = re.compile(r"-?[\d.]+%?|-")
+
+
+@dataclasses.dataclass
+class ProjectRun:
+    project: Project
+    files: int
+    lines: int
+    seconds: float
+    findings: list[Finding]
+    failure: str | None = None
+
+
+@dataclasses.dataclass
+class Report:
+    runs: list[ProjectRun]
+    not_fetched: list[tuple[Project, str]]
+    rules: list[tuple[str, str]]  # (code, name) of the default rules
+    snapshot: list[Finding] | None  # of the projects run; None when there is no snapshot yet
+    labels: list[Label]  # of the projects run
+    fix_checks: list[FixCheck] | None  # None: --no-fix-check
+    seconds: float
+    checkout: str = ""  # which linter produced the findings
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for run in self.runs for f in run.findings]
+
+    @property
+    def fix_failures(self) -> int:
+        return sum(len(check.failures) for check in self.fix_checks or [])
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bool) -> list[str]:
+    cells = [[str(cell) for cell in row] for row in rows]
+    if markdown:
+        lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+
+    def line(row: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if _NUMBER.fullmatch(c) else c.ljust(w) for c, w in zip(row, widths, strict=True)
+        ).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *map(line, cells)]
+
+
+def heading(title: str, markdown: bool) -> list[str]:
+    return ["", f"## {title}", ""] if markdown else ["", title, "=" * len(title)]
+
+
+def block(lines: list[str], markdown: bool) -> list[str]:
+    """Code lines (diff entries, failures): fenced in markdown so nothing in them is formatting."""
+    return ["```", *lines, "```"] if markdown and lines else lines
+
+
+def summary(report: Report, markdown: bool) -> list[str]:
+    findings = report.findings
+    files = sum(run.files for run in report.runs)
+    lines = sum(run.lines for run in report.runs)
+    out = ["# Ecosystem check" if markdown else "Ecosystem check", ""]
+    if report.checkout:
+        out += [report.checkout, ""]
+    out += [
+        f"{len(report.runs)} projects, {files} files, {lines} lines; {len(findings)} findings; "
+        f"wall time {report.seconds:.0f} s",
+        "",
+    ]
+    rows = [
+        [r.project.name, r.project.version, r.files, r.lines, len(r.findings), f"{r.seconds:.1f}"]
+        for r in report.runs
+    ]
+    out += table(["project", "version", "files", "lines", "findings", "lint s"], rows, markdown)
+    problems = [f"{p.label}: not fetched: {why}" for p, why in report.not_fetched]
+    problems += [f"{r.project.label}: not linted: {r.failure}" for r in report.runs if r.failure]
+    return out + ([""] + block(problems, markdown) if problems else [])
+
+
+def per_rule(report: Report, markdown: bool) -> list[str]:
+    names = dict(report.rules)
+    findings = report.findings
+    for f in findings:
+        names.setdefault(f.code, "")
+    counts = Counter(f.code for f in findings)
+    files = Counter(code for code, _, _ in {(f.code, f.project, f.path) for f in findings})
+    projects = Counter(code for code, _ in {(f.code, f.project) for f in findings})
+    rows = [[code, names[code], counts[code], files[code], projects[code]] for code in sorted(names)]
+    rows.append(["all", "", len(findings), len({(f.project, f.path) for f in findings}), ""])
+    return heading("Findings per rule", markdown) + table(
+        ["code", "name", "findings", "files", "projects"], rows, markdown
+    )
+
+
+def _entry(sign: str, f: Finding) -> str:
+    return f"{sign} {f.code} {f.where}  {f.source}"
+
+
+def snapshot_diff(report: Report, markdown: bool) -> list[str]:
+    out = heading("Changes since the snapshot", markdown)
+    if report.snapshot is None:
+        return out + ["No snapshot yet: --update-snapshot writes one."]
+    added, removed = diff(report.snapshot, report.findings)
+    if not added and not removed:
+        return out + ["No change."]
+    out.append(f"{len(added)} added, {len(removed)} removed.")
+    entries = [_entry("+", f) for f in added] + [_entry("-", f) for f in removed]
+    return out + [""] + block(entries, markdown)
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def precision(report: Report, markdown: bool) -> list[str]:
+    out = heading("Precision per rule (labels.csv)", markdown)
+    if not report.labels:
+        out += ["No labels yet for these projects; --labels-template writes the findings to label.", ""]
+    rows = [
+        [
+            row.code,
+            row.findings,
+            row.labelled,
+            row.true,
+            row.debatable,
+            row.false,
+            _percent(row.precision),
+            f"{row.false}/{row.false_total}",
+            row.gone,
+        ]
+        for row in precision_per_rule(report.findings, report.labels, (code for code, _ in report.rules))
+    ]
+    headers = [
+        "code",
+        "findings",
+        "labelled",
+        "TRUE",
+        "DEBATABLE",
+        "FALSE",
+        "precision",
+        "FALSE firing",
+        "gone",
+    ]
+    return out + table(headers, rows, markdown)
+
+
+def fix_check(report: Report, markdown: bool) -> list[str]:
+    out = heading("Fix check (--fix --unsafe-fixes)", markdown)
+    if report.fix_checks is None:
+        return out + ["Skipped (--no-fix-check)."]
+    rows = [[c.project, c.changed, len(c.failures), f"{c.seconds:.1f}"] for c in report.fix_checks]
+    out += table(["project", "files fixed", "failures", "fix check s"], rows, markdown)
+    failures = [
+        f"{f.project}:{f.path or '(run)'}: {f.problem}" for c in report.fix_checks for f in c.failures
+    ]
+    verdict = (
+        f"FAILED: {len(failures)} problems."
+        if failures
+        else "Passed: every fixed file compiles, adds no pyflakes message and is fixed in one run."
+    )
+    return out + ["", verdict] + ([""] + block(failures, markdown) if failures else [])
+
+
+def render(report: Report, markdown: bool = False) -> str:
+    lines = summary(report, markdown)
+    for part in (per_rule, snapshot_diff, precision, fix_check):
+        lines += part(report, markdown)
+    return "\n".join(lines) + "\n"
