@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Optional, Union
 
 from .config import Settings
 from .engine.findings import Finding
-from .engine.fixer import fix_bytes
-from .engine.runner import lint_bytes
+from .engine.fixer import allowed, apply_fix, fix_bytes
+from .engine.runner import FileResult, lint_bytes
+from .engine.torch_version import declared_version
 from .rules import select_rules
 
 
 def _encode(source: Union[str, bytes]) -> bytes:
     return source.encode("utf-8") if isinstance(source, str) else source
+
+
+def _lint(
+    source: Union[str, bytes], path: str, settings: Optional[Settings], select: Optional[Iterable[str]]
+) -> FileResult:
+    settings = settings or Settings()
+    rules = select_rules(
+        select if select is not None else settings.select, settings.ignore, settings.extend_select
+    )
+    return lint_bytes(_encode(source), path, rules, settings)
 
 
 def lint_source(
@@ -22,11 +34,37 @@ def lint_source(
     select: Optional[Iterable[str]] = None,
 ) -> list[Finding]:
     """Findings for one module's source (TPL000 findings for what could not be checked)."""
-    settings = settings or Settings()
-    rules = select_rules(
-        select if select is not None else settings.select, settings.ignore, settings.extend_select
-    )
-    return lint_bytes(_encode(source), path, rules, settings).findings
+    return _lint(source, path, settings, select).findings
+
+
+@dataclasses.dataclass
+class Linted:
+    """One lint that keeps its parsed tree, so that each finding's fix can be applied alone."""
+
+    findings: list[Finding]
+    result: FileResult
+
+    def fixed(self, finding: Finding, unsafe: bool = False) -> Optional[str]:
+        """The source with only the fix of `finding` (one of `findings`) applied: what `--fix`
+        (with `--unsafe-fixes` when `unsafe`) writes when it is the only fixable finding and its
+        fix leaves nothing new to fix. None when `unsafe` does not allow its fix, or the fixed
+        code would not parse."""
+        module = self.result.module
+        if module is None or finding.fix is None or not allowed(finding.fix, unsafe):
+            return None
+        data = apply_fix(module, finding.fix)
+        return None if data is None else data.decode(module.encoding)
+
+
+def lint_for_fixes(
+    source: Union[str, bytes],
+    path: str = "<string>",
+    settings: Optional[Settings] = None,
+    select: Optional[Iterable[str]] = None,
+) -> Linted:
+    """The findings of `lint_source`, with the means to apply any one finding's fix."""
+    result = _lint(source, path, settings, select)
+    return Linted(result.findings, result)
 
 
 def fix_source(
@@ -45,3 +83,9 @@ def fix_source(
     module = outcome.result.module
     encoding = module.encoding if module is not None else "utf-8"
     return outcome.fixed.decode(encoding)
+
+
+def forget_project_files() -> None:
+    """Make a long-lived process (the language server) read the project's requirement files
+    again: the torch version a project declares is cached per directory."""
+    declared_version.cache_clear()
