@@ -144,8 +144,10 @@ class Client:
         )
         return self.diagnostics(uri, version, mark)
 
-    def actions(self, uri: str, where: Message, only: Optional[list[str]] = None) -> list[Message]:
-        context: Message = {"diagnostics": []}
+    def actions(
+        self, uri: str, where: Message, only: Optional[list[str]] = None, trigger: int = 1
+    ) -> list[Message]:
+        context: Message = {"diagnostics": [], "triggerKind": trigger}  # 1 invoked, 2 automatic
         if only is not None:
             context["only"] = only
         params = {"textDocument": {"uri": uri}, "range": where, "context": context}
@@ -348,6 +350,10 @@ def test_fix_all_applies_the_safe_fixes_only(server: Client, scratch: Path) -> N
     fixed = apply(text, fix_all)
     assert fixed == api.fix_source(text, str(path), unsafe=False)
     assert fixed != api.fix_source(text, str(path), unsafe=True)  # the example has unsafe fixes too
+    invoked = server.actions(uri, whole)
+    assert [a["kind"] for a in invoked if a["kind"].startswith("source")] == [fix_all["kind"]]
+    automatic = server.actions(uri, whole, trigger=2)  # the light bulb, on every cursor move
+    assert not [a for a in automatic if a["kind"].startswith("source")]
 
 
 def test_noqa_action_silences_the_finding_and_merges_codes(server: Client, scratch: Path) -> None:

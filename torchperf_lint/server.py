@@ -244,14 +244,16 @@ def hover_text(finding: Finding) -> str:
         parts.append("**Measured:** no GPU measurement recorded for this rule.")
     fix = finding.fix
     if fix is None:
-        parts.append("**Fix:** none offered here; the message says what to change.")
+        parts.append("**Fix:** none for this finding.")
     elif fix.safety is Safety.SAFE:
-        parts.append(f"**Fix (safe):** {fix.description}; applied by `--fix` and fix-all.")
+        parts.append(f"**Fix (safe):** {fix.description}; `--fix` and fix-all apply it.")
     else:
         parts.append(
-            f"**Fix (unsafe):** {fix.description}; it can change what the program computes, "
-            "so it is applied only by its quick fix or `--fix --unsafe-fixes`."
+            f"**Fix (unsafe):** {fix.description}; only its quick fix and `--unsafe-fixes` apply it."
         )
+    safety = _section(rule.explanation(), "Fix safety")
+    if safety:
+        parts.append(safety)
     parts.append(f"[{rule.code} documentation]({_help_uri(rule.code)})")
     return "\n\n".join(parts)
 
@@ -416,7 +418,9 @@ class TorchPerfServer(LanguageServer):
                     edit=self._workspace_edit(uri, state.version, noqa_edit(state.text, finding)),
                 )
             )
-        fix_all = self._fix_all(state) if wanted(FIX_ALL_KIND) else None
+        # The light bulb asks on every cursor move; fix-all is offered when asked for by kind or by hand.
+        automatic = params.context.trigger_kind == types.CodeActionTriggerKind.Automatic
+        fix_all = self._fix_all(state) if wanted(FIX_ALL_KIND) and not (automatic and only is None) else None
         if fix_all is not None:
             actions.append(fix_all)
         return actions
