@@ -379,10 +379,10 @@ def test_noqa_action_silences_the_finding_and_merges_codes(server: Client, scrat
     assert spans(after) == [s for s in spans(before) if s[0] not in ("TPL501", "TPL502")]
 
 
-def test_noqa_goes_after_a_multiline_string(server: Client, scratch: Path) -> None:
+def test_noqa_merges_into_the_comment_after_a_multiline_string(server: Client, scratch: Path) -> None:
     text = (
         "import torch\n\nfor x, y in loader:\n"
-        '    x = x[range(4)] + len("""\n    text\n    """)\n'
+        '    x = x[range(4)] + len("""\n    text\n    """)  # noqa: E501\n'
         "    loss(x).backward()\n"
     )
     path = scratch / "noqa_string.py"
@@ -390,7 +390,7 @@ def test_noqa_goes_after_a_multiline_string(server: Client, scratch: Path) -> No
     (finding,) = server.open(uri, text)
     (action,) = [a for a in server.actions(uri, finding["range"]) if "noqa" in a["title"]]
     fixed = apply(text, action)
-    assert fixed.splitlines()[5] == '    """)  # noqa: TPL103'
+    assert fixed.splitlines()[5] == '    """)  # noqa: E501,TPL103'
     assert server.change(uri, 2, fixed) == []
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import io
 import re
 import sys
 import tokenize
@@ -162,48 +161,37 @@ def _touches(where: types.Range, start: types.Position, end: types.Position) -> 
     return _before(where.start, end) and _before(start, where.end)
 
 
-def _noqa_line(text: Text, line: int) -> int:
-    """The 0-based line where a noqa comment for a finding on `line` (0-based) goes: the last
-    line of the tokens that flake8 joins with it (a triple-quoted string, a backslash
-    continuation), the only one of them that can end in a comment."""
+def _noqa_place(text: Text, line: int) -> tuple[int, Optional[int]]:
+    """Where a noqa comment for a finding on `line` (0-based) goes: the last line of the tokens
+    that flake8 joins with it (a triple-quoted string, a backslash continuation), the only one of
+    them that can end in a comment, and the column of the comment already there (None: none)."""
     lines = iter(text.lines)
     low, high = len(text.lines) + 1, -1
+    comment: Optional[tuple[int, int]] = None
     try:
         for token in tokenize.generate_tokens(lambda: next(lines, "")):
             if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
                 continue
             low, high = min(low, token.start[0] - 1), max(high, token.end[0] - 1)
-            if token.type in (tokenize.NL, tokenize.NEWLINE):
+            if token.type == tokenize.COMMENT:
+                comment = (token.start[0] - 1, token.start[1])
+            elif token.type in (tokenize.NL, tokenize.NEWLINE):
                 if low <= line <= high:
-                    return high
-                low, high = len(text.lines) + 1, -1
+                    return high, comment[1] if comment is not None and comment[0] == high else None
+                low, high, comment = len(text.lines) + 1, -1, None
     except (tokenize.TokenError, SyntaxError):
         pass
-    return line
-
-
-def _comment_start(content: str) -> Optional[int]:
-    """Where the comment of one line of code starts (None: it has none)."""
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(content).readline):
-            if token.type == tokenize.COMMENT:
-                return token.start[1]
-    except (tokenize.TokenError, SyntaxError):  # a line inside a larger statement
-        pass
-    return None
+    return line, None
 
 
 def noqa_edit(text: Text, finding: Finding) -> types.TextEdit:
-    """Add `# noqa: CODE` for the finding, or add the code to the line's noqa comment."""
-    line = _noqa_line(text, finding.line - 1)
+    """Add `# noqa: CODE` for the finding, or add the code to the noqa comment already there."""
+    line, comment = _noqa_place(text, finding.line - 1)
     content = text.content(line)
-    start = _comment_start(content) if "#" in content else None
-    match = _NOQA.search(content, start) if start is not None else None
+    match = _NOQA.search(content, comment) if comment is not None else None
     if match is not None and match.group("codes"):
-        end = match.end("codes")
-        return types.TextEdit(
-            types.Range(text.position(line, end), text.position(line, end)), f",{finding.code}"
-        )
+        end = text.position(line, match.end("codes"))
+        return types.TextEdit(types.Range(end, end), f",{finding.code}")
     code_end = len(content.rstrip())
     where = types.Range(text.position(line, code_end), text.position(line, len(content)))
     return types.TextEdit(where, f"  # noqa: {finding.code}")
