@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Optional, Union
 
 from .analysis.entry import EntryFacts
+from .analysis.torch_version import declared_version
 from .config import Settings
 from .engine.findings import Finding
-from .engine.fixer import fix_bytes
-from .engine.runner import lint_bytes
+from .engine.fixer import allowed, apply_fix, fix_bytes
+from .engine.runner import FileResult, lint_bytes
 from .project.store import Projects
 from .rules import select_rules
 
@@ -29,6 +31,16 @@ def project_facts(source: Union[str, bytes], path: str, settings: Settings) -> E
     return projects.facts_for(path, text)
 
 
+def _lint(
+    source: Union[str, bytes], path: str, settings: Optional[Settings], select: Optional[Iterable[str]]
+) -> FileResult:
+    settings = settings or Settings()
+    rules = select_rules(
+        select if select is not None else settings.select, settings.ignore, settings.extend_select
+    )
+    return lint_bytes(_encode(source), path, rules, settings, project_facts(source, path, settings))
+
+
 def lint_source(
     source: Union[str, bytes],
     path: str = "<string>",
@@ -36,12 +48,37 @@ def lint_source(
     select: Optional[Iterable[str]] = None,
 ) -> list[Finding]:
     """Findings for one module's source (TPL000 findings for what could not be checked)."""
-    settings = settings or Settings()
-    rules = select_rules(
-        select if select is not None else settings.select, settings.ignore, settings.extend_select
-    )
-    entry = project_facts(source, path, settings)
-    return lint_bytes(_encode(source), path, rules, settings, entry).findings
+    return _lint(source, path, settings, select).findings
+
+
+@dataclasses.dataclass
+class Linted:
+    """One lint that keeps its parsed tree, so that each finding's fix can be applied alone."""
+
+    findings: list[Finding]
+    result: FileResult
+
+    def fixed(self, finding: Finding, unsafe: bool = False) -> Optional[str]:
+        """The source with only the fix of `finding` (one of `findings`) applied: what `--fix`
+        (with `--unsafe-fixes` when `unsafe`) writes when it is the only fixable finding and its
+        fix leaves nothing new to fix. None when `unsafe` does not allow its fix, or the fixed
+        code would not parse."""
+        module = self.result.module
+        if module is None or finding.fix is None or not allowed(finding.fix, unsafe):
+            return None
+        data = apply_fix(module, finding.fix)
+        return None if data is None else data.decode(module.encoding)
+
+
+def lint_for_fixes(
+    source: Union[str, bytes],
+    path: str = "<string>",
+    settings: Optional[Settings] = None,
+    select: Optional[Iterable[str]] = None,
+) -> Linted:
+    """The findings of `lint_source`, with the means to apply any one finding's fix."""
+    result = _lint(source, path, settings, select)
+    return Linted(result.findings, result)
 
 
 def fix_source(
@@ -61,3 +98,10 @@ def fix_source(
     module = outcome.result.module
     encoding = module.encoding if module is not None else "utf-8"
     return outcome.fixed.decode(encoding)
+
+
+def forget_project_files() -> None:
+    """Make a long-lived process (the language server) read the project again: the torch
+    version a project declares is cached per directory, and each project's pass per process."""
+    declared_version.cache_clear()
+    _projects.clear()

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="torchperf-lint",
         description="Find the PyTorch code that makes GPUs wait, and fix it.",
         epilog="Exit status: 0 no findings, 1 findings (or a --diff to show), 2 usage error or a "
-        "file that could not be checked.",
+        "file that could not be checked. `torchperf-lint server` runs the language server for editors.",
     )
     parser.add_argument(
         "paths",
@@ -145,7 +145,30 @@ def _usage_error(message: str) -> int:
     return EXIT_ERROR
 
 
+def _server(argv: Sequence[str]) -> int:
+    """`torchperf-lint server`: the language server, on stdin and stdout (pygls is an extra)."""
+    argparse.ArgumentParser(
+        prog="torchperf-lint server",
+        description="Run the language server (LSP over stdin and stdout) that editors start.",
+    ).parse_args(argv)
+    try:
+        from .server import serve
+    except ImportError as error:
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        return _usage_error("the language server needs pygls: pip install 'torchperf-lint[server]'")
+    if os.path.exists("server"):
+        _emit(
+            sys.stderr,
+            "torchperf-lint: starting the language server; lint ./server with: torchperf-lint ./server\n",
+        )
+    return serve()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["server"]:
+        return _server(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     out = sys.stdout

@@ -127,6 +127,12 @@ def _render(module: cst.Module, fixes: Sequence[Fix]) -> bytes | None:
     return candidate
 
 
+def apply_fix(module: cst.Module, fix: Fix) -> bytes | None:
+    """The bytes of `module` with this one fix applied, as a pass of `fix_bytes` applies it;
+    None when it cannot be applied (the editor's quick fix for one finding)."""
+    return _render(module, [fix])
+
+
 def _apply_checked(module: cst.Module, fixes: Sequence[Fix]) -> tuple[bytes, int] | None:
     """Apply `fixes` and say how many went in. If the result does not parse, keep only the
     fixes that parse on their own (a bad fix must not block the others), or only the first
