@@ -125,7 +125,10 @@ def test_a_binary_file_without_the_word_torch_is_skipped_unless_all_files_are_li
     assert run(capsys, "--fix", binary) == (0, [])
     code, lines = run(capsys, "--lint-all-files", "--fix", binary)
     assert code == 2
-    assert lines == [f"{binary}:1:8: TPL000 could not parse: contains a NUL byte (a binary file?)"]
+    assert lines == [
+        f"{binary}:1:8: TPL000 could not parse: contains a NUL byte (a binary file?)",
+        "Found 1 finding.",
+    ]
     assert binary.read_bytes() == data
 
 
@@ -171,7 +174,10 @@ def test_a_symlink_loop_is_reported_and_a_directory_loop_is_not_followed(tmp_pat
     assert tpl000(lines) == [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links"]
     assert [line.split(" TPL101 ")[0] for line in lines if " TPL101 " in line] == [f"{good}:7:20:"]
     code, lines = run(capsys, *SELECT, loop)  # named explicitly
-    assert (code, lines) == (2, [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links"])
+    assert (code, lines) == (
+        2,
+        [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links", "Found 1 finding."],
+    )
 
 
 def test_a_file_that_vanishes_between_listing_and_reading_is_reported(

@@ -158,6 +158,16 @@ def test_exit_code_is_0_without_findings_1_with_findings_2_when_a_file_could_not
     assert len(finding_lines(out)) == 3  # the other files were still checked
 
 
+def test_the_summary_counts_the_tpl000_lines_it_printed(tmp_path: Path, capsys) -> None:
+    hot = write(tmp_path / "hot.py", HOT)
+    broken = write(tmp_path / "broken.py", BROKEN)
+    _, out, _ = run(capsys, *SELECT, hot, broken)
+    assert len(finding_lines(out)) == 3
+    assert "Found 3 findings (1 fixable with --fix)." in out.splitlines()
+    _, out, _ = run(capsys, broken)
+    assert out.splitlines()[-1] == "Found 1 finding."
+
+
 def test_exit_zero_turns_1_into_0_but_never_hides_2(tmp_path: Path, capsys) -> None:
     hot = write(tmp_path / "hot.py", HOT)
     broken = write(tmp_path / "broken.py", BROKEN)

@@ -108,5 +108,6 @@ def test_broken_notebook_is_a_one_line_error(tmp_path: Path, capsys) -> None:
     path = tmp_path / "broken.ipynb"
     path.write_text('{"cells": [torch')
     assert main([str(path)]) == 2
-    (line,) = capsys.readouterr().out.splitlines()
+    line, summary = capsys.readouterr().out.splitlines()
+    assert summary == "Found 1 finding."
     assert line.startswith(f"{path}:1:1: TPL000 could not read notebook: not valid notebook JSON")

@@ -27,7 +27,8 @@ def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
         counts = Counter((f.code, f.name) for f in findings)
         for (code, name), count in sorted(counts.items()):
             lines.append(f"{count:<5} {code} {name}")
-    problems = [f for f in findings if f.code != "TPL000"]
+    # TPL000 lines count too: the summary counts every line printed above it, as ruff's does
+    problems = list(findings)
     if problems:
         fixable = sum(1 for f in problems if allowed(f.fix, options.unsafe_fixes))
         noun = "finding" if len(problems) == 1 else "findings"
