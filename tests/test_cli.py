@@ -446,3 +446,44 @@ def test_a_file_name_the_terminal_cannot_encode_is_escaped_not_a_crash(tmp_path:
     stdout.flush()
     out = stdout.buffer.getvalue().decode("utf-8")
     assert out.count("\\udcff_model.py:") == 2
+
+
+# -- a reader that stops early ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, stdin, status",
+    [
+        (("--list-rules",), b"", 141),
+        (("--explain", "TPL101"), b"", 141),
+        (("--help",), b"", 0),  # argparse drops a failed write of its help itself and exits 0
+        (("--version",), b"", 0),
+        (("{hot}",), b"", 141),
+        (("--format", "json", "--statistics", "{hot}"), b"", 141),
+        (("--format", "sarif", "{hot}"), b"", 141),
+        (("--diff", "{hot}"), b"", 141),
+        (("--fix", "--stdin-filename", "loss.py", "-"), HOT, 141),
+    ],
+    ids=["list-rules", "explain", "help", "version", "findings", "statistics", "sarif", "diff", "stdin-fix"],
+)
+def test_a_closed_stdout_ends_the_run_quietly(
+    tmp_path: Path, args: tuple[str, ...], stdin: bytes, status: int
+) -> None:
+    hot = write(tmp_path / "hot.py", HOT)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the command writes a byte: every write to stdout fails
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "torchperf_lint", *(a.format(hot=hot) for a in args)],
+            input=stdin,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == b""
+    assert result.returncode == status  # 141: what a shell reports for a tool ended by SIGPIPE

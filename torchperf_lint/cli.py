@@ -23,6 +23,7 @@ from .reporting import REPORTERS, ReportOptions
 from .rules import ALL_RULES, lookup, select_rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
 NO_CACHE_VARIABLE = "TORCHPERF_LINT_NO_CACHE"
 
 
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="torchperf-lint",
         description="Find the PyTorch code that makes GPUs wait, and fix it.",
         epilog="Exit status: 0 no findings, 1 findings (or a --diff to show), 2 usage error or a "
-        "file that could not be checked.",
+        "file that could not be checked, 141 the reader closed the output pipe early (| head).",
     )
     parser.add_argument(
         "paths",
@@ -146,6 +147,34 @@ def _usage_error(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command. A reader that closes the pipe early (`torchperf-lint . | head -1`) ends
+    the run quietly, with the status a Unix tool ended by SIGPIPE has: Python ignores SIGPIPE and
+    raises BrokenPipeError instead, which would print a traceback and exit 1."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            # what is still buffered must reach the pipe here, where a closed one can be caught;
+            # --help and --version leave through SystemExit with their text still buffered
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _detach_closed_streams()
+        return EXIT_CLOSED_PIPE
+
+
+def _detach_closed_streams() -> None:
+    """Point stdout and stderr at /dev/null, so that the interpreter's own flush at exit does not
+    fail on the closed pipe once more and print 'Exception ignored ... BrokenPipeError'."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass  # a stream without a file descriptor (a test's capture buffer) has nothing to flush
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = sys.stdout
