@@ -255,6 +255,62 @@ def test_writer_refuses_a_read_only_file_even_as_root(tmp_path: Path) -> None:
     assert path.read_bytes() == b"old\n"
 
 
+# -- removing a statement keeps the layout around it ------------------------------------------
+
+FUNCTION = "import torch\n\n\ndef main():\n"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (
+            # isort wants the blank line after the imports; it must not go with the statement
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\nmodel = build()\n",
+            "import torch\n\nmodel = build()\n",
+        ),
+        (
+            "import torch\n\n# while the loss is unstable\ntorch.autograd.set_detect_anomaly(True)\nx = 1\n",
+            "import torch\n\n# while the loss is unstable\nx = 1\n",
+        ),
+        (
+            # two one-line gaps become one, not two
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\n\nx = 1\n",
+            "import torch\n\nx = 1\n",
+        ),
+        (
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\n\n\ndef train():\n    pass\n",
+            "import torch\n\n\ndef train():\n    pass\n",
+        ),
+        (
+            # the new first statement of a block gets no blank line above it
+            f"{FUNCTION}    torch.autograd.set_detect_anomaly(True)\n\n    # then train\n    train()\n",
+            f"{FUNCTION}    # then train\n    train()\n",
+        ),
+        (
+            f"{FUNCTION}    model = build()\n\n    # on\n    torch.autograd.set_detect_anomaly(True)\nx = 1\n",
+            f"{FUNCTION}    model = build()\n\n    # on\nx = 1\n",
+        ),
+        (
+            # at the end of the file the blank lines go, so no trailing blank line is left
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\n",
+            "import torch\n",
+        ),
+    ],
+    ids=[
+        "blank-line-after-imports",
+        "comment-above",
+        "gaps-on-both-sides",
+        "two-blank-lines-before-def",
+        "first-in-function",
+        "last-in-function",
+        "end-of-file",
+    ],
+)
+def test_removing_a_statement_keeps_the_blank_lines_and_comments_above_it(source: str, expected: str) -> None:
+    outcome = fix_bytes(source.encode(), "train.py", select_rules(["TPL601"], ()), Settings())
+    assert outcome.fixed.decode() == expected
+
+
 # -- overlapping fixes go in successive passes -------------------------------------------------
 
 NESTED_SAME_RULE = b"""import torch
