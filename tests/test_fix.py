@@ -415,6 +415,34 @@ def test_diff_prints_a_unified_diff_writes_nothing_and_exits_1(tmp_path: Path, c
     assert leftovers(tmp_path) == []
 
 
+# TPL601's safe fix removes line 4, above a TPL103 whose fix is unsafe and stays
+REMOVAL_ABOVE = b"""import torch
+from torch import nn
+
+torch.autograd.set_detect_anomaly(True)
+
+
+class Loss(nn.Module):
+    def forward(self, pred, t, n):
+        return pred[range(n), t].mean()
+"""
+
+
+def test_diff_reports_what_remains_at_its_place_in_the_file_on_disk(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path / "loss.py", REMOVAL_ABOVE)
+    select = ["--select", "TPL601,TPL103", "--show-context"]
+    assert main([*select, str(path)]) == 1
+    lint = [line for line in capsys.readouterr().out.splitlines() if " TPL103 " in line or "hot:" in line]
+    assert lint[0].startswith(f"{path}:9:16: TPL103 ")
+    assert main([*select, "--diff", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "-torch.autograd.set_detect_anomaly(True)\n" in out
+    # the file still has its line 4, so TPL103 is still on line 9, with the same context
+    assert [line for line in out.splitlines() if " TPL103 " in line or "hot:" in line] == lint
+    assert " TPL601 " not in out  # fixed by the diff
+    assert path.read_bytes() == REMOVAL_ABOVE
+
+
 def test_diff_without_anything_to_fix_prints_nothing_and_exits_0(tmp_path: Path, capsys) -> None:
     path = write(tmp_path / "net.py", SAFE_FIXED)
     assert cli("--diff", path) == 0

@@ -16,6 +16,7 @@ from .cache import Cache, finding_from_record, finding_to_record
 from .config import Settings
 from .engine.findings import Finding
 from .engine.fixer import fix_bytes
+from .engine.remap import place_before_fix
 from .engine.runner import deep_recursion, error_finding, internal_error, lint_bytes
 from .notebook import Notebook, NotebookError, read_notebook, write_back
 from .rules import select_rules
@@ -129,7 +130,11 @@ class Checker:
             return FileOutcome(self._lint(path, data))
         outcome = fix_bytes(data, path, self.rules, job.settings, unsafe=job.unsafe)
         encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
-        return self._apply(path, data, outcome.fixed, outcome.result.findings, encoding, stdin)
+        remaining = outcome.result.findings
+        if job.diff and outcome.changed:  # the file keeps its bytes: point into them
+            before, after = data.decode(encoding), outcome.fixed.decode(encoding)
+            remaining = place_before_fix(remaining, outcome.original_findings, before, after)
+        return self._apply(path, data, outcome.fixed, remaining, encoding, stdin)
 
     def _apply(
         self,

@@ -26,6 +26,7 @@ class FixOutcome:
     fixed: bytes
     applied: int
     result: FileResult  # the lint of the fixed code: what remains
+    original_findings: list[Finding] = dataclasses.field(default_factory=list)  # the lint before fixing
 
     @property
     def changed(self) -> bool:
@@ -213,6 +214,7 @@ def fix_bytes(
     current = data
     applied = 0
     result = lint_bytes(current, path, rules, settings)
+    original_findings = result.findings
     for _ in range(MAX_PASSES):
         if result.module is None or result.parents is None:
             break
@@ -228,4 +230,4 @@ def fix_bytes(
             break  # never hand back code that does not parse
         current, result = candidate, reparsed
         applied += count
-    return FixOutcome(data, current, applied, result)
+    return FixOutcome(data, current, applied, result, original_findings)
