@@ -179,13 +179,24 @@ class Checker:
             source.encode("utf-8"), path, self.rules, self.job.settings, unsafe=self.job.unsafe
         )
         fixed_source = outcome.fixed.decode("utf-8")
-        remaining = self._located(notebook, outcome.result.findings)
         if fixed_source == source:
+            remaining = self._located(notebook, outcome.result.findings)
             return FileOutcome(remaining, output=data if stdin else None)
         try:
             fixed = write_back(notebook, fixed_source).encode("utf-8")
         except NotebookError as error:
-            return FileOutcome([error_finding(path, str(error)), *remaining])
+            unchanged = self._located(notebook, outcome.original_findings)
+            return FileOutcome([error_finding(path, str(error)), *unchanged])
+        if self.job.diff:  # the notebook keeps its bytes: point into its cells as they are
+            on_disk = place_before_fix(
+                outcome.result.findings, outcome.original_findings, source, fixed_source
+            )
+            remaining = self._located(notebook, on_disk)
+        else:
+            # A fix that added lines to a cell moved the cells after it: place what remains in the
+            # notebook as written (the same findings, linted again as a re-run would lint them).
+            written = read_notebook(fixed.decode("utf-8"))
+            remaining = self._notebook_findings(path, written, written.module_source())
         return self._apply(path, data, fixed, remaining, "utf-8", stdin)
 
     def _notebook_findings(self, path: str, notebook: Notebook, source: str) -> list[Finding]:
