@@ -443,6 +443,15 @@ def test_diff_reports_what_remains_at_its_place_in_the_file_on_disk(tmp_path: Pa
     assert path.read_bytes() == REMOVAL_ABOVE
 
 
+def test_diff_marks_a_last_line_without_a_newline(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path / "a_net.py", SAFE.rstrip(b"\n"))
+    other = write(tmp_path / "b_net.py", SAFE)
+    assert cli("--diff", path, other) == 1
+    out = capsys.readouterr().out
+    assert "\n         return x + noise\n\\ No newline at end of file\n" in out
+    assert f"\n--- a/{other}\n" in out  # the next file's diff starts on its own line
+
+
 def test_diff_without_anything_to_fix_prints_nothing_and_exits_0(tmp_path: Path, capsys) -> None:
     path = write(tmp_path / "net.py", SAFE_FIXED)
     assert cli("--diff", path) == 0

@@ -66,7 +66,11 @@ def read_file(path: str) -> tuple[Optional[bytes], Optional[Finding]]:
 def unified_diff(path: str, before: bytes, after: bytes, encoding: str) -> str:
     old = before.decode(encoding, errors="replace").splitlines(keepends=True)
     new = after.decode(encoding, errors="replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}"))
+    lines = difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}")
+    # a last line without a newline gets diff's and git's marker, or it runs into the next line
+    return "".join(
+        line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 class Checker:
