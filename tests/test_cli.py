@@ -188,7 +188,17 @@ def test_exit_zero_turns_1_into_0_but_never_hides_2(tmp_path: Path, capsys) -> N
         (("--select", "TPL101,python-range-indexing"), {"TPL101", "TPL103"}),
         (("--select", "TPL10", "--ignore", "TPL103"), {"TPL101"}),
         (("--select", "TPL10", "--ignore", "python-range-indexing"), {"TPL101"}),
-        (("--select", "TPL101,TPL103", "--ignore", "TPL1"), set()),
+        # the more specific selector wins; ignore wins a tie (ruff's and flake8's rule)
+        (("--select", "TPL101,TPL103", "--ignore", "TPL1"), {"TPL101", "TPL103"}),
+        (("--select", "TPL103", "--ignore", "TPL1"), {"TPL103"}),
+        (("--select", "TPL10", "--ignore", "TPL1"), {"TPL101", "TPL103"}),
+        (("--select", "TPL1", "--ignore", "TPL10"), set()),
+        (("--select", "TPL10", "--ignore", "TPL10"), set()),
+        (("--select", "TPL101", "--ignore", "cpu-factory-in-hot-path"), set()),
+        (("--ignore", "TPL1", "--extend-select", "TPL103"), {"TPL103"}),
+        (("--select", "ALL", "--ignore", "TPL103"), {"TPL101"}),
+        (("--select", "TPL10", "--extend-ignore", "TPL103"), {"TPL101"}),
+        (("--select", "TPL10", "--ignore", "TPL101", "--extend-ignore", "TPL103"), set()),
         (("--select", "TPL101", "--extend-select", "TPL103"), {"TPL101", "TPL103"}),
         (("--select", "TPL101", "--extend-select", "python-range-indexing"), {"TPL101", "TPL103"}),
     ],
@@ -232,7 +242,8 @@ PROBE_SOURCE = b"import torch\n\n\ndef step(x):\n    slow_probe()\n    return x\
         (("--extend-select", "TPL"), False),
         (("--select", "TPL1"), False),
         (("--select", "ALL"), False),
-        (("--extend-select", "TPL199", "--ignore", "TPL1"), False),
+        (("--extend-select", "TPL199", "--ignore", "TPL1"), True),  # the exact code is more specific
+        (("--extend-select", "TPL199", "--ignore", "TPL199"), False),
     ],
 )
 def test_off_by_default_rules_are_enabled_only_by_their_exact_code_or_name(

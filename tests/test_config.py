@@ -102,11 +102,21 @@ def test_explicit_config_file_is_used_instead_of_searching(tmp_path: Path, capsy
     assert codes(capsys, "--config", other, write(tmp_path / "loss.py", HOT)) == {"TPL101"}
 
 
-def test_command_line_select_replaces_and_ignore_adds_to_the_config(tmp_path: Path, capsys) -> None:
+def test_command_line_select_replaces_the_configs_selection_ignores_included(tmp_path: Path, capsys) -> None:
+    # ruff's rule: the command line is a layer over the config; a --select there starts afresh
     write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\nignore = ["TPL103"]\n')
     loss = write(tmp_path / "loss.py", HOT)
-    assert codes(capsys, "--select", "TPL101,TPL103", loss) == {"TPL101"}  # config's ignore still holds
+    assert codes(capsys, "--select", "TPL101,TPL103", loss) == {"TPL101", "TPL103"}
+    assert codes(capsys, "--select", "TPL1", "--ignore", "TPL101", loss) == {"TPL103"}
+
+
+def test_command_line_ignore_and_extend_select_work_on_the_configs_selection(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL10"]\nignore = ["TPL103"]\n')
+    loss = write(tmp_path / "loss.py", HOT)
+    assert codes(capsys, loss) == {"TPL101"}
     assert codes(capsys, "--ignore", "TPL101", loss) == set()
+    assert codes(capsys, "--extend-ignore", "TPL101", loss) == set()
+    assert codes(capsys, "--extend-select", "TPL103", loss) == {"TPL101", "TPL103"}  # re-enabled
 
 
 # -- every key ----------------------------------------------------------------------------------
@@ -119,6 +129,8 @@ def test_command_line_select_replaces_and_ignore_adds_to_the_config(tmp_path: Pa
         ('select = ["cpu-factory-in-hot-path"]', {"TPL101"}),
         ('select = "TPL101, TPL103"', {"TPL101", "TPL103"}),
         ('select = ["TPL1"]\nignore = ["TPL103"]', {"TPL101"}),
+        ('select = ["TPL103"]\nignore = ["TPL1"]', {"TPL103"}),  # the more specific selector wins
+        ('ignore = ["TPL1"]\nextend-select = ["python-range-indexing"]', {"TPL103"}),
         ('select = ["TPL101"]\nextend-select = ["TPL199"]', {"TPL101", "TPL199"}),
         ('select = ["TPL101"]\nextend_select = ["off-by-default-probe"]', {"TPL101", "TPL199"}),
         ('select = ["TPL101"]\nextend-select = ["TPL19"]', {"TPL101"}),

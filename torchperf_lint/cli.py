@@ -20,7 +20,7 @@ from .engine.runner import ERROR_CODE, error_finding
 from .files import discover
 from .parallel import check_paths, default_jobs
 from .reporting import REPORTERS, ReportOptions
-from .rules import ALL_RULES, lookup, select_rules
+from .rules import ALL_RULES, Selection, lookup, resolve
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
@@ -55,12 +55,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="files or directories of *.py and *.ipynb (default: .); - reads stdin",
     )
     parser.add_argument("--version", action="version", version=f"torchperf-lint {__version__}")
-    select = parser.add_argument_group("rule selection (codes, code prefixes or rule names, comma separated)")
-    select.add_argument("--select", type=_codes, help="only these rules (replaces the default set)")
+    select = parser.add_argument_group(
+        "rule selection (codes, code prefixes or rule names, comma separated; the more specific "
+        "selector wins, and ignore wins a tie)"
+    )
+    select.add_argument(
+        "--select", type=_codes, help="only these rules (replaces the default set and the config's selection)"
+    )
     select.add_argument(
         "--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones"
     )
     select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
+    select.add_argument(
+        "--extend-ignore",
+        type=_codes,
+        default=[],
+        help="rules to skip as well (as --ignore: neither replaces the config's ignore)",
+    )
     files = parser.add_argument_group("files")
     files.add_argument("--exclude", type=_codes, help="names or globs to skip (replaces the defaults)")
     files.add_argument("--extend-exclude", type=_codes, default=[], help="names or globs to skip as well")
@@ -102,12 +113,6 @@ def _settings(args: argparse.Namespace, start: Path) -> Settings:
     config = Path(args.config) if args.config else None
     settings = load_settings(start, config)
     changes: dict[str, object] = {}
-    if args.select is not None:
-        changes["select"] = tuple(args.select)
-    if args.ignore:
-        changes["ignore"] = settings.ignore + tuple(args.ignore)
-    if args.extend_select:
-        changes["extend_select"] = settings.extend_select + tuple(args.extend_select)
     if args.exclude is not None:
         changes["exclude"] = tuple(args.exclude)
     if args.extend_exclude:
@@ -120,6 +125,17 @@ def _settings(args: argparse.Namespace, start: Path) -> Settings:
     if args.format == "sarif":
         changes["text_edits"] = True  # SARIF carries safe fixes as text replacements
     return settings.replace(**changes)
+
+
+def _selection_layers(args: argparse.Namespace, settings: Settings) -> list[Selection]:
+    """The config file's selection, then the command line's over it (ruff's order)."""
+    config = Selection(settings.select, settings.extend_select, settings.ignore)
+    command_line = Selection(
+        None if args.select is None else tuple(args.select),
+        tuple(args.extend_select),
+        tuple(args.ignore) + tuple(args.extend_ignore),
+    )
+    return [config, command_line]
 
 
 def _list_rules(out: TextIO) -> None:
@@ -195,7 +211,7 @@ def _main(argv: Sequence[str] | None) -> int:
     first = next((p for p in paths if p != "-"), args.stdin_filename or ".")
     try:
         settings = _settings(args, Path(first))
-        rules = select_rules(settings.select, settings.ignore, settings.extend_select, "rule selection")
+        rules = resolve(_selection_layers(args, settings), "rule selection")
     except ConfigError as error:
         return _usage_error(str(error))
     # Fixing always re-lints what it writes; TORCHPERF_LINT_NO_CACHE=1 is --no-cache for CI and tests.
