@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Union
 
 import libcst as cst
 
@@ -78,7 +78,12 @@ def _join_lines(upper: Sequence[cst.EmptyLine], lower: Sequence[cst.EmptyLine]) 
     return [*upper[:above], *lower]
 
 
-_Block = TypeVar("_Block", cst.Module, cst.IndentedBlock)
+_Block = Union[cst.Module, cst.IndentedBlock]
+
+
+def _leading_lines(statement: cst.CSTNode) -> Sequence[cst.EmptyLine]:
+    """A statement's `leading_lines` (every statement has them; libcst's base class does not say so)."""
+    return getattr(statement, "leading_lines", ())
 
 
 def _keep_layout(original: _Block, updated: _Block, replacements: dict[cst.CSTNode, Replacement]) -> _Block:
@@ -96,14 +101,14 @@ def _keep_layout(original: _Block, updated: _Block, replacements: dict[cst.CSTNo
     for statement in original.body:
         replacement = replacements.get(statement)
         if replacement is cst.RemovalSentinel.REMOVE:
-            carried = _join_lines(carried, statement.leading_lines)
+            carried = _join_lines(carried, _leading_lines(statement))
             removed = True
             continue
         count = len(replacement.nodes) if isinstance(replacement, cst.FlattenSentinel) else 1
         for _ in range(count):
             node = next(produced)
             if removed:
-                lines = node.leading_lines
+                lines = _leading_lines(node)
                 joined = _join_lines(carried, lines) if body else [*carried, *lines[_blank_run_end(lines) :]]
                 node = node.with_changes(leading_lines=joined)
                 carried, removed = [], False
