@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument(
         "--lint-all-files", action="store_true", help="also parse files that never mention torch"
     )
+    files.add_argument(
+        "--no-respect-gitignore",
+        action="store_true",
+        help="also walk into what .gitignore files ignore (default: skip it inside a git work tree)",
+    )
     speed = parser.add_argument_group("speed")
     speed.add_argument(
         "-j", "--jobs", type=_positive, metavar="N", help="processes to lint with (default: the CPU count)"
@@ -122,6 +127,8 @@ def _settings(args: argparse.Namespace, start: Path) -> Settings:
         changes["torch_version_source"] = f"--torch-version {args.torch_version}"
     if args.lint_all_files:
         changes["lint_all_files"] = True
+    if args.no_respect_gitignore:
+        changes["respect_gitignore"] = False
     if args.format == "sarif":
         changes["text_edits"] = True  # SARIF carries safe fixes as text replacements
     return settings.replace(**changes)
@@ -224,7 +231,8 @@ def _main(argv: Sequence[str] | None) -> int:
     stdin_output: bytes | None = None
     files: list[str] = []
     seen: set[str] = set()
-    for path in discover(paths, settings.exclude + settings.extend_exclude, discovery_errors):
+    exclude = settings.exclude + settings.extend_exclude
+    for path in discover(paths, exclude, discovery_errors, settings.respect_gitignore):
         key = os.path.normpath(path)
         if key not in seen:  # named twice, or a file inside a directory also named
             seen.add(key)

@@ -81,6 +81,7 @@ KEYS = (
     "torch-version",
     "test-file-patterns",
     "lint-all-files",
+    "respect-gitignore",
     "cache-dir",
 )
 _BOOLEANS = {
@@ -116,11 +117,11 @@ def apply_values(settings: Settings, raw: dict[str, Any], where: str) -> Setting
                 raise ConfigError(f'{where}: torch-version must be a string like "2.1", got {value!r}')
             changes["torch_version"] = parse_version(value, where)
             changes["torch_version_source"] = f"torch-version {value} from {where}"
-        elif name == "lint-all-files":
+        elif name in ("lint-all-files", "respect-gitignore"):
             flag = value if isinstance(value, bool) else _BOOLEANS.get(str(value).strip().lower())
             if flag is None:
-                raise ConfigError(f"{where}: lint-all-files must be true or false, got {value!r}")
-            changes["lint_all_files"] = flag
+                raise ConfigError(f"{where}: {name} must be true or false, got {value!r}")
+            changes[name.replace("-", "_")] = flag
         elif name == "cache-dir":
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}: cache-dir must be a directory path, got {value!r}")

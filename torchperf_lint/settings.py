@@ -46,6 +46,7 @@ class Settings:
     torch_version_source: str = "no torch version given or declared: assuming the newest"
     test_file_patterns: tuple[str, ...] = DEFAULT_TEST_FILE_PATTERNS
     lint_all_files: bool = False
+    respect_gitignore: bool = True  # walking a directory skips what git ignores (ruff's default)
     config_file: Path | None = None
     cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured
     text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
