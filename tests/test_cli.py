@@ -303,6 +303,22 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
 
 
+def test_list_rules_as_json(capsys, monkeypatch) -> None:
+    probes.install(monkeypatch)
+    code, out, _ = run(capsys, "--list-rules", "--format", "json")
+    assert code == 0
+    rows = {row["code"]: row for row in json.loads(out)}
+    assert set(rows) == {rule.code for rule in ALL_RULES} | {"TPL198", "TPL199"}
+    assert rows["TPL101"] == {
+        "code": "TPL101",
+        "name": "cpu-factory-in-hot-path",
+        "default_on": True,
+        "fix": "safe",
+        "summary": rows["TPL101"]["summary"],
+    }
+    assert rows["TPL199"]["default_on"] is False and rows["TPL199"]["fix"] == "none"
+
+
 def test_version_prints_the_package_version(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])

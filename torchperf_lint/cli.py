@@ -18,9 +18,10 @@ from .docs import render_rule_page
 from .engine.findings import Finding
 from .engine.runner import ERROR_CODE, error_finding
 from .files import discover
+from .listing import rule_table
 from .parallel import check_paths, default_jobs
 from .reporting import REPORTERS, ReportOptions
-from .rules import ALL_RULES, Selection, lookup, resolve
+from .rules import Selection, lookup, resolve
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
@@ -109,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (not on errors)")
     info = parser.add_argument_group("information")
     info.add_argument("--explain", metavar="CODE", help="print a rule's page")
-    info.add_argument("--list-rules", action="store_true", help="list every rule")
+    info.add_argument("--list-rules", action="store_true", help="list every rule (as JSON with --format json)")
     parser.add_argument("--torch-version", metavar="X.Y", help="the torch version the code targets")
     return parser
 
@@ -143,13 +144,6 @@ def _selection_layers(args: argparse.Namespace, settings: Settings) -> list[Sele
         tuple(args.ignore) + tuple(args.extend_ignore),
     )
     return [config, command_line]
-
-
-def _list_rules(out: TextIO) -> None:
-    out.write(f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}summary\n")
-    for rule in ALL_RULES:
-        default = "on" if rule.default_on else "off"
-        out.write(f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}{rule.summary}\n")
 
 
 def _emit(stream: TextIO, text: str) -> None:
@@ -202,7 +196,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     out = sys.stdout
     if args.list_rules:
-        _list_rules(out)
+        out.write(rule_table(as_json=args.format == "json"))
         return EXIT_CLEAN
     if args.explain:
         rule = lookup(args.explain)
