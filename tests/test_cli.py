@@ -140,6 +140,28 @@ def test_statistics_counts_findings_per_rule(tmp_path: Path, capsys) -> None:
     assert "2     TPL103 python-range-indexing" in out.splitlines()
 
 
+def test_statistics_as_json_counts_per_rule_instead_of_listing(tmp_path: Path, capsys) -> None:
+    one = write(tmp_path / "a.py", HOT)
+    two = write(tmp_path / "b.py", HOT)
+    code, out, _ = run(capsys, *SELECT, "--statistics", "--format", "json", one, two)
+    assert code == 1
+    assert json.loads(out) == [
+        {"code": "TPL101", "name": "cpu-factory-in-hot-path", "count": 2, "fixable": 2},
+        {"code": "TPL103", "name": "python-range-indexing", "count": 2, "fixable": 0},
+    ]
+    _, out, _ = run(capsys, *SELECT, "--statistics", "--format", "json", "--unsafe-fixes", one)
+    assert [row["fixable"] for row in json.loads(out)] == [1, 1]
+
+
+@pytest.mark.parametrize("output", ["sarif", "github"])
+def test_statistics_in_a_format_without_room_for_them_is_a_usage_error(
+    tmp_path: Path, capsys, output: str
+) -> None:
+    code, out, err = run(capsys, "--statistics", "--format", output, write(tmp_path / "a.py", HOT))
+    assert (code, out) == (2, "")
+    assert err == f"torchperf-lint: error: --statistics prints text or json, not {output}\n"
+
+
 # -- exit codes -----------------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from .engine.runner import ERROR_CODE, error_finding
 from .files import discover
 from .listing import rule_table
 from .parallel import check_paths, default_jobs
-from .reporting import REPORTERS, ReportOptions
+from .reporting import REPORTERS, STATISTICS_FORMATS, ReportOptions
 from .rules import Selection, lookup, resolve
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -105,12 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     output = parser.add_argument_group("output")
     output.add_argument("--format", choices=sorted(REPORTERS), default="text")
     output.add_argument("--show-context", action="store_true", help="say why each line counts as hot")
-    output.add_argument("--statistics", action="store_true", help="count findings per rule")
+    output.add_argument(
+        "--statistics",
+        action="store_true",
+        help="count findings per rule (with --format json: a list of counts instead of the findings)",
+    )
     output.add_argument("--output-file", metavar="FILE", help="write the report here instead of stdout")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (not on errors)")
     info = parser.add_argument_group("information")
     info.add_argument("--explain", metavar="CODE", help="print a rule's page")
-    info.add_argument("--list-rules", action="store_true", help="list every rule (as JSON with --format json)")
+    info.add_argument(
+        "--list-rules", action="store_true", help="list every rule (as JSON with --format json)"
+    )
     parser.add_argument("--torch-version", metavar="X.Y", help="the torch version the code targets")
     return parser
 
@@ -204,6 +210,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _usage_error(f"unknown rule {args.explain!r}; see --list-rules")
         out.write(render_rule_page(rule))
         return EXIT_CLEAN
+    if args.statistics and args.format not in STATISTICS_FORMATS:
+        return _usage_error(f"--statistics prints text or json, not {args.format}")
     declared_version.cache_clear()  # a long-lived process must see edited requirement files
     paths = args.paths or ["."]
     missing = [path for path in paths if path != "-" and not os.path.lexists(path)]
