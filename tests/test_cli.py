@@ -460,6 +460,29 @@ def test_exclude_takes_globs_on_file_names_and_paths(tmp_path: Path, capsys) -> 
     assert linted(out, tmp_path) == {"a.py", "env/agent.py", "examples/skip_me.py"}
 
 
+def test_show_files_lists_what_a_run_would_check_and_checks_nothing(tmp_path: Path, capsys) -> None:
+    make_tree(tmp_path)
+    broken = write(tmp_path / "pkg" / "broken.py", BROKEN)
+    code, out, _ = run(capsys, "--show-files", "--extend-exclude", "examples", tmp_path)
+    assert code == 0
+    assert out.splitlines() == [
+        str(tmp_path / name)
+        for name in ("a.py", "env/agent.py", "pkg/b.py", "pkg/broken.py", "pkg/deep/c.py")
+    ]
+    code, out, _ = run(capsys, "--show-files", "--format", "json", tmp_path / "pkg", broken)
+    assert code == 0  # nothing was checked: the broken file is only listed (once)
+    assert json.loads(out) == [str(tmp_path / "pkg" / name) for name in ("b.py", "broken.py", "deep/c.py")]
+
+
+def test_a_run_that_finds_no_python_file_says_so_on_stderr(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "docs" / "notes.txt", HOT)
+    code, out, err = run(capsys, tmp_path)
+    assert (code, out) == (0, "")
+    assert err == "torchperf-lint: warning: no Python files or notebooks found under the given paths\n"
+    write(tmp_path / "a.py", CLEAN)
+    assert run(capsys, tmp_path) == (0, "", "")
+
+
 def test_an_explicit_file_is_linted_even_if_excluded_or_not_named_py(tmp_path: Path, capsys) -> None:
     script = write(tmp_path / "build" / "train_script", HOT)
     code, out, _ = run(capsys, *SELECT, script)

@@ -18,7 +18,7 @@ from .docs import render_rule_page
 from .engine.findings import Finding
 from .engine.runner import ERROR_CODE, error_finding
 from .files import discover
-from .listing import rule_table
+from .listing import file_list, rule_table
 from .parallel import check_paths, default_jobs
 from .reporting import REPORTERS, STATISTICS_FORMATS, ReportOptions
 from .rules import Selection, lookup, resolve
@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (not on errors)")
     info = parser.add_argument_group("information")
     info.add_argument("--explain", metavar="CODE", help="print a rule's page")
+    info.add_argument(
+        "--show-files", action="store_true", help="list the files that would be checked, and check none"
+    )
     info.add_argument(
         "--list-rules", action="store_true", help="list every rule (as JSON with --format json)"
     )
@@ -239,6 +242,16 @@ def _main(argv: Sequence[str] | None) -> int:
         if key not in seen:  # named twice, or a file inside a directory also named
             seen.add(key)
             files.append(path)
+    if args.show_files:
+        shown = [args.stdin_filename or "-" if path == "-" else path for path in files]
+        _emit(out, file_list(shown, as_json=args.format == "json"))
+        for path, message in discovery_errors:
+            _emit(sys.stderr, f"torchperf-lint: {path}: {message}\n")
+        return EXIT_ERROR if discovery_errors else EXIT_CLEAN
+    if not files and not discovery_errors:
+        _emit(
+            sys.stderr, "torchperf-lint: warning: no Python files or notebooks found under the given paths\n"
+        )
     findings: list[Finding] = []
     diffs: list[str] = []
     fixed_files = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from .rules import ALL_RULES
@@ -27,3 +28,10 @@ def rule_table(as_json: bool) -> str:
         default = "on" if rule.default_on else "off"
         lines.append(f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}{rule.summary}")
     return "\n".join(lines) + "\n"
+
+
+def file_list(paths: Sequence[str], as_json: bool) -> str:
+    """--show-files: the files a run would check, in the order it checks them."""
+    if as_json:
+        return json.dumps(list(paths), indent=2) + "\n"
+    return "".join(f"{path}\n" for path in paths)
