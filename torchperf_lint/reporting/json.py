@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,6 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
 def render_json(findings: Sequence[Finding], options: ReportOptions) -> str:
     """The findings; with --statistics, the counts per rule instead (as ruff does)."""
     if options.statistics:
-        rows = [row._asdict() for row in count_by_rule(findings, options.unsafe_fixes)]
+        rows = [dataclasses.asdict(row) for row in count_by_rule(findings, options.unsafe_fixes)]
         return json.dumps(rows, indent=2) + "\n"
     return json.dumps([finding_to_dict(f) for f in findings], indent=2) + "\n"

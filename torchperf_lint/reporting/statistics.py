@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..engine.findings import Finding
 from ..engine.fixer import allowed
 
 
-class RuleCount(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class RuleCount:
     code: str
     name: str
     count: int
