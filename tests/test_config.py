@@ -120,6 +120,62 @@ def test_command_line_ignore_and_extend_select_work_on_the_configs_selection(tmp
     assert codes(capsys, "--extend-select", "TPL103", loss) == {"TPL101", "TPL103"}  # re-enabled
 
 
+# -- --show-settings ------------------------------------------------------------------------------
+
+
+def show_settings(capsys, *args: object) -> dict[str, list[tuple[object, str]]]:
+    assert main(["--show-settings", "--format", "json", *map(str, args)]) == 0
+    rows: dict[str, list[tuple[object, str]]] = {}
+    for row in json.loads(capsys.readouterr().out):
+        rows.setdefault(row["key"], []).append((row["value"], row["source"]))
+    return rows
+
+
+def test_show_settings_says_where_each_value_came_from(tmp_path: Path, capsys) -> None:
+    config = write(
+        tmp_path / "pyproject.toml",
+        '[tool.torchperf-lint]\nselect = ["TPL1"]\nignore = ["TPL103"]\nextend-exclude = ["legacy"]\n'
+        'torch-version = "1.13"\n',
+    )
+    loss = write(tmp_path / "loss.py", HOT)
+    rows = show_settings(
+        capsys, "--extend-ignore", "TPL106", "--extend-exclude", "gen", "--no-respect-gitignore", loss
+    )
+    assert rows["config-file"] == [(str(config), "found from the first path")]
+    assert rows["select"] == [(["TPL1"], str(config))]
+    assert rows["ignore"] == [
+        (["TPL103"], str(config)),
+        (["TPL106"], "command line (--ignore, --extend-ignore)"),
+    ]
+    assert rows["extend-select"] == [([], "default")]
+    assert rows["rules"] == [
+        (["TPL101", "TPL102", "TPL104", "TPL105"], "the selection above, over the default rules")
+    ]
+    assert rows["extend-exclude"] == [
+        (["legacy", "gen"], f"{config}, then the command line (--extend-exclude)")
+    ]
+    assert rows["respect-gitignore"] == [(False, "command line (--no-respect-gitignore)")]
+    assert rows["lint-all-files"] == [(False, "default")]
+    assert rows["torch-version"] == [("1.13", f"torch-version 1.13 from {config}")]
+    assert main(["--show-settings", "--no-respect-gitignore", str(loss)]) == 0  # and checks nothing
+    text = capsys.readouterr().out.splitlines()
+    assert f'select = ["TPL1"]  # {config}' in text
+    assert "respect-gitignore = false  # command line (--no-respect-gitignore)" in text
+
+
+def test_show_settings_without_a_config_shows_defaults_and_the_declared_torch(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "requirements.txt", "torch>=1.12,<2\n")
+    rows = show_settings(capsys, "--select", "TPL101", write(tmp_path / "loss.py", HOT))
+    assert rows["config-file"] == [(None, "none found from the first path")]
+    assert rows["select"] == [
+        (None, "default"),
+        (["TPL101"], "command line (--select): replaces the selection above"),
+    ]
+    assert rows["rules"][0][0] == ["TPL101"]
+    version, source = rows["torch-version"][0]
+    assert version == "1.12" and "requirements.txt" in source
+
+
 # -- every key ----------------------------------------------------------------------------------
 
 

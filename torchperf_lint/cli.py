@@ -13,12 +13,12 @@ from . import __version__
 from .analysis.torch_version import declared_version
 from .cache import DEFAULT_DIRECTORY
 from .checking import Checker, Job
-from .config import ConfigError, Settings, load_settings, parse_version
+from .config import ConfigError, Settings, load_settings_and_keys, parse_version
 from .docs import render_rule_page
 from .engine.findings import Finding
 from .engine.runner import ERROR_CODE, error_finding
 from .files import discover
-from .listing import file_list, rule_table
+from .listing import file_list, rule_table, settings_table
 from .parallel import check_paths, default_jobs
 from .reporting import REPORTERS, STATISTICS_FORMATS, ReportOptions
 from .rules import Selection, lookup, resolve
@@ -115,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     info = parser.add_argument_group("information")
     info.add_argument("--explain", metavar="CODE", help="print a rule's page")
     info.add_argument(
+        "--show-settings",
+        action="store_true",
+        help="print the resolved settings and where each came from, and check nothing",
+    )
+    info.add_argument(
         "--show-files", action="store_true", help="list the files that would be checked, and check none"
     )
     info.add_argument(
@@ -124,9 +129,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace, start: Path) -> Settings:
+# the options that change a setting, by setting
+_OPTIONS = {
+    "exclude": "--exclude",
+    "extend_exclude": "--extend-exclude",
+    "torch_version": "--torch-version",
+    "lint_all_files": "--lint-all-files",
+    "respect_gitignore": "--no-respect-gitignore",
+}
+
+
+def _settings(args: argparse.Namespace, start: Path) -> tuple[Settings, tuple[str, ...]]:
+    """The settings (the config file's, then the command line's over them) and the keys the
+    config file set."""
     config = Path(args.config) if args.config else None
-    settings = load_settings(start, config)
+    settings, config_keys = load_settings_and_keys(start, config)
     changes: dict[str, object] = {}
     if args.exclude is not None:
         changes["exclude"] = tuple(args.exclude)
@@ -141,7 +158,68 @@ def _settings(args: argparse.Namespace, start: Path) -> Settings:
         changes["respect_gitignore"] = False
     if args.format == "sarif":
         changes["text_edits"] = True  # SARIF carries safe fixes as text replacements
-    return settings.replace(**changes)
+    return settings.replace(**changes), config_keys
+
+
+def _settings_rows(
+    args: argparse.Namespace,
+    settings: Settings,
+    config_keys: Sequence[str],
+    rules: Sequence[str],
+    cache_dir: str | None,
+    first: Path,
+) -> list[tuple[str, object, str]]:
+    """--show-settings: (key, value, where it came from) for every setting, then the rules the
+    selection resolves to."""
+    where = str(settings.config_file) if settings.config_file else "default"
+
+    def source(field: str) -> str:
+        key = field.replace("_", "-")
+        given = field in _OPTIONS and (getattr(args, field, None) or getattr(args, f"no_{field}", None))
+        if given and field == "extend_exclude" and key in config_keys:
+            return f"{where}, then the command line ({_OPTIONS[field]})"
+        if given:
+            return f"command line ({_OPTIONS[field]})"
+        return where if key in config_keys else "default"
+
+    found = "found from the first path" if settings.config_file else "none found from the first path"
+    rows: list[tuple[str, object, str]] = [("config-file", where if settings.config_file else None, found)]
+    if args.config:
+        rows[0] = ("config-file", where, "command line (--config)")
+    for field in ("select", "extend_select", "ignore"):
+        rows.append((field.replace("_", "-"), getattr(settings, field), source(field)))
+    if args.select is not None:
+        rows.append(("select", args.select, "command line (--select): replaces the selection above"))
+    if args.extend_select:
+        rows.append(("extend-select", args.extend_select, "command line (--extend-select)"))
+    if args.ignore or args.extend_ignore:
+        rows.append(
+            ("ignore", [*args.ignore, *args.extend_ignore], "command line (--ignore, --extend-ignore)")
+        )
+    rows.append(("rules", list(rules), "the selection above, over the default rules"))
+    for field in ("exclude", "extend_exclude", "respect_gitignore", "lint_all_files", "test_file_patterns"):
+        rows.append((field.replace("_", "-"), getattr(settings, field), source(field)))
+    rows.append(
+        (
+            "per-file-ignores",
+            {pattern: list(codes) for pattern, codes in settings.per_file_ignores},
+            source("per_file_ignores"),
+        )
+    )
+    version, version_source = settings.torch_version, settings.torch_version_source
+    if version is None:
+        declared = declared_version((first if first.is_dir() else first.parent).resolve())
+        if declared is not None:
+            version, version_source = declared.version, declared.source
+    shown_version = f"{version[0]}.{version[1]}" if version else None
+    rows.append(("torch-version", shown_version, version_source))
+    if cache_dir is None:
+        rows.append(("cache-dir", None, "off: --no-cache, --fix, --diff or TORCHPERF_LINT_NO_CACHE"))
+    elif args.cache_dir:
+        rows.append(("cache-dir", cache_dir, "command line (--cache-dir)"))
+    else:
+        rows.append(("cache-dir", cache_dir, source("cache_dir")))
+    return rows
 
 
 def _selection_layers(args: argparse.Namespace, settings: Settings) -> list[Selection]:
@@ -222,7 +300,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return _usage_error(f"path not found: {', '.join(missing)}")
     first = next((p for p in paths if p != "-"), args.stdin_filename or ".")
     try:
-        settings = _settings(args, Path(first))
+        settings, config_keys = _settings(args, Path(first))
         rules = resolve(_selection_layers(args, settings), "rule selection")
     except ConfigError as error:
         return _usage_error(str(error))
@@ -231,6 +309,10 @@ def _main(argv: Sequence[str] | None) -> int:
         args.no_cache or args.fix or args.diff or os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
     )
     cache_dir = None if no_cache else (args.cache_dir or settings.cache_dir)
+    if args.show_settings:
+        rows = _settings_rows(args, settings, config_keys, [r.code for r in rules], cache_dir, Path(first))
+        _emit(out, settings_table(rows, as_json=args.format == "json"))
+        return EXIT_CLEAN
     job = Job(settings, tuple(r.code for r in rules), args.fix, args.diff, args.unsafe_fixes, cache_dir)
     discovery_errors: list[tuple[str, str]] = []
     stdin_output: bytes | None = None

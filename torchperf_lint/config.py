@@ -180,6 +180,12 @@ def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
 
 def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     """Defaults merged with the config found at or above `start` (or with `config_file`)."""
+    return load_settings_and_keys(start, config_file)[0]
+
+
+def load_settings_and_keys(start: Path, config_file: Path | None = None) -> tuple[Settings, tuple[str, ...]]:
+    """The settings and the keys the config file set (as written there, `-` spelled), for
+    --show-settings to say where each value came from."""
     settings = Settings()
     found: tuple[Path, dict[str, Any]] | None
     if config_file is not None:
@@ -193,6 +199,7 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     else:
         found = find_config(start)
     if found is None:
-        return settings
+        return settings, ()
     path, table = found
-    return apply_values(settings, table, str(path)).replace(config_file=path)
+    keys = tuple(key.replace("_", "-") for key in table)
+    return apply_values(settings, table, str(path)).replace(config_file=path), keys

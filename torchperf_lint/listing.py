@@ -35,3 +35,15 @@ def file_list(paths: Sequence[str], as_json: bool) -> str:
     if as_json:
         return json.dumps(list(paths), indent=2) + "\n"
     return "".join(f"{path}\n" for path in paths)
+
+
+def settings_table(rows: Sequence[tuple[str, object, str]], as_json: bool) -> str:
+    """--show-settings: each setting as `key = value  # where it came from` (values in JSON), or
+    a JSON list of {key, value, source}."""
+    if as_json:
+        return json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2) + "\n"
+    lines = []
+    for key, value, source in rows:
+        shown = json.dumps(list(value) if isinstance(value, tuple) else value)
+        lines.append(f"{key} = {shown}  # {source}")
+    return "\n".join(lines) + "\n"
