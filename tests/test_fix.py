@@ -82,12 +82,12 @@ def test_fixed_code_parses_and_a_second_fix_changes_nothing(tmp_path: Path, caps
     assert parses(first)
     assert b'torch.zeros(n, device="cuda")' in first
     assert b"torch.arange(n, device=pred.device)" in first
-    assert "Fixed 1 file." in capsys.readouterr().err
+    assert capsys.readouterr().err == "Fixed 2 findings in 1 file; no findings remain.\n"
 
     assert cli("--fix", "--unsafe-fixes", path) == 0
     assert path.read_bytes() == first
     captured = capsys.readouterr()
-    assert "Fixed" not in captured.err
+    assert captured.err == "Fixed 0 findings; no findings remain.\n"
     assert captured.out == ""
 
 
@@ -481,6 +481,19 @@ def test_fix_exits_0_when_everything_was_fixed_and_1_when_findings_remain(tmp_pa
     assert unsafe.read_bytes() == UNSAFE_FIXED
 
 
+def test_the_fix_summary_counts_fixes_files_and_what_remains(tmp_path: Path, capsys) -> None:
+    safe = write(tmp_path / "a_net.py", SAFE)
+    both = write(tmp_path / "b_both.py", SAFE + UNSAFE.split(b"\n\n\n", 1)[1])
+    assert cli("--diff", safe, both) == 1
+    assert capsys.readouterr().err == "Would fix 2 findings in 2 files; 1 finding would remain.\n"
+    assert cli("--fix", safe, both) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "Fixed 2 findings in 2 files; 1 finding remains.\n"
+    assert "Found 1 finding." in captured.out.splitlines()
+    assert cli("--fix", "--format", "json", safe, both) == 1
+    assert capsys.readouterr().err == ""  # machine formats get no prose
+
+
 def test_text_output_marks_fixable_findings_and_counts_them(tmp_path: Path, capsys) -> None:
     safe = write(tmp_path / "a_net.py", SAFE)
     unsafe = write(tmp_path / "b_loss.py", UNSAFE)
@@ -554,7 +567,7 @@ def test_python_dash_m_fixes_files_in_place(tmp_path: Path) -> None:
         timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Fixed 1 file." in run.stderr
+    assert run.stderr == "Fixed 1 finding in 1 file; no findings remain.\n"
     assert path.read_bytes() == SAFE_FIXED
     assert stat.S_IMODE(path.stat().st_mode) == 0o750
     again = subprocess.run(

@@ -44,6 +44,7 @@ class FileOutcome:
     diff: str = ""
     fixed: bool = False
     output: Optional[bytes] = None  # stdin under --fix: the bytes to print
+    applied: int = 0  # fixes written (--fix), printed (stdin) or shown (--diff)
 
 
 def light(finding: Finding) -> Finding:
@@ -138,7 +139,7 @@ class Checker:
         if job.diff and outcome.changed:  # the file keeps its bytes: point into them
             before, after = data.decode(encoding), outcome.fixed.decode(encoding)
             remaining = place_before_fix(remaining, outcome.original_findings, before, after)
-        return self._apply(path, data, outcome.fixed, remaining, encoding, stdin)
+        return self._apply(path, data, outcome.fixed, remaining, encoding, stdin, outcome.applied)
 
     def _apply(
         self,
@@ -148,13 +149,14 @@ class Checker:
         remaining: list[Finding],
         encoding: str,
         stdin: bool,
+        applied: int,
     ) -> FileOutcome:
         if fixed == data:
             return FileOutcome(remaining, output=data if stdin else None)
         if self.job.diff:
-            return FileOutcome(remaining, diff=unified_diff(path, data, fixed, encoding))
+            return FileOutcome(remaining, diff=unified_diff(path, data, fixed, encoding), applied=applied)
         if stdin:
-            return FileOutcome(remaining, output=fixed)
+            return FileOutcome(remaining, output=fixed, applied=applied)
         try:
             write_atomic(path, fixed)
         except (NotWritable, OSError) as error:
@@ -162,7 +164,7 @@ class Checker:
             message = str(error) if isinstance(error, NotWritable) else f"could not write: {error}"
             old = self._findings_of_unchanged(path, data)
             return FileOutcome([error_finding(path, message), *old])
-        return FileOutcome(remaining, fixed=True)
+        return FileOutcome(remaining, fixed=True, applied=applied)
 
     def _findings_of_unchanged(self, path: str, data: bytes) -> list[Finding]:
         if path.endswith(NOTEBOOK_SUFFIX):
@@ -201,7 +203,7 @@ class Checker:
             # notebook as written (the same findings, linted again as a re-run would lint them).
             written = read_notebook(fixed.decode("utf-8"))
             remaining = self._notebook_findings(path, written, written.module_source())
-        return self._apply(path, data, fixed, remaining, "utf-8", stdin)
+        return self._apply(path, data, fixed, remaining, "utf-8", stdin, outcome.applied)
 
     def _notebook_findings(self, path: str, notebook: Notebook, source: str) -> list[Finding]:
         findings = lint_bytes(source.encode("utf-8"), path, self.rules, self.job.settings).findings

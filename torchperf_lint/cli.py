@@ -12,7 +12,7 @@ from typing import TextIO
 from . import __version__
 from .analysis.torch_version import declared_version
 from .cache import DEFAULT_DIRECTORY
-from .checking import Checker, Job
+from .checking import Checker, FileOutcome, Job
 from .config import ConfigError, Settings, load_settings_and_keys, parse_version
 from .docs import render_rule_page
 from .engine.findings import Finding
@@ -243,6 +243,21 @@ def _emit(stream: TextIO, text: str) -> None:
         stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _fix_summary(outcomes: Sequence[FileOutcome], remaining: int, would: bool) -> str:
+    """How many fixes went in (or would, under --diff), in how many files, and how many findings
+    remain: 'Fixed 3 findings in 2 files; 1 finding remains.'"""
+    applied = sum(outcome.applied for outcome in outcomes)
+    files = sum(1 for outcome in outcomes if outcome.applied)
+    where = f" in {_count(files, 'file')}" if files else ""
+    verb = "would remain" if would else ("remains" if remaining == 1 else "remain")
+    left = f"{_count(remaining, 'finding')} {verb}" if remaining else f"no findings {verb}"
+    return f"{'Would fix' if would else 'Fixed'} {_count(applied, 'finding')}{where}; {left}.\n"
+
+
 def _usage_error(message: str) -> int:
     """One line on stderr, like argparse's own errors but without the usage block: the problem
     is in a path or a config file, not in how the command was spelled."""
@@ -336,17 +351,16 @@ def _main(argv: Sequence[str] | None) -> int:
         )
     findings: list[Finding] = []
     diffs: list[str] = []
-    fixed_files = 0
+    outcomes: list[FileOutcome] = []
     if "-" in files:
         files.remove("-")
         outcome = Checker(job).data(args.stdin_filename or "-", sys.stdin.buffer.read(), stdin=True)
-        findings.extend(outcome.findings)
-        diffs.append(outcome.diff)
+        outcomes.append(outcome)
         stdin_output = outcome.output
-    for outcome in check_paths(job, files, args.jobs or default_jobs()):
+    outcomes.extend(check_paths(job, files, args.jobs or default_jobs()))
+    for outcome in outcomes:
         findings.extend(outcome.findings)
         diffs.append(outcome.diff)
-        fixed_files += outcome.fixed
     findings.extend(error_finding(path, message) for path, message in discovery_errors)
     findings.sort(key=Finding.sort_key)
     options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics)
@@ -364,8 +378,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _usage_error(f"could not write {args.output_file}: {error.strerror or error}")
     else:
         _emit(out, "".join(diffs) + report)
-    if fixed_files and args.format == "text":
-        sys.stderr.write(f"Fixed {fixed_files} file{'s' if fixed_files != 1 else ''}.\n")
+    if (args.fix or args.diff) and args.format == "text":
+        _emit(sys.stderr, _fix_summary(outcomes, len(findings), would=args.diff))
     if any(f.code == ERROR_CODE for f in findings):
         return EXIT_ERROR
     problems = any(diffs) if args.diff else any(f.code != ERROR_CODE for f in findings)
