@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
+from .add_noqa import NotAdded, add_to_file
 from .analysis.torch_version import declared_version
 from .cache import DEFAULT_DIRECTORY
-from .checking import Checker, FileOutcome, Job
+from .checking import Checker, FileOutcome, Job, read_file
 from .config import ConfigError, Settings, load_settings_and_keys, parse_version
 from .docs import render_rule_page
 from .engine.findings import Finding
@@ -22,6 +23,7 @@ from .listing import file_list, rule_table, settings_table
 from .parallel import check_paths, default_jobs
 from .reporting import REPORTERS, STATISTICS_FORMATS, ReportOptions
 from .rules import Selection, lookup, resolve
+from .writer import NotWritable, write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
@@ -102,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     fixing.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     fixing.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: unsafe fixes too")
     fixing.add_argument("--diff", action="store_true", help="print the diff --fix would apply; write nothing")
+    fixing.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add '# noqa: TPLxxx' to every line with a finding (a clean baseline to adopt the linter)",
+    )
     output = parser.add_argument_group("output")
     output.add_argument("--format", choices=sorted(REPORTERS), default="text")
     output.add_argument("--show-context", action="store_true", help="say why each line counts as hot")
@@ -243,6 +250,42 @@ def _emit(stream: TextIO, text: str) -> None:
         stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
+def _add_noqa(
+    args: argparse.Namespace, files: Sequence[str], outcomes: Sequence[FileOutcome], findings: list[Finding]
+) -> int:
+    """Write the noqa comments of --add-noqa into each checked file with findings; report what
+    could not be checked or written, and how many comments went in."""
+    errors = [f for f in findings if f.code == ERROR_CODE]
+    added = changed = 0
+    for path, outcome in zip(files, outcomes, strict=True):
+        if not outcome.findings or any(f.code == ERROR_CODE for f in outcome.findings):
+            continue  # nothing to baseline, or a file that did not parse: never touched
+        data, unreadable = read_file(path)
+        if unreadable is not None:
+            errors.append(unreadable)
+            continue
+        assert data is not None
+        try:
+            new, count = add_to_file(path, data, outcome.findings)
+            if count:
+                write_atomic(path, new)
+        except (NotAdded, NotWritable) as error:
+            errors.append(error_finding(path, str(error)))
+            continue
+        except OSError as error:
+            errors.append(error_finding(path, f"could not write: {error.strerror or error}"))
+            continue
+        added += count
+        changed += bool(count)
+    errors.sort(key=Finding.sort_key)
+    options = ReportOptions(args.show_context, args.unsafe_fixes, statistics=False)
+    report = REPORTERS[args.format](errors, options)
+    _emit(sys.stdout, report)
+    if args.format == "text":
+        _emit(sys.stderr, f"Added {_count(added, 'noqa comment')} to {_count(changed, 'file')}.\n")
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
@@ -308,6 +351,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_CLEAN
     if args.statistics and args.format not in STATISTICS_FORMATS:
         return _usage_error(f"--statistics prints text or json, not {args.format}")
+    if args.add_noqa and (args.fix or args.diff):
+        return _usage_error("--add-noqa cannot be combined with --fix or --diff")
+    if args.add_noqa and "-" in (args.paths or []):
+        return _usage_error("--add-noqa writes files; it cannot read stdin")
     declared_version.cache_clear()  # a long-lived process must see edited requirement files
     paths = args.paths or ["."]
     missing = [path for path in paths if path != "-" and not os.path.lexists(path)]
@@ -362,6 +409,8 @@ def _main(argv: Sequence[str] | None) -> int:
         findings.extend(outcome.findings)
         diffs.append(outcome.diff)
     findings.extend(error_finding(path, message) for path, message in discovery_errors)
+    if args.add_noqa:
+        return _add_noqa(args, files, outcomes, findings)
     findings.sort(key=Finding.sort_key)
     options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics)
     report = REPORTERS[args.format](findings, options)
