@@ -387,7 +387,7 @@ def _main(argv: Sequence[str] | None) -> int:
             seen.add(key)
             files.append(path)
     if args.show_files:
-        shown = [args.stdin_filename or "-" if path == "-" else path for path in files]
+        shown = [(args.stdin_filename or "-") if path == "-" else path for path in files]
         _emit(out, file_list(shown, as_json=args.format == "json"))
         for path, message in discovery_errors:
             _emit(sys.stderr, f"torchperf-lint: {path}: {message}\n")
