@@ -8,8 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 import pytest
 
-import torchperf_lint.cli
-import torchperf_lint.flake8_plugin
+import torchperf_lint.listing
 import torchperf_lint.rules
 from torchperf_lint.engine.context import Context
 from torchperf_lint.engine.findings import Report
@@ -53,5 +52,4 @@ def install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torchperf_lint.rules, "ALL_RULES", rules)
     monkeypatch.setattr(torchperf_lint.rules, "BY_CODE", {rule.code: rule for rule in rules})
     monkeypatch.setattr(torchperf_lint.rules, "BY_NAME", {rule.name: rule for rule in rules})
-    monkeypatch.setattr(torchperf_lint.cli, "ALL_RULES", rules)
-    monkeypatch.setattr(torchperf_lint.flake8_plugin, "ALL_RULES", rules)
+    monkeypatch.setattr(torchperf_lint.listing, "ALL_RULES", rules)

@@ -115,18 +115,46 @@ def test_a_file_that_cannot_be_checked_gets_one_line_and_the_run_goes_on(
         assert any(line.startswith(f"{good}:{GOOD_LINE}") for line in lines)
 
 
-def test_a_binary_file_without_the_word_torch_is_skipped_unless_all_files_are_linted(
-    tmp_path: Path, capsys
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (
+            b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe",
+            "1:8: TPL000 could not parse: contains a NUL byte (a binary file?)",
+        ),
+        (
+            b"x = 1\nname = 'caf\xe9'\n",
+            "2:12: TPL000 could not decode: byte 0xe9 is not valid in utf-8 (no encoding declared)",
+        ),
+        (
+            b"# -*- coding: klingon -*-\nx = 1\n",
+            "1:1: TPL000 could not decode: unknown encoding 'klingon' declared",
+        ),
+    ],
+    ids=["binary", "latin-1-bytes-without-declaration", "unknown-encoding"],
+)
+def test_a_file_that_is_not_text_is_named_even_when_it_never_mentions_torch(
+    tmp_path: Path, capsys, data: bytes, expected: str
 ) -> None:
-    # Files that never mention torch are not parsed (they cannot hold a PyTorch pattern); a binary
-    # file is no exception. --lint-all-files parses everything and reports it.
-    data = b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe"
-    binary = write(tmp_path / "blob.py", data)
-    assert run(capsys, "--fix", binary) == (0, [])
-    code, lines = run(capsys, "--lint-all-files", "--fix", binary)
-    assert code == 2
-    assert lines == [f"{binary}:1:8: TPL000 could not parse: contains a NUL byte (a binary file?)"]
-    assert binary.read_bytes() == data
+    # The torch prefilter skips the parse, not the check that the file is text: a NUL byte or an
+    # undecodable byte costs nothing to find, and a file that cannot be read must never pass.
+    path = write(tmp_path / "blob.py", data)
+    for args in ((), ("--fix",), ("--lint-all-files", "--fix")):
+        code, lines = run(capsys, *args, path)
+        assert code == 2
+        assert lines == [f"{path}:{expected}", "Found 1 finding."]
+        assert path.read_bytes() == data
+
+
+def test_a_text_file_that_never_mentions_torch_is_not_parsed(tmp_path: Path, capsys, monkeypatch) -> None:
+    def no_parse(*args: object) -> None:
+        raise AssertionError("parsed a file that never mentions torch")
+
+    monkeypatch.setattr(runner, "parse", no_parse)
+    path = write(tmp_path / "plain.py", "def f(:\n    return 'caf\u00e9'\n".encode())
+    assert run(capsys, path) == (0, [])
+    latin = write(tmp_path / "latin.py", b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n")
+    assert run(capsys, latin) == (0, [])
 
 
 @pytest.mark.parametrize(
@@ -171,7 +199,10 @@ def test_a_symlink_loop_is_reported_and_a_directory_loop_is_not_followed(tmp_pat
     assert tpl000(lines) == [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links"]
     assert [line.split(" TPL101 ")[0] for line in lines if " TPL101 " in line] == [f"{good}:7:20:"]
     code, lines = run(capsys, *SELECT, loop)  # named explicitly
-    assert (code, lines) == (2, [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links"])
+    assert (code, lines) == (
+        2,
+        [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links", "Found 1 finding."],
+    )
 
 
 def test_a_file_that_vanishes_between_listing_and_reading_is_reported(

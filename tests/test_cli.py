@@ -140,6 +140,28 @@ def test_statistics_counts_findings_per_rule(tmp_path: Path, capsys) -> None:
     assert "2     TPL103 python-range-indexing" in out.splitlines()
 
 
+def test_statistics_as_json_counts_per_rule_instead_of_listing(tmp_path: Path, capsys) -> None:
+    one = write(tmp_path / "a.py", HOT)
+    two = write(tmp_path / "b.py", HOT)
+    code, out, _ = run(capsys, *SELECT, "--statistics", "--format", "json", one, two)
+    assert code == 1
+    assert json.loads(out) == [
+        {"code": "TPL101", "name": "cpu-factory-in-hot-path", "count": 2, "fixable": 2},
+        {"code": "TPL103", "name": "python-range-indexing", "count": 2, "fixable": 0},
+    ]
+    _, out, _ = run(capsys, *SELECT, "--statistics", "--format", "json", "--unsafe-fixes", one)
+    assert [row["fixable"] for row in json.loads(out)] == [1, 1]
+
+
+@pytest.mark.parametrize("output", ["sarif", "github"])
+def test_statistics_in_a_format_without_room_for_them_is_a_usage_error(
+    tmp_path: Path, capsys, output: str
+) -> None:
+    code, out, err = run(capsys, "--statistics", "--format", output, write(tmp_path / "a.py", HOT))
+    assert (code, out) == (2, "")
+    assert err == f"torchperf-lint: error: --statistics prints text or json, not {output}\n"
+
+
 # -- exit codes -----------------------------------------------------------------------------
 
 
@@ -156,6 +178,16 @@ def test_exit_code_is_0_without_findings_1_with_findings_2_when_a_file_could_not
     assert code == 2  # 2 wins over 1
     assert f"{broken}:2:7: TPL000 could not parse: " in out
     assert len(finding_lines(out)) == 3  # the other files were still checked
+
+
+def test_the_summary_counts_the_tpl000_lines_it_printed(tmp_path: Path, capsys) -> None:
+    hot = write(tmp_path / "hot.py", HOT)
+    broken = write(tmp_path / "broken.py", BROKEN)
+    _, out, _ = run(capsys, *SELECT, hot, broken)
+    assert len(finding_lines(out)) == 3
+    assert "Found 3 findings (1 fixable with --fix)." in out.splitlines()
+    _, out, _ = run(capsys, broken)
+    assert out.splitlines()[-1] == "Found 1 finding."
 
 
 def test_exit_zero_turns_1_into_0_but_never_hides_2(tmp_path: Path, capsys) -> None:
@@ -178,7 +210,17 @@ def test_exit_zero_turns_1_into_0_but_never_hides_2(tmp_path: Path, capsys) -> N
         (("--select", "TPL101,python-range-indexing"), {"TPL101", "TPL103"}),
         (("--select", "TPL10", "--ignore", "TPL103"), {"TPL101"}),
         (("--select", "TPL10", "--ignore", "python-range-indexing"), {"TPL101"}),
-        (("--select", "TPL101,TPL103", "--ignore", "TPL1"), set()),
+        # the more specific selector wins; ignore wins a tie (ruff's and flake8's rule)
+        (("--select", "TPL101,TPL103", "--ignore", "TPL1"), {"TPL101", "TPL103"}),
+        (("--select", "TPL103", "--ignore", "TPL1"), {"TPL103"}),
+        (("--select", "TPL10", "--ignore", "TPL1"), {"TPL101", "TPL103"}),
+        (("--select", "TPL1", "--ignore", "TPL10"), set()),
+        (("--select", "TPL10", "--ignore", "TPL10"), set()),
+        (("--select", "TPL101", "--ignore", "cpu-factory-in-hot-path"), set()),
+        (("--ignore", "TPL1", "--extend-select", "TPL103"), {"TPL103"}),
+        (("--select", "ALL", "--ignore", "TPL103"), {"TPL101"}),
+        (("--select", "TPL10", "--extend-ignore", "TPL103"), {"TPL101"}),
+        (("--select", "TPL10", "--ignore", "TPL101", "--extend-ignore", "TPL103"), set()),
         (("--select", "TPL101", "--extend-select", "TPL103"), {"TPL101", "TPL103"}),
         (("--select", "TPL101", "--extend-select", "python-range-indexing"), {"TPL101", "TPL103"}),
     ],
@@ -222,7 +264,8 @@ PROBE_SOURCE = b"import torch\n\n\ndef step(x):\n    slow_probe()\n    return x\
         (("--extend-select", "TPL"), False),
         (("--select", "TPL1"), False),
         (("--select", "ALL"), False),
-        (("--extend-select", "TPL199", "--ignore", "TPL1"), False),
+        (("--extend-select", "TPL199", "--ignore", "TPL1"), True),  # the exact code is more specific
+        (("--extend-select", "TPL199", "--ignore", "TPL199"), False),
     ],
 )
 def test_off_by_default_rules_are_enabled_only_by_their_exact_code_or_name(
@@ -280,6 +323,22 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     assert set(rows) == {rule.code for rule in ALL_RULES} | {"TPL198", "TPL199"}
     assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "on"]
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
+
+
+def test_list_rules_as_json(capsys, monkeypatch) -> None:
+    probes.install(monkeypatch)
+    code, out, _ = run(capsys, "--list-rules", "--format", "json")
+    assert code == 0
+    rows = {row["code"]: row for row in json.loads(out)}
+    assert set(rows) == {rule.code for rule in ALL_RULES} | {"TPL198", "TPL199"}
+    assert rows["TPL101"] == {
+        "code": "TPL101",
+        "name": "cpu-factory-in-hot-path",
+        "default_on": True,
+        "fix": "safe",
+        "summary": rows["TPL101"]["summary"],
+    }
+    assert rows["TPL199"]["default_on"] is False and rows["TPL199"]["fix"] == "none"
 
 
 def test_version_prints_the_package_version(capsys) -> None:
@@ -401,6 +460,29 @@ def test_exclude_takes_globs_on_file_names_and_paths(tmp_path: Path, capsys) -> 
     assert linted(out, tmp_path) == {"a.py", "env/agent.py", "examples/skip_me.py"}
 
 
+def test_show_files_lists_what_a_run_would_check_and_checks_nothing(tmp_path: Path, capsys) -> None:
+    make_tree(tmp_path)
+    broken = write(tmp_path / "pkg" / "broken.py", BROKEN)
+    code, out, _ = run(capsys, "--show-files", "--extend-exclude", "examples", tmp_path)
+    assert code == 0
+    assert out.splitlines() == [
+        str(tmp_path / name)
+        for name in ("a.py", "env/agent.py", "pkg/b.py", "pkg/broken.py", "pkg/deep/c.py")
+    ]
+    code, out, _ = run(capsys, "--show-files", "--format", "json", tmp_path / "pkg", broken)
+    assert code == 0  # nothing was checked: the broken file is only listed (once)
+    assert json.loads(out) == [str(tmp_path / "pkg" / name) for name in ("b.py", "broken.py", "deep/c.py")]
+
+
+def test_a_run_that_finds_no_python_file_says_so_on_stderr(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "docs" / "notes.txt", HOT)
+    code, out, err = run(capsys, tmp_path)
+    assert (code, out) == (0, "")
+    assert err == "torchperf-lint: warning: no Python files or notebooks found under the given paths\n"
+    write(tmp_path / "a.py", CLEAN)
+    assert run(capsys, tmp_path) == (0, "", "")
+
+
 def test_an_explicit_file_is_linted_even_if_excluded_or_not_named_py(tmp_path: Path, capsys) -> None:
     script = write(tmp_path / "build" / "train_script", HOT)
     code, out, _ = run(capsys, *SELECT, script)
@@ -436,3 +518,44 @@ def test_a_file_name_the_terminal_cannot_encode_is_escaped_not_a_crash(tmp_path:
     stdout.flush()
     out = stdout.buffer.getvalue().decode("utf-8")
     assert out.count("\\udcff_model.py:") == 2
+
+
+# -- a reader that stops early ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, stdin, status",
+    [
+        (("--list-rules",), b"", 141),
+        (("--explain", "TPL101"), b"", 141),
+        (("--help",), b"", 0),  # argparse drops a failed write of its help itself and exits 0
+        (("--version",), b"", 0),
+        (("{hot}",), b"", 141),
+        (("--format", "json", "--statistics", "{hot}"), b"", 141),
+        (("--format", "sarif", "{hot}"), b"", 141),
+        (("--diff", "{hot}"), b"", 141),
+        (("--fix", "--stdin-filename", "loss.py", "-"), HOT, 141),
+    ],
+    ids=["list-rules", "explain", "help", "version", "findings", "statistics", "sarif", "diff", "stdin-fix"],
+)
+def test_a_closed_stdout_ends_the_run_quietly(
+    tmp_path: Path, args: tuple[str, ...], stdin: bytes, status: int
+) -> None:
+    hot = write(tmp_path / "hot.py", HOT)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the command writes a byte: every write to stdout fails
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "torchperf_lint", *(a.format(hot=hot) for a in args)],
+            input=stdin,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == b""
+    assert result.returncode == status  # 141: what a shell reports for a tool ended by SIGPIPE

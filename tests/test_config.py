@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -102,11 +103,77 @@ def test_explicit_config_file_is_used_instead_of_searching(tmp_path: Path, capsy
     assert codes(capsys, "--config", other, write(tmp_path / "loss.py", HOT)) == {"TPL101"}
 
 
-def test_command_line_select_replaces_and_ignore_adds_to_the_config(tmp_path: Path, capsys) -> None:
+def test_command_line_select_replaces_the_configs_selection_ignores_included(tmp_path: Path, capsys) -> None:
+    # ruff's rule: the command line is a layer over the config; a --select there starts afresh
     write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\nignore = ["TPL103"]\n')
     loss = write(tmp_path / "loss.py", HOT)
-    assert codes(capsys, "--select", "TPL101,TPL103", loss) == {"TPL101"}  # config's ignore still holds
+    assert codes(capsys, "--select", "TPL101,TPL103", loss) == {"TPL101", "TPL103"}
+    assert codes(capsys, "--select", "TPL1", "--ignore", "TPL101", loss) == {"TPL103"}
+
+
+def test_command_line_ignore_and_extend_select_work_on_the_configs_selection(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL10"]\nignore = ["TPL103"]\n')
+    loss = write(tmp_path / "loss.py", HOT)
+    assert codes(capsys, loss) == {"TPL101"}
     assert codes(capsys, "--ignore", "TPL101", loss) == set()
+    assert codes(capsys, "--extend-ignore", "TPL101", loss) == set()
+    assert codes(capsys, "--extend-select", "TPL103", loss) == {"TPL101", "TPL103"}  # re-enabled
+
+
+# -- --show-settings ------------------------------------------------------------------------------
+
+
+def show_settings(capsys, *args: object) -> dict[str, list[tuple[object, str]]]:
+    assert main(["--show-settings", "--format", "json", *map(str, args)]) == 0
+    rows: dict[str, list[tuple[object, str]]] = {}
+    for row in json.loads(capsys.readouterr().out):
+        rows.setdefault(row["key"], []).append((row["value"], row["source"]))
+    return rows
+
+
+def test_show_settings_says_where_each_value_came_from(tmp_path: Path, capsys) -> None:
+    config = write(
+        tmp_path / "pyproject.toml",
+        '[tool.torchperf-lint]\nselect = ["TPL1"]\nignore = ["TPL103"]\nextend-exclude = ["legacy"]\n'
+        'torch-version = "1.13"\n',
+    )
+    loss = write(tmp_path / "loss.py", HOT)
+    rows = show_settings(
+        capsys, "--extend-ignore", "TPL106", "--extend-exclude", "gen", "--no-respect-gitignore", loss
+    )
+    assert rows["config-file"] == [(str(config), "found from the first path")]
+    assert rows["select"] == [(["TPL1"], str(config))]
+    assert rows["ignore"] == [
+        (["TPL103"], str(config)),
+        (["TPL106"], "command line (--ignore, --extend-ignore)"),
+    ]
+    assert rows["extend-select"] == [([], "default")]
+    assert rows["rules"] == [
+        (["TPL101", "TPL102", "TPL104", "TPL105"], "the selection above, over the default rules")
+    ]
+    assert rows["extend-exclude"] == [
+        (["legacy", "gen"], f"{config}, then the command line (--extend-exclude)")
+    ]
+    assert rows["respect-gitignore"] == [(False, "command line (--no-respect-gitignore)")]
+    assert rows["lint-all-files"] == [(False, "default")]
+    assert rows["torch-version"] == [("1.13", f"torch-version 1.13 from {config}")]
+    assert main(["--show-settings", "--no-respect-gitignore", str(loss)]) == 0  # and checks nothing
+    text = capsys.readouterr().out.splitlines()
+    assert f'select = ["TPL1"]  # {config}' in text
+    assert "respect-gitignore = false  # command line (--no-respect-gitignore)" in text
+
+
+def test_show_settings_without_a_config_shows_defaults_and_the_declared_torch(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "requirements.txt", "torch>=1.12,<2\n")
+    rows = show_settings(capsys, "--select", "TPL101", write(tmp_path / "loss.py", HOT))
+    assert rows["config-file"] == [(None, "none found from the first path")]
+    assert rows["select"] == [
+        (None, "default"),
+        (["TPL101"], "command line (--select): replaces the selection above"),
+    ]
+    assert rows["rules"][0][0] == ["TPL101"]
+    version, source = rows["torch-version"][0]
+    assert version == "1.12" and "requirements.txt" in source
 
 
 # -- every key ----------------------------------------------------------------------------------
@@ -119,6 +186,8 @@ def test_command_line_select_replaces_and_ignore_adds_to_the_config(tmp_path: Pa
         ('select = ["cpu-factory-in-hot-path"]', {"TPL101"}),
         ('select = "TPL101, TPL103"', {"TPL101", "TPL103"}),
         ('select = ["TPL1"]\nignore = ["TPL103"]', {"TPL101"}),
+        ('select = ["TPL103"]\nignore = ["TPL1"]', {"TPL103"}),  # the more specific selector wins
+        ('ignore = ["TPL1"]\nextend-select = ["python-range-indexing"]', {"TPL103"}),
         ('select = ["TPL101"]\nextend-select = ["TPL199"]', {"TPL101", "TPL199"}),
         ('select = ["TPL101"]\nextend_select = ["off-by-default-probe"]', {"TPL101", "TPL199"}),
         ('select = ["TPL101"]\nextend-select = ["TPL19"]', {"TPL101"}),
@@ -305,6 +374,25 @@ def test_flake8_enables_off_by_default_rules_only_by_exact_code(
     assert ("TPL199" in {rule.code for rule in TorchPerfPlugin._rules}) is enabled
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def flake8(cwd: Path, *args: object) -> str:
+    """flake8's TPL lines, with this checkout's plugin (the installed entry point imports
+    `torchperf_lint` from PYTHONPATH first)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return "".join(line for line in result.stdout.splitlines(keepends=True) if ": TPL" in line)
+
+
 def test_flake8_torch_version_from_its_config_reaches_the_rules(tmp_path: Path) -> None:
     source = b"""\
 import torch
@@ -320,13 +408,84 @@ def train(model, loader, optimizer):
     reports = {}
     for version in ("1.13", "2.1"):
         write(tmp_path / "setup.cfg", f"[flake8]\ntorchperf-torch-version = {version}\n")
-        result = subprocess.run(
-            [sys.executable, "-m", "flake8", "--select", "TPL301", str(path)],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            check=False,
-        )
-        reports[version] = result.stdout
+        reports[version] = flake8(tmp_path, "--select", "TPL301", path)
     assert f"{path}:6:9: TPL301 " in reports["1.13"] and "torch 1.13" in reports["1.13"]
     assert reports["2.1"] == ""
+
+
+TRAIN = b"""\
+import torch
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x.cuda()).sum().backward()
+        optimizer.step()
+"""
+
+
+def flake8_codes(report: str) -> set[str]:
+    return {line.split(": ")[1].split()[0] for line in report.splitlines()}
+
+
+def test_flake8_reads_the_projects_torchperf_lint_table(tmp_path: Path) -> None:
+    write(
+        tmp_path / "pyproject.toml",
+        """\
+        [tool.torchperf-lint]
+        ignore = ["TPL103"]
+        torch-version = "1.13"
+        per-file-ignores = {"scripts/*.py" = ["TPL101"]}
+        test-file-patterns = ["checks/"]
+        """,
+    )
+    loss = write(tmp_path / "loss.py", HOT)
+    train = write(tmp_path / "train.py", TRAIN)
+    script = write(tmp_path / "scripts" / "loss.py", HOT)
+    checked = write(
+        tmp_path / "checks" / "anomaly.py", b"import torch\n\ntorch.autograd.set_detect_anomaly(True)\n"
+    )
+    assert flake8_codes(flake8(tmp_path, loss)) == {"TPL101"}  # TPL103 ignored, as by the CLI
+    assert "TPL301" in flake8_codes(flake8(tmp_path, train))  # torch 1.13 from the table
+    assert flake8(tmp_path, script) == ""
+    assert flake8(tmp_path, checked) == ""  # a test file by the table's patterns: TPL601 is silent
+
+
+def test_flake8_and_the_cli_report_the_same_under_the_projects_table(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "setup.cfg", "[torchperf-lint]\nselect = TPL1\nignore = TPL101\n")
+    loss = write(tmp_path / "loss.py", HOT)
+    main(["--format", "json", str(loss)])
+    cli = {(f["line"], f["col"], f["code"]) for f in json.loads(capsys.readouterr().out)}
+    report = flake8(tmp_path, loss)
+    flake = {
+        (int(line.split(":")[1]), int(line.split(":")[2]), line.split(": ")[1].split()[0])
+        for line in report.splitlines()
+    }
+    assert cli == flake == {(6, 13, "TPL103")}
+
+
+def test_flake8_options_win_over_the_projects_table(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nignore = ["TPL103"]\ntorch-version = "1.13"\n')
+    loss = write(tmp_path / "loss.py", HOT)
+    train = write(tmp_path / "train.py", TRAIN)
+    assert flake8_codes(flake8(tmp_path, "--select", "TPL103", loss)) == {"TPL103"}  # named exactly
+    assert flake8_codes(flake8(tmp_path, "--extend-ignore", "TPL101", loss)) == set()
+    assert "TPL301" in flake8_codes(flake8(tmp_path, train))
+    assert "TPL301" not in flake8_codes(flake8(tmp_path, "--torchperf-torch-version", "2.1", train))
+
+
+def test_flake8_stops_on_an_invalid_table(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL999"]\n')
+    loss = write(tmp_path / "loss.py", HOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", str(loss)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "unknown rule code or name 'TPL999'" in result.stderr

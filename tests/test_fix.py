@@ -82,12 +82,12 @@ def test_fixed_code_parses_and_a_second_fix_changes_nothing(tmp_path: Path, caps
     assert parses(first)
     assert b'torch.zeros(n, device="cuda")' in first
     assert b"torch.arange(n, device=pred.device)" in first
-    assert "Fixed 1 file." in capsys.readouterr().err
+    assert capsys.readouterr().err == "Fixed 2 findings in 1 file; no findings remain.\n"
 
     assert cli("--fix", "--unsafe-fixes", path) == 0
     assert path.read_bytes() == first
     captured = capsys.readouterr()
-    assert "Fixed" not in captured.err
+    assert captured.err == "Fixed 0 findings; no findings remain.\n"
     assert captured.out == ""
 
 
@@ -255,6 +255,62 @@ def test_writer_refuses_a_read_only_file_even_as_root(tmp_path: Path) -> None:
     assert path.read_bytes() == b"old\n"
 
 
+# -- removing a statement keeps the layout around it ------------------------------------------
+
+FUNCTION = "import torch\n\n\ndef main():\n"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (
+            # isort wants the blank line after the imports; it must not go with the statement
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\nmodel = build()\n",
+            "import torch\n\nmodel = build()\n",
+        ),
+        (
+            "import torch\n\n# while the loss is unstable\ntorch.autograd.set_detect_anomaly(True)\nx = 1\n",
+            "import torch\n\n# while the loss is unstable\nx = 1\n",
+        ),
+        (
+            # two one-line gaps become one, not two
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\n\nx = 1\n",
+            "import torch\n\nx = 1\n",
+        ),
+        (
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\n\n\ndef train():\n    pass\n",
+            "import torch\n\n\ndef train():\n    pass\n",
+        ),
+        (
+            # the new first statement of a block gets no blank line above it
+            f"{FUNCTION}    torch.autograd.set_detect_anomaly(True)\n\n    # then train\n    train()\n",
+            f"{FUNCTION}    # then train\n    train()\n",
+        ),
+        (
+            f"{FUNCTION}    model = build()\n\n    # on\n    torch.autograd.set_detect_anomaly(True)\nx = 1\n",
+            f"{FUNCTION}    model = build()\n\n    # on\nx = 1\n",
+        ),
+        (
+            # at the end of the file the blank lines go, so no trailing blank line is left
+            "import torch\n\ntorch.autograd.set_detect_anomaly(True)\n",
+            "import torch\n",
+        ),
+    ],
+    ids=[
+        "blank-line-after-imports",
+        "comment-above",
+        "gaps-on-both-sides",
+        "two-blank-lines-before-def",
+        "first-in-function",
+        "last-in-function",
+        "end-of-file",
+    ],
+)
+def test_removing_a_statement_keeps_the_blank_lines_and_comments_above_it(source: str, expected: str) -> None:
+    outcome = fix_bytes(source.encode(), "train.py", select_rules(["TPL601"], ()), Settings())
+    assert outcome.fixed.decode() == expected
+
+
 # -- overlapping fixes go in successive passes -------------------------------------------------
 
 NESTED_SAME_RULE = b"""import torch
@@ -359,6 +415,43 @@ def test_diff_prints_a_unified_diff_writes_nothing_and_exits_1(tmp_path: Path, c
     assert leftovers(tmp_path) == []
 
 
+# TPL601's safe fix removes line 4, above a TPL103 whose fix is unsafe and stays
+REMOVAL_ABOVE = b"""import torch
+from torch import nn
+
+torch.autograd.set_detect_anomaly(True)
+
+
+class Loss(nn.Module):
+    def forward(self, pred, t, n):
+        return pred[range(n), t].mean()
+"""
+
+
+def test_diff_reports_what_remains_at_its_place_in_the_file_on_disk(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path / "loss.py", REMOVAL_ABOVE)
+    select = ["--select", "TPL601,TPL103", "--show-context"]
+    assert main([*select, str(path)]) == 1
+    lint = [line for line in capsys.readouterr().out.splitlines() if " TPL103 " in line or "hot:" in line]
+    assert lint[0].startswith(f"{path}:9:16: TPL103 ")
+    assert main([*select, "--diff", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "-torch.autograd.set_detect_anomaly(True)\n" in out
+    # the file still has its line 4, so TPL103 is still on line 9, with the same context
+    assert [line for line in out.splitlines() if " TPL103 " in line or "hot:" in line] == lint
+    assert " TPL601 " not in out  # fixed by the diff
+    assert path.read_bytes() == REMOVAL_ABOVE
+
+
+def test_diff_marks_a_last_line_without_a_newline(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path / "a_net.py", SAFE.rstrip(b"\n"))
+    other = write(tmp_path / "b_net.py", SAFE)
+    assert cli("--diff", path, other) == 1
+    out = capsys.readouterr().out
+    assert "\n         return x + noise\n\\ No newline at end of file\n" in out
+    assert f"\n--- a/{other}\n" in out  # the next file's diff starts on its own line
+
+
 def test_diff_without_anything_to_fix_prints_nothing_and_exits_0(tmp_path: Path, capsys) -> None:
     path = write(tmp_path / "net.py", SAFE_FIXED)
     assert cli("--diff", path) == 0
@@ -386,6 +479,19 @@ def test_fix_exits_0_when_everything_was_fixed_and_1_when_findings_remain(tmp_pa
     assert "1 more fixable with --fix --unsafe-fixes." in out
     assert cli("--fix", "--unsafe-fixes", unsafe) == 0
     assert unsafe.read_bytes() == UNSAFE_FIXED
+
+
+def test_the_fix_summary_counts_fixes_files_and_what_remains(tmp_path: Path, capsys) -> None:
+    safe = write(tmp_path / "a_net.py", SAFE)
+    both = write(tmp_path / "b_both.py", SAFE + UNSAFE.split(b"\n\n\n", 1)[1])
+    assert cli("--diff", safe, both) == 1
+    assert capsys.readouterr().err == "Would fix 2 findings in 2 files; 1 finding would remain.\n"
+    assert cli("--fix", safe, both) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "Fixed 2 findings in 2 files; 1 finding remains.\n"
+    assert "Found 1 finding." in captured.out.splitlines()
+    assert cli("--fix", "--format", "json", safe, both) == 1
+    assert capsys.readouterr().err == ""  # machine formats get no prose
 
 
 def test_text_output_marks_fixable_findings_and_counts_them(tmp_path: Path, capsys) -> None:
@@ -461,7 +567,7 @@ def test_python_dash_m_fixes_files_in_place(tmp_path: Path) -> None:
         timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Fixed 1 file." in run.stderr
+    assert run.stderr == "Fixed 1 finding in 1 file; no findings remain.\n"
     assert path.read_bytes() == SAFE_FIXED
     assert stat.S_IMODE(path.stat().st_mode) == 0o750
     again = subprocess.run(

@@ -108,5 +108,73 @@ def test_broken_notebook_is_a_one_line_error(tmp_path: Path, capsys) -> None:
     path = tmp_path / "broken.ipynb"
     path.write_text('{"cells": [torch')
     assert main([str(path)]) == 2
-    (line,) = capsys.readouterr().out.splitlines()
+    line, summary = capsys.readouterr().out.splitlines()
+    assert summary == "Found 1 finding."
     assert line.startswith(f"{path}:1:1: TPL000 could not read notebook: not valid notebook JSON")
+
+
+# TPL403's fix inserts a line after the imports of cell 1; TPL501 in cell 3 has no fix and stays.
+SHIFTING = [
+    {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "source": ["import torch\n", "import torch.nn as nn\n"],
+    },
+    {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "source": [
+            "model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).cuda()\n",
+            "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+        ],
+    },
+    {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "source": [
+            "loader = torch.utils.data.DataLoader(dataset, batch_size=64)\n",
+            "for images, labels in loader:\n",
+            "    model(images.cuda()).mean().backward()\n",
+            "    optimizer.step()\n",
+        ],
+    },
+]
+FIX_ARGS = ["--select", "TPL403,TPL501", "--unsafe-fixes", "--format", "json"]
+
+
+def _positions(out: str) -> list[tuple[str, int, int, int]]:
+    return [(f["code"], f["cell"], f["line"], f["col"]) for f in json.loads(out)]
+
+
+def test_after_a_fix_that_adds_lines_later_cells_are_reported_where_a_rerun_puts_them(
+    tmp_path: Path, capsys
+) -> None:
+    path = tmp_path / "train.ipynb"
+    path.write_text(
+        json.dumps({"cells": SHIFTING, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    )
+    main([*FIX_ARGS, "--fix", str(path)])
+    fixed = _positions(capsys.readouterr().out)
+    assert json.loads(path.read_text())["cells"][0]["source"][-1] == "torch.backends.cudnn.benchmark = True\n"
+    main([*FIX_ARGS, str(path)])
+    assert fixed == _positions(capsys.readouterr().out) == [("TPL501", 3, 1, 10)]
+
+
+def test_diff_reports_later_cells_where_they_are_on_disk(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "train.ipynb"
+    path.write_text(
+        json.dumps({"cells": SHIFTING, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    )
+    before = path.read_text()
+    main([*FIX_ARGS, str(path)])
+    linted = [p for p in _positions(capsys.readouterr().out) if p[0] == "TPL501"]
+    main(["--select", "TPL403,TPL501", "--unsafe-fixes", "--diff", str(path)])
+    out = capsys.readouterr().out
+    assert '+    "torch.backends.cudnn.benchmark = True\\n"' in out
+    assert [line.split(": TPL501")[0] for line in out.splitlines() if " TPL501 " in line] == [
+        f"{path}:cell {cell}:{line}:{col}" for _, cell, line, col in linted
+    ]
+    assert path.read_text() == before

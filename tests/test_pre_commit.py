@@ -4,6 +4,7 @@ so these tests take some seconds each."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -36,6 +37,30 @@ class Net(nn.Module):
         return x + torch.zeros(n).cuda()
 """
 FIXED = BAD.replace("torch.zeros(n).cuda()", 'torch.zeros(n, device="cuda")')
+# TPL103's fix is unsafe here (`pred` is only assumed to be a tensor): the fix hook cannot remove it
+UNFIXABLE = """import torch
+from torch import nn
+
+
+class Loss(nn.Module):
+    def forward(self, pred, t, n):
+        return pred[range(n), t].mean()
+"""
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Model\n"]},
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": BAD.splitlines(keepends=True),
+        },
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 
 def _git(*args: str, cwd: Path, env: dict[str, str]) -> None:
@@ -107,9 +132,14 @@ def test_manifest_declares_a_check_hook_and_a_fix_hook() -> None:
     assert set(hooks) == {"torchperf-lint", "torchperf-lint-fix"}
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types"] == ["python"]
+        assert hook["types"] == ["file"]  # pre-commit's default: types_or alone chooses the files
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
+        assert hook["require_serial"] is True
     assert hooks["torchperf-lint"]["entry"] == "torchperf-lint"
     assert hooks["torchperf-lint-fix"]["entry"] == "torchperf-lint --fix"
+    # the fix hook says both ways it fails
+    description = hooks["torchperf-lint-fix"]["description"]
+    assert "fails when it changed a file" in description and "when findings remain" in description
 
 
 def test_check_hook_fails_on_a_finding_and_leaves_the_file(user_repo: Path, hook_repo: Path, env) -> None:
@@ -135,3 +165,26 @@ def test_fix_hook_fixes_the_file_fails_once_then_passes(user_repo: Path, hook_re
     assert second.returncode == 0, output
     assert "Passed" in output
     assert (user_repo / "net.py").read_text() == FIXED
+
+
+def test_check_hook_checks_notebooks(user_repo: Path, hook_repo: Path, env) -> None:
+    (user_repo / "train.ipynb").write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
+    _git("add", "-A", cwd=user_repo, env=env)
+    run = try_repo("torchperf-lint", user_repo, hook_repo, env)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert "train.ipynb:cell 2:7:20: TPL101 [*] " in output
+    assert "net.py:7:20: TPL101 [*] " in output
+
+
+def test_fix_hook_fails_while_findings_remain_that_it_cannot_fix(
+    user_repo: Path, hook_repo: Path, env
+) -> None:
+    (user_repo / "net.py").write_text(UNFIXABLE)
+    _git("add", "-A", cwd=user_repo, env=env)
+    run = try_repo("torchperf-lint-fix", user_repo, hook_repo, env)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert "files were modified by this hook" not in output
+    assert "net.py:7:16: TPL103 " in output
+    assert (user_repo / "net.py").read_text() == UNFIXABLE

@@ -17,6 +17,7 @@ from .cache import Cache, finding_from_record, finding_to_record
 from .config import Settings
 from .engine.findings import Finding
 from .engine.fixer import fix_bytes
+from .engine.remap import place_before_fix
 from .engine.runner import deep_recursion, error_finding, internal_error, lint_bytes
 from .notebook import Notebook, NotebookError, read_notebook, write_back
 from .project.store import Projects
@@ -46,6 +47,7 @@ class FileOutcome:
     diff: str = ""
     fixed: bool = False
     output: Optional[bytes] = None  # stdin under --fix: the bytes to print
+    applied: int = 0  # fixes written (--fix), printed (stdin) or shown (--diff)
 
 
 def light(finding: Finding) -> Finding:
@@ -68,7 +70,11 @@ def read_file(path: str) -> tuple[Optional[bytes], Optional[Finding]]:
 def unified_diff(path: str, before: bytes, after: bytes, encoding: str) -> str:
     old = before.decode(encoding, errors="replace").splitlines(keepends=True)
     new = after.decode(encoding, errors="replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}"))
+    lines = difflib.unified_diff(old, new, fromfile=f"a/{path}", tofile=f"b/{path}")
+    # a last line without a newline gets diff's and git's marker, or it runs into the next line
+    return "".join(
+        line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 class Checker:
@@ -147,7 +153,11 @@ class Checker:
             return FileOutcome(self._lint(path, data, facts))
         outcome = fix_bytes(data, path, self.rules, job.settings, unsafe=job.unsafe, entry=facts)
         encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
-        return self._apply(path, data, outcome.fixed, outcome.result.findings, encoding, stdin, facts)
+        remaining = outcome.result.findings
+        if job.diff and outcome.changed:  # the file keeps its bytes: point into them
+            before, after = data.decode(encoding), outcome.fixed.decode(encoding)
+            remaining = place_before_fix(remaining, outcome.original_findings, before, after)
+        return self._apply(path, data, outcome.fixed, remaining, encoding, stdin, facts, outcome.applied)
 
     def _apply(
         self,
@@ -158,13 +168,14 @@ class Checker:
         encoding: str,
         stdin: bool,
         facts: EntryFacts,
+        applied: int,
     ) -> FileOutcome:
         if fixed == data:
             return FileOutcome(remaining, output=data if stdin else None)
         if self.job.diff:
-            return FileOutcome(remaining, diff=unified_diff(path, data, fixed, encoding))
+            return FileOutcome(remaining, diff=unified_diff(path, data, fixed, encoding), applied=applied)
         if stdin:
-            return FileOutcome(remaining, output=fixed)
+            return FileOutcome(remaining, output=fixed, applied=applied)
         try:
             write_atomic(path, fixed)
         except (NotWritable, OSError) as error:
@@ -172,7 +183,7 @@ class Checker:
             message = str(error) if isinstance(error, NotWritable) else f"could not write: {error}"
             old = self._findings_of_unchanged(path, data, facts)
             return FileOutcome([error_finding(path, message), *old])
-        return FileOutcome(remaining, fixed=True)
+        return FileOutcome(remaining, fixed=True, applied=applied)
 
     def _findings_of_unchanged(self, path: str, data: bytes, facts: EntryFacts) -> list[Finding]:
         if path.endswith(NOTEBOOK_SUFFIX):
@@ -194,14 +205,25 @@ class Checker:
             source.encode("utf-8"), path, self.rules, self.job.settings, unsafe=self.job.unsafe, entry=facts
         )
         fixed_source = outcome.fixed.decode("utf-8")
-        remaining = self._located(notebook, outcome.result.findings)
         if fixed_source == source:
+            remaining = self._located(notebook, outcome.result.findings)
             return FileOutcome(remaining, output=data if stdin else None)
         try:
             fixed = write_back(notebook, fixed_source).encode("utf-8")
         except NotebookError as error:
-            return FileOutcome([error_finding(path, str(error)), *remaining])
-        return self._apply(path, data, fixed, remaining, "utf-8", stdin, facts)
+            unchanged = self._located(notebook, outcome.original_findings)
+            return FileOutcome([error_finding(path, str(error)), *unchanged])
+        if self.job.diff:  # the notebook keeps its bytes: point into its cells as they are
+            on_disk = place_before_fix(
+                outcome.result.findings, outcome.original_findings, source, fixed_source
+            )
+            remaining = self._located(notebook, on_disk)
+        else:
+            # A fix that added lines to a cell moved the cells after it: place what remains in the
+            # notebook as written (the same findings, linted again as a re-run would lint them).
+            written = read_notebook(fixed.decode("utf-8"))
+            remaining = self._notebook_findings(path, written, written.module_source(), facts)
+        return self._apply(path, data, fixed, remaining, "utf-8", stdin, facts, outcome.applied)
 
     def _notebook_findings(
         self, path: str, notebook: Notebook, source: str, facts: EntryFacts

@@ -81,6 +81,7 @@ KEYS = (
     "torch-version",
     "test-file-patterns",
     "lint-all-files",
+    "respect-gitignore",
     "cache-dir",
     "module-bases",
 )
@@ -117,11 +118,11 @@ def apply_values(settings: Settings, raw: dict[str, Any], where: str) -> Setting
                 raise ConfigError(f'{where}: torch-version must be a string like "2.1", got {value!r}')
             changes["torch_version"] = parse_version(value, where)
             changes["torch_version_source"] = f"torch-version {value} from {where}"
-        elif name == "lint-all-files":
+        elif name in ("lint-all-files", "respect-gitignore"):
             flag = value if isinstance(value, bool) else _BOOLEANS.get(str(value).strip().lower())
             if flag is None:
-                raise ConfigError(f"{where}: lint-all-files must be true or false, got {value!r}")
-            changes["lint_all_files"] = flag
+                raise ConfigError(f"{where}: {name} must be true or false, got {value!r}")
+            changes[name.replace("-", "_")] = flag
         elif name == "cache-dir":
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}: cache-dir must be a directory path, got {value!r}")
@@ -180,6 +181,12 @@ def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
 
 def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     """Defaults merged with the config found at or above `start` (or with `config_file`)."""
+    return load_settings_and_keys(start, config_file)[0]
+
+
+def load_settings_and_keys(start: Path, config_file: Path | None = None) -> tuple[Settings, tuple[str, ...]]:
+    """The settings and the keys the config file set (as written there, `-` spelled), for
+    --show-settings to say where each value came from."""
     settings = Settings()
     found: tuple[Path, dict[str, Any]] | None
     if config_file is not None:
@@ -193,6 +200,7 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     else:
         found = find_config(start)
     if found is None:
-        return settings
+        return settings, ()
     path, table = found
-    return apply_values(settings, table, str(path)).replace(config_file=path)
+    keys = tuple(key.replace("_", "-") for key in table)
+    return apply_values(settings, table, str(path)).replace(config_file=path), keys

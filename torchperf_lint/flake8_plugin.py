@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, Optional
 
 from . import __version__
-from .config import ConfigError, Settings, parse_version
+from .config import ConfigError, Settings, load_settings, parse_version
 from .engine.runner import error_finding, internal_error, lint_bytes
 from .project.store import Projects
-from .rules import ALL_RULES, select_rules
+from .rules import Selection, lookup, resolve, select_rules
 from .rules.base import Rule
+
+
+def _config_start(options: argparse.Namespace) -> Path:
+    """Where the config search starts: the first path flake8 checks (the display name of
+    stdin), else the working directory, as for the command line."""
+    for name in getattr(options, "filenames", None) or []:
+        if name == "-":
+            name = getattr(options, "stdin_display_name", None) or "."
+        return Path(name) if name != "stdin" else Path(".")
+    return Path(".")
 
 
 class TorchPerfPlugin:
@@ -44,26 +55,33 @@ class TorchPerfPlugin:
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
-        settings = Settings(noqa=False)
-        version = getattr(options, "torchperf_torch_version", None)
-        if version:
-            try:
+        """The project's `[tool.torchperf-lint]` (or setup.cfg/tox.ini section), found as the
+        command line finds it, so the editor shows what the CLI shows; flake8's own options win
+        where given: --torchperf-* over the config's keys, a TPL code named exactly in flake8's
+        --select, --extend-select or --enable-extensions runs even when the config leaves it out,
+        and flake8 applies its --ignore, per-file-ignores and noqa to what the plugin reports."""
+        try:
+            settings = load_settings(_config_start(options)).replace(noqa=False)
+            version = getattr(options, "torchperf_torch_version", None)
+            if version:
                 settings = settings.replace(
                     torch_version=parse_version(version, "--torchperf-torch-version"),
                     torch_version_source=f"--torchperf-torch-version {version}",
                 )
-            except ConfigError as error:
-                raise SystemExit(f"flake8: {error}") from None
-        patterns = getattr(options, "torchperf_test_file_patterns", None)
-        if patterns:
-            settings = settings.replace(test_file_patterns=tuple(patterns))
+            patterns = getattr(options, "torchperf_test_file_patterns", None)
+            if patterns:
+                settings = settings.replace(test_file_patterns=tuple(patterns))
+            named: set[str] = set()
+            for option in ("select", "extend_select", "enable_extensions"):
+                named.update(c.strip().upper() for c in (getattr(options, option, None) or []))
+            config = Selection(settings.select, settings.extend_select, settings.ignore)
+            exact = sorted(code for code in named if getattr(lookup(code), "code", None) == code)
+            flake8 = Selection(extend_select=tuple(exact))
+            rules = resolve([config, flake8], str(settings.config_file or "selection"))
+        except ConfigError as error:
+            raise SystemExit(f"flake8: {error}") from None
         cls._settings = settings
-        # flake8 filters codes itself; off-by-default rules run only when named exactly.
-        named: set[str] = set()
-        for option in ("select", "extend_select", "enable_extensions"):
-            named.update(c.strip().upper() for c in (getattr(options, option, None) or []))
-        extra = [rule.code for rule in ALL_RULES if not rule.default_on and rule.code in named]
-        cls._rules = select_rules(None, (), extra)
+        cls._rules = rules
 
     @classmethod
     def _projects(cls) -> Projects:

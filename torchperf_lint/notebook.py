@@ -54,6 +54,16 @@ class Notebook:
             current += len(cell.lines)
         return None, line
 
+    def module_line(self, cell_number: Optional[int], line: int) -> int:
+        """The line of `module_source()` for a line of a cell: the inverse of `locate`."""
+        current = 0
+        for cell in self.cells:
+            current += 1  # the boundary line
+            if cell.number == cell_number:
+                return current + line
+            current += len(cell.lines)
+        return line
+
     def relabel(self, context: Optional[str]) -> Optional[str]:
         """Hot-path reasons name lines of the joined module; say cell and line instead."""
         if context is None:

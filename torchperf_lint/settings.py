@@ -48,6 +48,7 @@ class Settings:
     # classes (or packages, ending in a dot) whose subclasses are models, beyond the built-in table
     module_bases: tuple[str, ...] = ()
     lint_all_files: bool = False
+    respect_gitignore: bool = True  # walking a directory skips what git ignores (ruff's default)
     config_file: Path | None = None
     cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured
     text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)

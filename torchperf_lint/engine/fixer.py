@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Union
 
 import libcst as cst
 
@@ -27,6 +27,7 @@ class FixOutcome:
     fixed: bytes
     applied: int
     result: FileResult  # the lint of the fixed code: what remains
+    original_findings: list[Finding] = dataclasses.field(default_factory=list)  # the lint before fixing
 
     @property
     def changed(self) -> bool:
@@ -46,7 +47,74 @@ class _Replace(cst.CSTTransformer):
     def on_leave(  # type: ignore[override]  # libcst's generic signature cannot express "any node"
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
-        return self._replacements.get(original_node, updated_node)
+        if original_node in self._replacements:
+            return self._replacements[original_node]
+        if isinstance(original_node, (cst.Module, cst.IndentedBlock)):
+            assert isinstance(updated_node, (cst.Module, cst.IndentedBlock))
+            return _keep_layout(original_node, updated_node, self._replacements)
+        return updated_node
+
+
+def _is_blank(line: cst.EmptyLine) -> bool:
+    return line.comment is None
+
+
+def _blank_run_end(lines: Sequence[cst.EmptyLine]) -> int:
+    """How many blank lines `lines` starts with."""
+    return next((i for i, line in enumerate(lines) if not _is_blank(line)), len(lines))
+
+
+def _last_comment_end(lines: Sequence[cst.EmptyLine]) -> int:
+    """The length of `lines` without the blank lines it ends with."""
+    return next((i for i in range(len(lines), 0, -1) if not _is_blank(lines[i - 1])), 0)
+
+
+def _join_lines(upper: Sequence[cst.EmptyLine], lower: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The lines above a removed statement followed by the lines below it. Where the two meet, the
+    blank lines of either side become one run as long as the longer of the two: a statement removed
+    between two one-line gaps leaves one gap, not two, and never none."""
+    above, below = _last_comment_end(upper), _blank_run_end(lower)
+    if len(upper) - above >= below:
+        return [*upper, *lower[below:]]
+    return [*upper[:above], *lower]
+
+
+_Block = Union[cst.Module, cst.IndentedBlock]
+
+
+def _leading_lines(statement: cst.CSTNode) -> Sequence[cst.EmptyLine]:
+    """A statement's `leading_lines` (every statement has them; libcst's base class does not say so)."""
+    return getattr(statement, "leading_lines", ())
+
+
+def _keep_layout(original: _Block, updated: _Block, replacements: dict[cst.CSTNode, Replacement]) -> _Block:
+    """A removed statement owned the blank lines and comments above it (libcst's `leading_lines`);
+    they go to the statement that follows, so removing a statement never pulls the next one up
+    against the imports (isort wants its blank line after them) or drops a comment. The statement
+    that becomes the first of its block keeps no blank line above it, and at the end of the block
+    only the comments stay, in the block's footer."""
+    if not any(replacements.get(s) is cst.RemovalSentinel.REMOVE for s in original.body):
+        return updated
+    produced = iter(updated.body)
+    body: list[Any] = []
+    carried: list[cst.EmptyLine] = []
+    removed = False
+    for statement in original.body:
+        replacement = replacements.get(statement)
+        if replacement is cst.RemovalSentinel.REMOVE:
+            carried = _join_lines(carried, _leading_lines(statement))
+            removed = True
+            continue
+        count = len(replacement.nodes) if isinstance(replacement, cst.FlattenSentinel) else 1
+        for _ in range(count):
+            node = next(produced)
+            if removed:
+                lines = _leading_lines(node)
+                joined = _join_lines(carried, lines) if body else [*carried, *lines[_blank_run_end(lines) :]]
+                node = node.with_changes(leading_lines=joined)
+                carried, removed = [], False
+            body.append(node)
+    return updated.with_changes(body=body, footer=[*carried[: _last_comment_end(carried)], *updated.footer])
 
 
 def _choose(findings: Sequence[Finding], parents: dict[cst.CSTNode, cst.CSTNode], unsafe: bool) -> list[Fix]:
@@ -163,6 +231,7 @@ def fix_bytes(
     current = data
     applied = 0
     result = lint_bytes(current, path, rules, settings, entry)
+    original_findings = result.findings
     for _ in range(MAX_PASSES):
         if result.module is None or result.parents is None:
             break
@@ -178,4 +247,4 @@ def fix_bytes(
             break  # never hand back code that does not parse
         current, result = candidate, reparsed
         applied += count
-    return FixOutcome(data, current, applied, result)
+    return FixOutcome(data, current, applied, result, original_findings)

@@ -22,6 +22,7 @@ class NoqaIndex:
         # and shift every later line); flake8 strips the BOM.
         self._lines = [line for line in _LINE_ENDS.split(source.removeprefix("\ufeff")) if line]
         self._mapping: dict[int, str] | None = None
+        self._last_lines: dict[int, int] = {}  # line -> the last line of its multi-line token group
 
     def file_is_exempt(self) -> bool:
         """A line that starts with `# flake8: noqa` exempts the file, as in flake8 7 (codes after
@@ -43,8 +44,17 @@ class NoqaIndex:
                 joined = "".join(self._lines[low - 1 : high])
                 for number in range(low, high + 1):
                     mapping[number] = joined
+                    self._last_lines[number] = high
                 low, high = len(self._lines) + 2, -1
         return mapping
+
+    def comment_line(self, line: int) -> int:
+        """Where a `# noqa` for a finding on `line` can go and be read: the line itself, or for a
+        line inside a multi-line string or a backslash continuation, the last line of that group
+        (a comment cannot go inside a string or after a backslash)."""
+        if self._mapping is None:
+            self._mapping = self._build()
+        return self._last_lines.get(line, line)
 
     def suppresses(self, line: int, code: str) -> bool:
         if self._mapping is None:

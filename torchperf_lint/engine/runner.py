@@ -162,6 +162,24 @@ def _decode_error(data: bytes | str, path: str, error: Exception) -> Finding:
     return error_finding(path, f"could not decode: {error}")
 
 
+def _not_text(data: bytes | str, path: str) -> Finding | None:
+    """A NUL byte, or bytes that do not decode in the file's encoding: found without a parse, for
+    files the torch prefilter skips (a decode costs a fraction of a parse)."""
+    nul = _nul_byte(data, path)
+    if nul is not None or not isinstance(data, bytes):
+        return nul
+    declared = _declared_encoding(data)
+    encoding = declared[1] if declared else "utf-8"
+    try:
+        name = codecs.lookup(encoding).name
+        if data.startswith(codecs.BOM_UTF8) and name != "utf-8":
+            raise ValueError("a UTF-8 byte order mark and another declared encoding")
+        data.decode(encoding)
+    except (LookupError, ValueError) as error:  # UnicodeDecodeError is a ValueError
+        return _decode_error(data, path, error)
+    return None
+
+
 def run_rules(
     module: cst.Module,
     source: str,
@@ -283,8 +301,10 @@ def lint_bytes(
     cannot be checked, including a bug in the engine, is a TPL000 finding."""
     marker: bytes | str = b"torch" if isinstance(data, bytes) else "torch"
     if not settings.lint_all_files and marker not in data and not entry.reaches_hot_code:  # type: ignore[operator]
-        # cannot hold a PyTorch pattern, unless the project runs its code per step: skip the parse
-        return FileResult(path, [])
+        # cannot hold a PyTorch pattern, unless the project runs its code per step: skip the
+        # parse, but still name a file that is not text
+        unreadable = _not_text(data, path)
+        return FileResult(path, [unreadable] if unreadable else [])
     with deep_recursion():
         try:
             module, error = parse(data, path)

@@ -22,6 +22,8 @@ class ReportOptions:
         self.statistics = statistics
 
 
+STATISTICS_FORMATS = ("text", "json")  # the formats that can carry --statistics
+
 REPORTERS: dict[str, Reporter] = {
     "text": render_text,
     "json": render_json,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..engine.findings import Finding
+from .statistics import count_by_rule
 
 if TYPE_CHECKING:
     from . import ReportOptions
@@ -32,4 +34,8 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
 
 
 def render_json(findings: Sequence[Finding], options: ReportOptions) -> str:
+    """The findings; with --statistics, the counts per rule instead (as ruff does)."""
+    if options.statistics:
+        rows = [dataclasses.asdict(row) for row in count_by_rule(findings, options.unsafe_fixes)]
+        return json.dumps(rows, indent=2) + "\n"
     return json.dumps([finding_to_dict(f) for f in findings], indent=2) + "\n"

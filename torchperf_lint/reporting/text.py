@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..engine.findings import Finding
 from ..engine.fixer import allowed
+from .statistics import count_by_rule
 
 if TYPE_CHECKING:
     from . import ReportOptions
@@ -24,10 +24,10 @@ def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
         if options.show_context and finding.context:
             lines.append(f"    hot: {finding.context}")
     if options.statistics:
-        counts = Counter((f.code, f.name) for f in findings)
-        for (code, name), count in sorted(counts.items()):
-            lines.append(f"{count:<5} {code} {name}")
-    problems = [f for f in findings if f.code != "TPL000"]
+        for row in count_by_rule(findings, options.unsafe_fixes):
+            lines.append(f"{row.count:<5} {row.code} {row.name}")
+    # TPL000 lines count too: the summary counts every line printed above it, as ruff's does
+    problems = list(findings)
     if problems:
         fixable = sum(1 for f in problems if allowed(f.fix, options.unsafe_fixes))
         noun = "finding" if len(problems) == 1 else "findings"

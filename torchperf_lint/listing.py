@@ -1,0 +1,49 @@
+"""What the information options print, as text or as JSON (`--format json`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .rules import ALL_RULES
+
+
+def rule_table(as_json: bool) -> str:
+    """--list-rules: every rule with its default and the best safety of its fixes."""
+    if as_json:
+        rows: list[dict[str, Any]] = [
+            {
+                "code": rule.code,
+                "name": rule.name,
+                "default_on": rule.default_on,
+                "fix": rule.fix_safety.value,
+                "summary": rule.summary,
+            }
+            for rule in ALL_RULES
+        ]
+        return json.dumps(rows, indent=2) + "\n"
+    lines = [f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}summary"]
+    for rule in ALL_RULES:
+        default = "on" if rule.default_on else "off"
+        lines.append(f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}{rule.summary}")
+    return "\n".join(lines) + "\n"
+
+
+def file_list(paths: Sequence[str], as_json: bool) -> str:
+    """--show-files: the files a run would check, in the order it checks them."""
+    if as_json:
+        return json.dumps(list(paths), indent=2) + "\n"
+    return "".join(f"{path}\n" for path in paths)
+
+
+def settings_table(rows: Sequence[tuple[str, object, str]], as_json: bool) -> str:
+    """--show-settings: each setting as `key = value  # where it came from` (values in JSON), or
+    a JSON list of {key, value, source}."""
+    if as_json:
+        return json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2) + "\n"
+    lines = []
+    for key, value, source in rows:
+        shown = json.dumps(list(value) if isinstance(value, tuple) else value)
+        lines.append(f"{key} = {shown}  # {source}")
+    return "\n".join(lines) + "\n"
