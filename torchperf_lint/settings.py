@@ -27,7 +27,7 @@ DEFAULT_EXCLUDE = (
     ".ruff_cache",
     ".torchperf_lint_cache",
 )
-DEFAULT_TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests/", "conftest.py")
+DEFAULT_TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests/", "conftest.py", "testing/", "test_utils/")
 
 
 class ConfigError(Exception):

@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..engine.walker import ClassInfo, FileFacts, Loop, dotted_name
+from .cold import crosses_cold_branch
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -308,14 +309,24 @@ class HotPaths:
 
     # -- propagation ------------------------------------------------------------------
     def _owner(self, node: cst.CSTNode) -> Optional[Owner]:
-        """The innermost step-loop body or function that holds `node`."""
+        """The innermost step-loop body or function that holds `node`; None when `node` is in a
+        branch a step does not take (analysis/cold.py) before either is reached."""
         child, current = node, self._facts.parents.get(node)
+        defined_outside = False  # a default value or a decorator runs where its function is defined
         while current is not None:
-            if isinstance(current, (cst.For, cst.While)) and current in self.step_loops:
+            if crosses_cold_branch(child, current):
+                return None
+            if isinstance(current, cst.Param) and child is current.default:
+                defined_outside = True
+            elif isinstance(current, cst.Decorator):
+                defined_outside = True
+            elif isinstance(current, (cst.For, cst.While)) and current in self.step_loops:
                 if child is current.body:
                     return current
             elif isinstance(current, cst.FunctionDef):
-                return current
+                if not defined_outside:
+                    return current
+                defined_outside = False
             child, current = current, self._facts.parents.get(current)
         return None
 

@@ -108,3 +108,11 @@ def is_optimizer_name(dotted: str) -> bool:
     """A receiver of `.step()` named like an optimizer (or an AMP grad scaler)."""
     last = dotted.split(".")[-1].lower()
     return "optim" in last or last in ("opt", "scaler")
+
+
+# Branches that do not run in a normal eager training step (RULES.md, "code that cannot run
+# under the analysed conditions"): the body of `if <mode>():` runs only while scripting, tracing
+# or exporting; the body of `if not is_compiling():` keeps a sync out of compiled graphs on purpose.
+SPECIAL_MODES = frozenset({"is_scripting", "is_tracing", "is_in_onnx_export", "is_exporting"})
+COMPILING = frozenset({"is_compiling", "is_dynamo_compiling"})
+DEBUG_FLAGS = frozenset({"debug", "verbose", "debugging", "DEBUG", "VERBOSE", "_debug", "_verbose"})

@@ -14,9 +14,12 @@ import dataclasses
 from typing import Any, Iterator, Optional, Union
 
 from ..analysis.vocabulary import (
+    COMPILING,
     CUDA_USE,
+    DEBUG_FLAGS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
+    SPECIAL_MODES,
     is_loader_name,
     is_optimizer_name,
 )
@@ -141,6 +144,45 @@ def _constructed(value: ast.AST) -> Optional[str]:
     return None
 
 
+def cold_sides(test: ast.AST) -> tuple[bool, bool]:
+    """(the body is cold, the else branch is cold) for `if test:`; analysis/cold.py reads
+    libcst's tree by the same words."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        body, orelse = cold_sides(test.operand)
+        return orelse, body
+    if isinstance(test, ast.BoolOp):
+        sides = [cold_sides(v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return any(b for b, _ in sides), all(o for _, o in sides)
+        return all(b for b, _ in sides), any(o for _, o in sides)
+    name = (dotted(test.func if isinstance(test, ast.Call) else test) or "").split(".")[-1]
+    if isinstance(test, ast.Call) and name in SPECIAL_MODES:
+        return True, False
+    if isinstance(test, ast.Call) and name in COMPILING:
+        return False, True
+    if isinstance(test, (ast.Name, ast.Attribute)) and name in DEBUG_FLAGS:
+        return True, False
+    if isinstance(test, ast.Attribute) and name == "is_cpu":
+        return True, False
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, right, operator = test.left, test.comparators[0], test.ops[0]
+        is_cpu = isinstance(right, ast.Constant) and right.value == "cpu"
+        if isinstance(left, ast.Attribute) and left.attr == "type" and is_cpu:
+            if isinstance(operator, ast.Eq):
+                return True, False
+            if isinstance(operator, ast.NotEq):
+                return False, True
+        if (
+            isinstance(left, ast.BinOp)
+            and isinstance(left.op, ast.Mod)
+            and isinstance(operator, ast.Eq)
+            and isinstance(right, ast.Constant)
+            and right.value == 0
+        ):
+            return True, False
+    return False, False
+
+
 class _Locals:
     """Names a function binds (Python makes them local), and the calls simple ones are bound to."""
 
@@ -190,6 +232,7 @@ class _Summarizer:
         self.function_stack: list[tuple[int, _Locals]] = []  # (index or -1, locals)
         self.loop_stack: list[list[int]] = [[]]  # per function: the loops around the current node
         self.module_locals = _Locals(None)  # module-level names are globals; only their values
+        self.cold = 0  # inside branches a training step does not take
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -326,6 +369,31 @@ class _Summarizer:
 
     _For = _AsyncFor = _While = _loop
 
+    def _in_cold(self, nodes: list[ast.stmt], cold: bool) -> None:
+        self.cold += cold
+        for statement in nodes:
+            self.visit(statement)
+        self.cold -= cold
+
+    def _If(self, node: ast.If) -> None:
+        body, orelse = cold_sides(node.test)
+        self.visit(node.test)
+        self._in_cold(node.body, body)
+        self._in_cold(node.orelse, orelse)
+
+    def _ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        self._in_cold(node.body, True)
+
+    def _Lambda(self, node: ast.Lambda) -> None:
+        lazy_message = isinstance(node.body, ast.JoinedStr) or (
+            isinstance(node.body, ast.Constant) and isinstance(node.body.value, str)
+        )
+        self.cold += lazy_message
+        self.children(node)
+        self.cold -= lazy_message
+
     def _With(self, node: Union[ast.With, ast.AsyncWith]) -> None:
         for item in node.items:
             expr = item.context_expr
@@ -379,7 +447,7 @@ class _Summarizer:
         func = node.func
         if isinstance(func, ast.Attribute) and self._is_step(func):
             function.steps.append(loop)
-        described = self._describe(func)
+        described = self._describe(func) if not self.cold else None
         if described is not None:
             kind, target = described
             call = Call(kind, target, loop, node.lineno, self._host_args(node))
