@@ -73,19 +73,19 @@ CASES = [
         bad=FINITE_CHECK,
         fixes=("TPL104",),
         make=make_mlp_loop,
-        # From launch-bound (width 256, batch 64) to GPU-bound (width 4096, batch 1024).
+        # From launch-bound (the GPU needs ~0.1 ms of a 0.5 ms step) through balanced to GPU-bound.
         sizes=[
             {
-                "label": "MLP 256x4, batch 64",
-                "regime": "launch-bound MLP 256x4 b=64",
-                "width": 256,
-                "batch": 64,
-            },
-            {
                 "label": "MLP 1024x4, batch 256",
-                "regime": "balanced MLP 1024x4 b=256",
+                "regime": "launch-bound MLP 1024x4 b=256",
                 "width": 1024,
                 "batch": 256,
+            },
+            {
+                "label": "MLP 1024x4, batch 1024",
+                "regime": "balanced MLP 1024x4 b=1024",
+                "width": 1024,
+                "batch": 1024,
             },
             {
                 "label": "MLP 4096x4, batch 1024",

@@ -185,6 +185,9 @@ CASES = [
                 "batch": 256,
                 "hw": 224,
                 "bf16": True,
+                "tolerance": Tolerance(
+                    2e-2, 1e-3, "bf16 convolutions, cuDNN backward not bitwise deterministic"
+                ),
             },
         ],
         smoke_sizes=[{"label": "batch 2x3x32x32, 2 steps", "batch": 2, "hw": 32}],
@@ -205,28 +208,28 @@ CASES = [
         make=make_text_loop,
         sizes=[
             {
-                "label": "2 blocks d=256, batch 32x128, 4 steps",
-                "regime": "launch-bound encoder (2 blocks d=256, 4k tokens), 5 tensors per batch",
+                "label": "2 blocks d=256, batch 8x64, 4 steps",
+                "regime": "launch-bound encoder (2 blocks d=256, 512 tokens), 5 tensors per batch",
                 "width": 256,
                 "depth": 2,
-                "batch": 32,
+                "batch": 8,
+                "tokens": 64,
+            },
+            {
+                "label": "2 blocks d=512, batch 16x128, 4 steps",
+                "regime": "balanced encoder (2 blocks d=512, 2k tokens), 5 tensors per batch",
+                "width": 512,
+                "depth": 2,
+                "batch": 16,
                 "tokens": 128,
             },
             {
                 "label": "4 blocks d=1024, batch 32x128, 4 steps",
-                "regime": "balanced encoder (4 blocks d=1024, 4k tokens), 5 tensors per batch",
+                "regime": "GPU-bound encoder (4 blocks d=1024, 4k tokens), 5 tensors per batch",
                 "width": 1024,
                 "depth": 4,
                 "batch": 32,
                 "tokens": 128,
-            },
-            {
-                "label": "4 blocks d=1024, batch 64x256, 4 steps",
-                "regime": "GPU-bound encoder (4 blocks d=1024, 16k tokens), 5 tensors per batch",
-                "width": 1024,
-                "depth": 4,
-                "batch": 64,
-                "tokens": 256,
             },
         ],
         smoke_sizes=[

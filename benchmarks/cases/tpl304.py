@@ -78,7 +78,7 @@ CASES = [
         sizes=[
             {
                 "label": "32 steps of 256x1024",
-                "regime": "training, balanced MLP 1024x4 b=256",
+                "regime": "training, launch-bound MLP 1024x4 b=256",
                 "width": 1024,
                 "batch": 256,
                 "batches": 32,

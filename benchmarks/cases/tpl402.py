@@ -95,7 +95,7 @@ CASES = [
         sizes=[
             {
                 "label": "4 steps, 4 blocks d=512, global batch 16x128 tokens",
-                "regime": "2 GPUs, launch-bound (4 blocks d=512, 2k tokens)",
+                "regime": "2 GPUs, launch-bound: 4 blocks d=512 (8M params), 2k tokens",
                 "width": 512,
                 "depth": 4,
                 "batch": 16,
@@ -103,7 +103,7 @@ CASES = [
             },
             {
                 "label": "4 steps, 8 blocks d=1024, global batch 32x128 tokens",
-                "regime": "2 GPUs, balanced (8 blocks d=1024, 4k tokens)",
+                "regime": "2 GPUs, GPU-bound: 8 blocks d=1024 (67M params), 4k tokens",
                 "width": 1024,
                 "depth": 8,
                 "batch": 32,
@@ -111,7 +111,7 @@ CASES = [
             },
             {
                 "label": "4 steps, 8 blocks d=2048, global batch 32x256 tokens",
-                "regime": "2 GPUs, GPU-bound (8 blocks d=2048, 8k tokens)",
+                "regime": "2 GPUs, GPU-bound, large: 8 blocks d=2048 (268M params), 8k tokens",
                 "width": 2048,
                 "depth": 8,
                 "batch": 32,

@@ -54,7 +54,7 @@ CASES = [
         sizes=[
             {
                 "label": "MLP 1024x4, batch 256",
-                "regime": "balanced MLP 1024x4 b=256",
+                "regime": "launch-bound MLP 1024x4 b=256",
                 "width": 1024,
                 "batch": 256,
             }
