@@ -118,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         for case in chosen(all_cases(), args.only):
             sizes = "; ".join(size["label"] for size in case.sizes)
-            print(f"{case.code:8} {case.name:28} good: {case.origin:31} sizes: {sizes}")
+            needs = f" (needs {case.gpus} GPUs)" if case.gpus > 1 else ""
+            print(f"{case.code:8} {case.name:28} good: {case.origin:31} sizes: {sizes}{needs}")
         return 0
     results = run_suite(
         chosen(all_cases(), args.only),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import importlib.util
 import linecache
 import math
 import random
@@ -53,6 +54,13 @@ class Case:
     `fixes`: the rule codes whose fixes produce the good variant (empty: `good` is hand-written);
     `select`: the rules the generator lets the fixer apply (None: the default rule set, as `--fix` does);
     `manual`: (old, new) text edits applied after the fixer, the changes the messages ask for by hand.
+
+    Every size names its `regime` (launch-bound, GPU-bound, a JPEG epoch with so many workers): the results
+    say where a rule matters and where it does not. `variant_regime` adds what a variant changes to it
+    (TPL501's worker count). `first_call`: the first call is a metric of its own (torch.compile's compilation).
+    `warmup=False`: the checked call is the warm-up (a call is a whole epoch with fresh worker processes).
+    `gpus`: GPUs the case needs; `distributed`: variants that run as one process per GPU (DistributedDataParallel).
+    `requires`: modules a variant imports beyond torch (pillow's `PIL`): without them the case is skipped.
     """
 
     name: str
@@ -73,6 +81,12 @@ class Case:
     memory: bool = False
     note: str = ""
     publish: tuple[str, ...] = ()
+    variant_regime: dict[str, str] = dataclasses.field(default_factory=dict)
+    first_call: bool = False
+    warmup: bool = True
+    gpus: int = 1
+    distributed: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.bad = self.bad.lstrip("\n")
@@ -86,6 +100,18 @@ class Case:
             raise ValueError(
                 f"{self.name}: give either a hand-written good variant or the fixes that make it"
             )
+        unlabelled = [size["label"] for size in self.sizes if not size.get("regime")]
+        if unlabelled:
+            raise ValueError(f"{self.name}: sizes without a regime: {unlabelled}")
+
+    def regime(self, size: dict, variant: str | None = None) -> str:
+        """'JPEG epoch, 2048 images, 8 workers': the size's regime and what the variant adds to it."""
+        base = size.get("regime") or size["label"]
+        extra = self.variant_regime.get(variant or "")
+        return f"{base}, {extra}" if extra else base
+
+    def missing_modules(self) -> list[str]:
+        return [name for name in self.requires if importlib.util.find_spec(name) is None]
 
     @property
     def generated_path(self) -> Path:
@@ -230,6 +256,15 @@ MAX_INNER = 100
 MIN_SAMPLES = 5
 MAX_SAMPLES = 100
 WARMUP_S = 0.2
+SLOW_CALL_S = 1.0  # calls this long (an epoch, a 1e8-element randperm on the host) get fewer samples
+MIN_SLOW_SAMPLES = 3
+
+Share = Callable[[list[int]], list[int]]
+
+
+def same_everywhere(values: list[int]) -> list[int]:
+    """A single process decides alone (see distributed.py for a process group)."""
+    return values
 
 
 @dataclasses.dataclass
@@ -238,6 +273,7 @@ class Timing:
     inner: int  # calls per sample
     peak_bytes: int | None = None
     base_bytes: int | None = None
+    first_call_ms: float | None = None  # the checked call, compilation and lazy set-up included
 
     @property
     def median(self) -> float:
@@ -255,6 +291,8 @@ class Timing:
         if self.peak_bytes is not None:
             data["peak_memory_bytes"] = self.peak_bytes
             data["memory_before_bytes"] = self.base_bytes
+        if self.first_call_ms is not None:
+            data["first_call_ms"] = round_sig(self.first_call_ms)
         return data
 
 
@@ -273,21 +311,37 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(step: Step, device: torch.device, budget_s: float, smoke: bool) -> Timing:
+def measure(
+    step: Step,
+    device: torch.device,
+    budget_s: float,
+    smoke: bool,
+    first_call_s: float = 0.0,
+    warmup: bool = True,
+    share: Share = same_everywhere,
+) -> Timing:
     """Warm up, then time groups of calls: CUDA events on a GPU (the device is drained before each group,
-    so a sample is the time from launching the first call to the end of the last call's work)."""
-    if smoke:  # the harness only: one sample, no claims
+    so a sample is the time from launching the first call to the end of the last call's work).
+
+    `warmup=False`: the checked call (`first_call_s`) was the warm-up. `share` makes every process of a
+    group take the first one's decisions (how many warm-up calls, samples and calls per sample), so that
+    all of them make the same calls."""
+    if smoke:  # the harness only: one sample, no claims (a second call, unless the first was the warm-up)
+        if not warmup:
+            return Timing([first_call_s * 1e3], 1)
         start = time.perf_counter()
         step()
         return Timing([(time.perf_counter() - start) * 1e3], 1)
     calls, started = 0, time.perf_counter()
-    while calls < 1 or (time.perf_counter() - started < WARMUP_S and calls < 20):
+    while warmup and share([int(calls < 1 or (time.perf_counter() - started < WARMUP_S and calls < 20))])[0]:
         step()
         synchronize(device)
         calls += 1
-    per_call = (time.perf_counter() - started) / calls
+    per_call = (time.perf_counter() - started) / calls if calls else first_call_s
     inner = max(1, min(MAX_INNER, math.ceil(MIN_SAMPLE_S / max(per_call, 1e-7))))
-    count = int(min(MAX_SAMPLES, max(MIN_SAMPLES, budget_s / (per_call * inner))))
+    least = MIN_SLOW_SAMPLES if per_call >= SLOW_CALL_S else MIN_SAMPLES
+    count = int(min(MAX_SAMPLES, max(least, budget_s / (per_call * inner))))
+    inner, count = share([inner, count])
     samples = []
     for _ in range(count):
         synchronize(device)
@@ -344,6 +398,8 @@ def seed_everything(seed: int) -> None:
 
 def release(device: torch.device) -> None:
     """Free the finished variant's tensors (reference cycles included) before the next one is built."""
+    if "torch._dynamo" in sys.modules:  # a torch.compile'd variant: drop its graphs and guards
+        torch._dynamo.reset()
     gc.collect()
     gc.freeze()  # what survived is long-lived (torch internals, results): later collections skip it
     if device.type == "cuda":
@@ -373,6 +429,18 @@ class Mismatch(Exception):
     pass
 
 
+def checked_call(step: Step, device: torch.device) -> tuple[list[Any], float, list[int | None]]:
+    """The checked call, from a fixed seed: its result, its duration in seconds (compilation and lazy
+    set-up included) and its peak memory."""
+    seed_everything(1)
+    with peak_memory(device) as memory:
+        start = time.perf_counter()
+        output = step()
+        synchronize(device)
+        seconds = time.perf_counter() - start
+    return snapshot(output), seconds, memory
+
+
 def run_variant(
     case: Case,
     name: str,
@@ -391,17 +459,30 @@ def run_variant(
             module = load_module(source, filename, module_name)
             seed_everything(0)
             step = case.make(module, size, device)
-            seed_everything(1)
-            with peak_memory(device) as memory:
-                output = step()
-            result, output = snapshot(output), None
-            timing = measure(step, device, share, smoke)
+            result, seconds, memory = checked_call(step, device)
+            timing = measure(step, device, share, smoke, seconds, case.warmup)
             timing.peak_bytes, timing.base_bytes = memory
+            timing.first_call_ms = seconds * 1e3
             return result, timing
     finally:
         sys.modules.pop(f"benchmarks.variant_{module_name}", None)
         step = module = None  # drop the variant's tensors before the next one is built
         release(device)
+
+
+def unavailable(case: Case, device: torch.device, smoke: bool) -> str | None:
+    """Why `case` cannot run here, or None."""
+    missing = case.missing_modules()
+    if missing:
+        return (
+            f"needs the module(s) {', '.join(missing)}, not installed here (setup.cfg's bench extra has them)"
+        )
+    if not smoke and case.gpus > 1 and torch.cuda.device_count() < case.gpus:
+        return (
+            f"needs {case.gpus} GPUs, this machine has {torch.cuda.device_count()}: run "
+            f"`python -m benchmarks --only {case.code}` on a machine with {case.gpus}"
+        )
+    return None
 
 
 def run_size(case: Case, size: dict, device: torch.device, smoke: bool, budget: Budget) -> dict:
@@ -412,8 +493,10 @@ def run_size(case: Case, size: dict, device: torch.device, smoke: bool, budget: 
         "code": case.code,
         "title": case.title,
         "size": size["label"],
+        "regime": case.regime(size),
         "origin": case.origin,
         "memory": case.memory,
+        "first_call": case.first_call,
         "note": case.note,
         "publish": list(case.publish),
         "status": "ok",
@@ -427,13 +510,19 @@ def run_size(case: Case, size: dict, device: torch.device, smoke: bool, budget: 
         budget.skip(2 + len(case.alternatives))
         row.update(status="skipped", detail=str(missing))
         return row
+    reason = unavailable(case, device, smoke)
+    if reason is not None:
+        budget.skip(len(variants))
+        row.update(status="skipped", detail=reason)
+        return row
     reference: list[Any] | None = None
     timings: dict[str, Timing] = {}
     for done, (name, (source, filename)) in enumerate(variants.items()):
         try:
-            result, timing = run_variant(
-                case, name, source, filename, size, device, smoke, budget.next_variant()
-            )
+            runner = run_variant
+            if name in case.distributed:
+                from .distributed import run_variant as runner  # imports torch.distributed only here
+            result, timing = runner(case, name, source, filename, size, device, smoke, budget.next_variant())
             if reference is None:
                 reference = result
             else:
@@ -458,6 +547,7 @@ def run_size(case: Case, size: dict, device: torch.device, smoke: bool, budget: 
         comparison = {
             "baseline": baseline,
             "variant": improved,
+            "regime": case.regime(size, improved),
             "speedup": round_sig(bad.median / good.median, 4),
             "ci": [round_sig(v, 4) for v in bootstrap_ci(bad.samples_ms, good.samples_ms)],
         }

@@ -1,9 +1,11 @@
 """`python -m benchmarks.publish benchmarks/results/<run>.json [...]`: turn GPU results into
 torchperf_lint/measured.json, the table each rule's documentation quotes (see torchperf_lint/docs.py).
 
-Each measured comparison becomes a row {"case", "device", "torch", "bad", "good", "speedup", "ci", "note"}
-under every rule code the case is published for. A speedup whose 95% interval contains 1.0 is labelled as
-no gain; memory cases quote both peaks. Smoke runs carry no timing claims and are refused.
+Each measured comparison becomes a row {"case", "regime", "device", "torch", "bad", "good", "speedup", "ci",
+"note"} under every rule code the case is published for. `regime` says what the step was bound by ("launch-bound
+MLP 256x4 b=64", "JPEG epoch, 2048 images, 8 workers"), so a page can show where a rule matters and where it
+does not. A speedup whose 95% interval contains 1.0 is labelled as no gain; memory cases quote both peaks;
+compiled cases quote their first calls (compilation included). Smoke runs carry no timing claims and are refused.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import comparison_label, format_bytes, format_ms
+from .report import comparison_label, first_calls, format_bytes, format_ms, regime_of
 
 MEASURED = Path(__file__).resolve().parent.parent / "torchperf_lint" / "measured.json"
 NO_GAIN = "no gain measured at these sizes (within noise)"
@@ -49,8 +51,11 @@ def measured_rows(results: dict) -> dict[str, list[dict[str, Any]]]:
                     f"{case}: peak memory {format_bytes(baseline['peak_memory_bytes'])} before, "
                     f"{format_bytes(variant['peak_memory_bytes'])} after"
                 )
+            if first_calls(row, comparison):
+                notes.append(f"{case}: first call (compilation included) {first_calls(row, comparison)}")
             entry = {
                 "case": case,
+                "regime": regime_of(row, comparison),
                 "device": results["device"],
                 "torch": results["torch"],
                 "bad": format_ms(baseline["median_ms"]),

@@ -37,6 +37,58 @@ def spread(timing: dict) -> str:
     return f"{format_ms(timing['median_ms'])} [{format_ms(timing['min_ms'])}-{format_ms(timing['max_ms'])}]"
 
 
+def regime_of(row: dict, comparison: dict) -> str:
+    """The regime a comparison measured (results written before regimes were recorded: the size)."""
+    return str(comparison.get("regime") or row.get("regime") or row["size"])
+
+
+def first_calls(row: dict, comparison: dict) -> str:
+    """'9 s -> 5.8 s' for cases whose first call is a metric of its own (compilation), else ''."""
+    if not row.get("first_call"):
+        return ""
+    base = row["variants"][comparison["baseline"]].get("first_call_ms")
+    new = row["variants"][comparison["variant"]].get("first_call_ms")
+    return f"{format_ms(base)} -> {format_ms(new)}" if base is not None and new is not None else ""
+
+
+MATTERS = 1.05  # RULES.md, "Defaults follow evidence": at least 5%, the interval's low end included
+
+
+def where_it_matters(results: dict) -> list[str]:
+    """Markdown lines: per rule, the regime of its best comparison, and the regimes where it gained less
+    than 5% (95% interval's low end under 1.05)."""
+    by_code: dict[str, list[tuple[dict, dict]]] = {}
+    for row in results["results"]:
+        for comparison in row.get("comparisons", []):
+            by_code.setdefault(row["code"], []).append((row, comparison))
+    if not by_code:
+        return []
+    lines = [
+        "## Where each rule matters",
+        "",
+        f"Best comparison per rule, and the regimes where the change gained under {MATTERS:g}x (low end of "
+        "the 95% interval).",
+        "",
+        "| rule | best regime | speedup (95% CI) | no gain in |",
+        "|---|---|---|---|",
+    ]
+    for code, pairs in by_code.items():
+        row, best = max(pairs, key=lambda pair: pair[1]["speedup"])
+        lo, hi = best["ci"]
+        flat = sorted(
+            {
+                f"{regime_of(r, c)} ({c['speedup']:.2g}x)"
+                for r, c in pairs
+                if c["ci"][0] < MATTERS and c["baseline"] == "bad"
+            }
+        )
+        lines.append(
+            f"| {code} | {regime_of(row, best)} ({best['variant']} vs {best['baseline']}) "
+            f"| {best['speedup']:.3g}x ({lo:.3g}-{hi:.3g}) | {'; '.join(flat) or '-'} |"
+        )
+    return ["", *lines]
+
+
 def comparison_label(row: dict, comparison: dict) -> str:
     """'n=4096' for the headline pair, 'n=4096, bf16 vs bad' for the others."""
     if (comparison["baseline"], comparison["variant"]) == ("bad", "good"):
@@ -55,14 +107,14 @@ def markdown(results: dict) -> str:
         "Median time per call [min-max over the samples]; speedup = median(baseline) / median(variant) with a "
         "bootstrap 95% interval." + (" Smoke run on the CPU: no timing claims." if results["smoke"] else ""),
         "",
-        "| rule | case | size | baseline | variant | speedup (95% CI) | peak memory | check |",
-        "|---|---|---|---|---|---|---|---|",
+        "| rule | case | size | regime | baseline | variant | speedup (95% CI) | first call | peak memory | check |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results["results"]:
         if row["status"] != "ok":
             lines.append(
-                f"| {row['code']} | {row['title']} | {row['size']} | | | {row['status']} | | "
-                f"{row.get('detail', '').splitlines()[-1] if row.get('detail') else ''} |"
+                f"| {row['code']} | {row['title']} | {row['size']} | {row.get('regime', '')} | | | "
+                f"{row['status']} | | | {row.get('detail', '').splitlines()[-1] if row.get('detail') else ''} |"
             )
             continue
         for comparison in row["comparisons"]:
@@ -80,9 +132,12 @@ def markdown(results: dict) -> str:
             )
             lines.append(
                 f"| {row['code']} | {row['title']} | {comparison_label(row, comparison)} "
+                f"| {regime_of(row, comparison)} "
                 f"| {comparison['baseline']} {spread(base)} | {comparison['variant']} {spread(new)} "
-                f"| {comparison['speedup']:.3g}x ({lo:.3g}-{hi:.3g}) | {memory} | {check} |"
+                f"| {comparison['speedup']:.3g}x ({lo:.3g}-{hi:.3g}) | {first_calls(row, comparison)} "
+                f"| {memory} | {check} |"
             )
+    lines += where_it_matters(results)
     return "\n".join(lines) + "\n"
 
 
@@ -147,5 +202,9 @@ def summary_line(row: dict[str, Any]) -> str:
     if row["memory"] and "peak_memory_bytes" in row["variants"].get("bad", {}):
         parts.append(
             "peak " + " / ".join(format_bytes(v["peak_memory_bytes"]) for v in row["variants"].values())
+        )
+    if row.get("first_call"):
+        parts.append(
+            "first call " + " / ".join(format_ms(v["first_call_ms"]) for v in row["variants"].values())
         )
     return f"{head}: " + ", ".join(parts)

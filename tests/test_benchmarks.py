@@ -13,7 +13,7 @@ from benchmarks import report
 from benchmarks.__main__ import run_suite
 from benchmarks.cases import all_cases
 from benchmarks.generate import GenerationError, render
-from benchmarks.harness import EXACT, Case, Tolerance, allclose, bootstrap_ci
+from benchmarks.harness import EXACT, Case, Tolerance, allclose, bootstrap_ci, measure, unavailable
 from benchmarks.publish import NO_GAIN, NotPublishable, measured_rows, publish
 from torchperf_lint import docs
 from torchperf_lint.api import lint_source
@@ -21,7 +21,7 @@ from torchperf_lint.rules import ALL_RULES
 
 CASES = all_cases()
 REGISTERED = {rule.code for rule in ALL_RULES}
-NO_CASE = {"TPL402": "needs several GPUs", "TPL603": "nothing to time"}
+NO_CASE = {"TPL603": "nothing to time"}
 
 
 def _missing_rules(case: Case) -> list[str]:
@@ -43,7 +43,11 @@ def test_smoke_run_checks_every_case_on_the_cpu(tmp_path: Path) -> None:
     problems = [
         f"{row['case']} [{row['size']}]: {row['status']}: {row.get('detail')}"
         for row in rows
-        if row["status"] != "ok" and not (row["status"] == "skipped" and _missing_rules(by_name[row["case"]]))
+        if row["status"] != "ok"
+        and not (
+            row["status"] == "skipped"
+            and (_missing_rules(by_name[row["case"]]) or by_name[row["case"]].missing_modules())
+        )
     ]
     assert problems == []
     assert {row["case"] for row in rows} == set(by_name)
@@ -140,6 +144,7 @@ def _fake_results(smoke: bool = False) -> dict:
                 "code": "TPL103",
                 "title": "range index",
                 "size": "n=4096",
+                "regime": "loss alone, batch 4096",
                 "status": "ok",
                 "memory": False,
                 "publish": ["TPL103"],
@@ -172,6 +177,7 @@ def test_publish_writes_rows_that_the_rule_docs_render(tmp_path: Path, monkeypat
     (fast,) = rows["TPL103"]
     assert fast == {
         "case": "range index [n=4096]",
+        "regime": "loss alone, batch 4096",
         "device": "NVIDIA H100 80GB HBM3",
         "torch": "2.11.0+cu128",
         "bad": "2.5 ms",
@@ -195,3 +201,74 @@ def test_publish_writes_rows_that_the_rule_docs_render(tmp_path: Path, monkeypat
 def test_publish_refuses_a_smoke_run() -> None:
     with pytest.raises(NotPublishable):
         measured_rows(_fake_results(smoke=True))
+
+
+def test_publish_falls_back_to_the_size_for_results_without_regimes() -> None:
+    results = _fake_results()
+    del results["results"][0]["regime"]
+    (row,) = measured_rows(results)["TPL103"]
+    assert row["regime"] == "n=4096"
+
+
+def test_publish_quotes_the_first_calls_of_compiled_cases() -> None:
+    results = _fake_results()
+    compiled = results["results"][0]
+    compiled["first_call"] = True
+    compiled["variants"]["bad"]["first_call_ms"] = 9000.0
+    compiled["variants"]["good"]["first_call_ms"] = 5800.0
+    (row,) = measured_rows(results)["TPL103"]
+    assert "first call (compilation included) 9 s -> 5.8 s" in row["note"]
+
+
+def test_markdown_names_where_each_rule_matters_and_where_it_does_not() -> None:
+    results = _fake_results()
+    results["results"] = results["results"][:2]  # the measured rows
+    results["results"][1]["regime"] = "GPU-bound validation"
+    text = report.markdown(results)
+    assert "| TPL103 | loss alone, batch 4096 (good vs bad) | 50x (45-55) | - |" in text
+    assert (
+        "| TPL304 | GPU-bound validation (good vs bad) | 1.01x (0.97-1.04) | GPU-bound validation (1x) |"
+        in text
+    )
+
+
+def test_every_gpu_size_names_its_regime() -> None:
+    assert all(size.get("regime") for case in CASES for size in case.sizes)
+    with pytest.raises(ValueError, match="sizes without a regime"):
+        Case(
+            name="x",
+            code="TPL101",
+            title="",
+            bad="",
+            good="",
+            make=print,
+            sizes=[{"label": "n=1"}],
+            smoke_sizes=[],
+        )
+
+
+def test_a_multi_gpu_case_is_skipped_with_the_command_that_runs_it() -> None:
+    (case,) = [case for case in CASES if case.code == "TPL402"]
+    reason = unavailable(case, torch.device("cpu"), smoke=False) if torch.cuda.device_count() < 2 else None
+    if reason is None:
+        pytest.skip("this machine has the GPUs")
+    assert "needs 2 GPUs" in reason and "python -m benchmarks --only TPL402" in reason
+    assert unavailable(case, torch.device("cpu"), smoke=True) is None  # the smoke run uses CPU processes
+
+
+def test_a_case_whose_first_call_warms_up_is_not_called_again_on_a_smoke_run() -> None:
+    calls = []
+    timing = measure(
+        lambda: calls.append(1), torch.device("cpu"), 0.0, smoke=True, first_call_s=0.5, warmup=False
+    )
+    assert calls == [] and timing.samples_ms == [500.0]
+
+
+def test_every_process_of_a_group_makes_the_first_ones_timed_calls() -> None:
+    """`share` hands out the first process's decisions: here, one warm-up call, then 3 samples of 2 calls."""
+    decisions = iter([[1], [0], [2, 3]])
+    calls = []
+    timing = measure(
+        lambda: calls.append(1), torch.device("cpu"), 1.0, smoke=False, share=lambda values: next(decisions)
+    )
+    assert len(calls) == 1 + 2 * 3 and timing.inner == 2 and len(timing.samples_ms) == 3

@@ -39,6 +39,104 @@ def resnet18_sized(classes: int = 1000) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def small_convnet(classes: int = 1000) -> nn.Sequential:
+    """A small ImageNet convnet (224x224 input): ResNet's stem and two strided stages, about 0.5 GFLOP per
+    image forward (ResNet-18-sized: 3.6), so that the input pipeline and the copies weigh more."""
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, 2, 1),
+        *conv_bn_relu(64, 128, 2),
+        *conv_bn_relu(128, 256, 2),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(256, classes),
+    )
+
+
+class Autocast(nn.Module):
+    """Runs the wrapped model under bf16 autocast, as a mixed-precision training script does (TPL701's
+    advice): the same data then costs the GPU less time, so copies and the host weigh more."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+            return self.model(x).float()
+
+
+class ResidualMLP(nn.Module):
+    """The MLP half of a pre-norm transformer block: x + W2 gelu(W1 norm(x))."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.norm(x))))
+
+
+def token_mlp(width: int, depth: int, classes: int) -> nn.Sequential:
+    """`depth` transformer MLP blocks over (batch, tokens, width) and a per-token classifier."""
+    return nn.Sequential(*[ResidualMLP(width) for _ in range(depth)], nn.Linear(width, classes))
+
+
+class TextClassifier(nn.Module):
+    """A small encoder fed the way Hugging Face-style loops feed one: token ids, attention mask and token
+    types, mean-pooled over the unmasked tokens into a classifier."""
+
+    def __init__(self, vocab: int, width: int, depth: int, classes: int):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.types = nn.Embedding(2, width)
+        self.blocks = nn.Sequential(*[ResidualMLP(width) for _ in range(depth)])
+        self.head = nn.Linear(width, classes)
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        h = self.blocks(self.tokens(input_ids) + self.types(token_type_ids))
+        mask = attention_mask.unsqueeze(-1).to(h.dtype)
+        return self.head((h * mask).sum(1) / mask.sum(1).clamp(min=1))
+
+
+def text_batches(
+    count: int, batch: int, tokens: int, vocab: int, classes: int
+) -> list[dict[str, torch.Tensor]]:
+    """`count` host batches of five tensors (ids, mask, token types, labels, per-sample loss weights)."""
+    found = []
+    for _ in range(count):
+        lengths = torch.randint(tokens // 4, tokens + 1, (batch, 1))
+        positions = torch.arange(tokens).expand(batch, tokens)
+        found.append(
+            {
+                "input_ids": torch.randint(0, vocab, (batch, tokens)),
+                "attention_mask": (positions < lengths).long(),
+                "token_type_ids": (positions >= lengths // 2).long(),
+                "labels": torch.randint(0, classes, (batch,)),
+                "weights": torch.rand(batch) + 0.5,
+            }
+        )
+    return found
+
+
+def pinned(value: Any, device: torch.device) -> Any:
+    """Host tensors (in tuples, lists, dicts) in pinned memory, as a DataLoader with pin_memory=True
+    delivers them; unchanged off the GPU."""
+    if device.type != "cuda":
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.pin_memory()
+    if isinstance(value, dict):
+        return {key: pinned(item, device) for key, item in value.items()}
+    return type(value)(pinned(item, device) for item in value)
+
+
 def cifar_convnet(classes: int = 10) -> nn.Sequential:
     """A small CIFAR-10 convnet (32x32 input): three conv stages and a linear head."""
     return nn.Sequential(

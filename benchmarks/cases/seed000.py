@@ -73,7 +73,14 @@ CASES = [
         select=None,
         make=make_training,
         # MVTec images at 256x256, 16 normal and 16 anomalous per step: 16 x 96 x 256 x 256 = 1.0e8 features each.
-        sizes=[{"label": "1 step, 2x16x3x256x256, n=1.0e8", "batch": 16, "hw": 256}],
+        sizes=[
+            {
+                "label": "1 step, 2x16x3x256x256, n=1.0e8",
+                "regime": "the article's step: host randperm of 1e8 values",
+                "batch": 16,
+                "hw": 256,
+            }
+        ],
         smoke_sizes=[
             {
                 "label": "1 step, 2x2x3x16x16, n=49152",

@@ -88,9 +88,9 @@ CASES = [
         make=make_shuffle,
         # 1e8: seed 000 shuffles the pixel features of an MVTec batch (about 1e8 values); 1e6: a dataset index.
         sizes=[
-            {"label": "n=1e6", "n": 10**6},
-            {"label": "n=1e7", "n": 10**7},
-            {"label": "n=1e8", "n": 10**8},
+            {"label": "n=1e6", "regime": "host randperm + copy, 1e6 values (8 MB)", "n": 10**6},
+            {"label": "n=1e7", "regime": "host randperm + copy, 1e7 values (80 MB)", "n": 10**7},
+            {"label": "n=1e8", "regime": "host randperm + copy, 1e8 values (800 MB)", "n": 10**8},
         ],
         smoke_sizes=[{"label": "n=1000", "n": 1000}],
         tolerance=Tolerance(
@@ -110,8 +110,8 @@ CASES = [
         make=make_mask,
         # 8192 tokens x 1024: a GPT-2 medium batch of 8 sequences of 1024 tokens.
         sizes=[
-            {"label": "512x1024", "tokens": 512, "width": 1024},
-            {"label": "8192x1024", "tokens": 8192, "width": 1024},
+            {"label": "512x1024", "regime": "per-step mask, 2 MB", "tokens": 512, "width": 1024},
+            {"label": "8192x1024", "regime": "per-step mask, 32 MB", "tokens": 8192, "width": 1024},
         ],
         smoke_sizes=[{"label": "64x32", "tokens": 64, "width": 32}],
         tolerance=Tolerance(
@@ -128,7 +128,10 @@ CASES = [
         fixes=("TPL101",),
         make=make_zeros,
         # batch 64: a typical RNN batch; 4096: a large-batch sequence model.
-        sizes=[{"label": "batch=64", "batch": 64}, {"label": "batch=4096", "batch": 4096}],
+        sizes=[
+            {"label": "batch=64", "regime": "LSTM state per call, 0.5 MB (launch-bound)", "batch": 64},
+            {"label": "batch=4096", "regime": "LSTM state per call, 32 MB (copy-bound)", "batch": 4096},
+        ],
         smoke_sizes=[{"label": "batch=4", "batch": 4}],
         tolerance=EXACT,
     ),

@@ -37,7 +37,10 @@ CASES = [
         fixes=("TPL103",),
         make=make_loss_step,
         # 128: a small classification batch; 4096: a large one; 65536: per-token loss of 64 sequences x 1024 tokens.
-        sizes=[{"label": f"n={n}", "batch": n} for n in (128, 4096, 65536)],
+        sizes=[
+            {"label": f"n={n}", "regime": f"loss fwd+bwd alone, batch {n}", "batch": n}
+            for n in (128, 4096, 65536)
+        ],
         smoke_sizes=[{"label": "n=16", "batch": 16}],
         tolerance=Tolerance(1e-6, 1e-7),
     )

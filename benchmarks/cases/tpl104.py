@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..harness import Case, Tolerance
 from . import common
-from .tpl102 import make_loss_step
+from .tpl102 import LOSS_SIZES, LOSS_SMOKE_SIZES, make_loss_step
 
 SEED_LOSS = """
 import torch
@@ -62,9 +62,9 @@ CASES = [
         bad=SEED_LOSS,
         fixes=("TPL104",),
         make=make_loss_step,
-        sizes=[{"label": "batch=1024", "batch": 1024}],  # seed 004's batch
-        smoke_sizes=[{"label": "batch=8", "batch": 8}],
-        tolerance=Tolerance(1e-6, 1e-7),
+        sizes=LOSS_SIZES,
+        smoke_sizes=LOSS_SMOKE_SIZES,
+        tolerance=Tolerance(1e-5, 1e-6),
     ),
     Case(
         name="tpl104_isfinite_step",
@@ -73,10 +73,26 @@ CASES = [
         bad=FINITE_CHECK,
         fixes=("TPL104",),
         make=make_mlp_loop,
-        # width 1024, batch 256: a small MLP classifier; 4096/1024: a wide one where the GPU dominates.
+        # From launch-bound (the GPU needs ~0.1 ms of a 0.5 ms step) through balanced to GPU-bound.
         sizes=[
-            {"label": "MLP 1024x4, batch 256", "width": 1024, "batch": 256},
-            {"label": "MLP 4096x4, batch 1024", "width": 4096, "batch": 1024},
+            {
+                "label": "MLP 1024x4, batch 256",
+                "regime": "launch-bound MLP 1024x4 b=256",
+                "width": 1024,
+                "batch": 256,
+            },
+            {
+                "label": "MLP 1024x4, batch 1024",
+                "regime": "balanced MLP 1024x4 b=1024",
+                "width": 1024,
+                "batch": 1024,
+            },
+            {
+                "label": "MLP 4096x4, batch 1024",
+                "regime": "GPU-bound MLP 4096x4 b=1024",
+                "width": 4096,
+                "batch": 1024,
+            },
         ],
         smoke_sizes=[{"label": "MLP 16x4, batch 8", "width": 16, "batch": 8}],
         tolerance=Tolerance(1e-5, 1e-6),

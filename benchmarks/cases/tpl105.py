@@ -1,6 +1,9 @@
-"""TPL105 sync-in-forward: `if torch.isnan(h).any():` halfway through forward waits for the GPU."""
+"""TPL105 sync-in-forward: a condition on a tensor value in forward waits for the GPU (eager), and under
+torch.compile also breaks the graph."""
 
 from __future__ import annotations
+
+import torch
 
 from ..harness import Case, Tolerance
 from . import common
@@ -50,6 +53,67 @@ def make_checked_step(module, size, device):
     return lambda: common.train_step(model, optimizer, x, y)
 
 
+COMPILED = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Block(nn.Module):
+    \"\"\"A transformer MLP block that stops when its activations blow up.\"\"\"
+
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        x = x + self.fc2(F.gelu(self.fc1(self.norm(x))))
+        if x.abs().max().item() > 1e4:
+            raise FloatingPointError("activations blew up")
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self, width, depth, classes):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block(width) for _ in range(depth)])
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+"""
+
+# The check stays, on the device, inside the graph: no sync and no graph break.
+COMPILED_GOOD = COMPILED.replace(
+    """        if x.abs().max().item() > 1e4:
+            raise FloatingPointError("activations blew up")
+""",
+    """        torch._assert_async(x.abs().max() <= 1e4, "activations blew up")
+""",
+)
+
+
+def make_compiled_step(module, size, device):
+    """A training step of the torch.compile'd model (forward and backward compiled, the optimizer eager).
+    The first call compiles: the harness reports it apart, and times the steps after warm-up."""
+    model = module.Net(size["width"], size["depth"], 10).to(device)
+    optimizer = common.sgd(model)
+    compiled = torch.compile(model, backend=size.get("backend", "inductor"))
+    x = torch.randn(size["batch"], size["tokens"], size["width"], device=device)
+    y = torch.randint(0, 10, (size["batch"] * size["tokens"],), device=device)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(compiled(x).flatten(0, 1), y)
+        loss.backward()
+        optimizer.step()
+        return loss.detach(), common.state_summary(model)
+
+    return step
+
+
 CASES = [
     Case(
         name="tpl105_nan_check",
@@ -58,14 +122,72 @@ CASES = [
         bad=BAD,
         good=GOOD,
         make=make_checked_step,
-        # From launch-bound (width 256, batch 64) to GPU-bound (width 4096, batch 1024): the sync costs most
-        # when host and device time are balanced.
+        # From launch-bound (width 256, batch 64) through balanced (about 1 ms of GPU work for about 1 ms of
+        # Python) to GPU-bound (width 4096, batch 1024): the sync costs most when the two are balanced.
         sizes=[
-            {"label": "MLP 256x8, batch 64", "width": 256, "batch": 64},
-            {"label": "MLP 1024x8, batch 256", "width": 1024, "batch": 256},
-            {"label": "MLP 4096x8, batch 1024", "width": 4096, "batch": 1024},
+            {
+                "label": "MLP 256x8, batch 64",
+                "regime": "eager, launch-bound MLP 256x8 b=64",
+                "width": 256,
+                "batch": 64,
+            },
+            {
+                "label": "MLP 1024x8, batch 1024",
+                "regime": "eager, balanced MLP 1024x8 b=1024",
+                "width": 1024,
+                "batch": 1024,
+            },
+            {
+                "label": "MLP 4096x8, batch 1024",
+                "regime": "eager, GPU-bound MLP 4096x8 b=1024",
+                "width": 4096,
+                "batch": 1024,
+            },
         ],
         smoke_sizes=[{"label": "MLP 16x8, batch 4", "width": 16, "batch": 4}],
         tolerance=Tolerance(1e-5, 1e-6),
-    )
+    ),
+    Case(
+        name="tpl105_compiled_blocks",
+        code="TPL105",
+        title="torch.compile'd train step, 6 transformer MLP blocks with `if x.abs().max().item() > 1e4: raise` "
+        "vs torch._assert_async",
+        bad=COMPILED,
+        good=COMPILED_GOOD,
+        make=make_compiled_step,
+        first_call=True,
+        # The bad model compiles into 7 graphs (a break at each .item()) and syncs 6 times per step; the good
+        # one into one graph. Small and large steps: the breaks and syncs cost what the host cannot hide.
+        sizes=[
+            {
+                "label": "6 blocks d=512, batch 64x128 tokens",
+                "regime": "compiled, ~15 ms step (6 blocks d=512, 8k tokens)",
+                "width": 512,
+                "depth": 6,
+                "batch": 64,
+                "tokens": 128,
+            },
+            {
+                "label": "6 blocks d=1024, batch 512x128 tokens",
+                "regime": "compiled, GPU-bound ~0.4 s step (6 blocks d=1024, 64k tokens)",
+                "width": 1024,
+                "depth": 6,
+                "batch": 512,
+                "tokens": 128,
+            },
+        ],
+        # The smoke run traces with dynamo (graph breaks included) but leaves out inductor's code generation.
+        smoke_sizes=[
+            {
+                "label": "6 blocks d=16, batch 2x4 tokens",
+                "width": 16,
+                "depth": 6,
+                "batch": 2,
+                "tokens": 4,
+                "backend": "eager",
+            }
+        ],
+        tolerance=Tolerance(1e-4, 1e-5, "loss and weights; the two compilations fuse differently"),
+        note="first call = compilation (cold inductor cache on a fresh machine); time = steady-state steps",
+    ),
 ]

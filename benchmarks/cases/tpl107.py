@@ -43,9 +43,24 @@ CASES = [
         good=GOOD,
         make=make_logged_loop,
         sizes=[
-            {"label": "MLP 256x4, batch 64", "width": 256, "batch": 64},
-            {"label": "MLP 1024x4, batch 256", "width": 1024, "batch": 256},
-            {"label": "MLP 4096x4, batch 1024", "width": 4096, "batch": 1024},
+            {
+                "label": "MLP 256x4, batch 64",
+                "regime": "launch-bound MLP 256x4 b=64",
+                "width": 256,
+                "batch": 64,
+            },
+            {
+                "label": "MLP 1024x4, batch 256",
+                "regime": "launch-bound MLP 1024x4 b=256",
+                "width": 1024,
+                "batch": 256,
+            },
+            {
+                "label": "MLP 4096x4, batch 1024",
+                "regime": "GPU-bound MLP 4096x4 b=1024",
+                "width": 4096,
+                "batch": 1024,
+            },
         ],
         smoke_sizes=[{"label": "MLP 16x4, batch 4", "width": 16, "batch": 4}],
         tolerance=Tolerance(1e-5, 1e-6),

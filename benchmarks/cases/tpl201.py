@@ -92,7 +92,7 @@ CASES = [
         good=QUANTIZE_GOOD,
         make=make_quantize,
         # 4096 rows of 256 features: a 64x64 feature map with 256 channels, row by pixel.
-        sizes=[{"label": "4096x256", "rows": 4096, "cols": 256}],
+        sizes=[{"label": "4096x256", "regime": "Python loop over 4096 rows", "rows": 4096, "cols": 256}],
         smoke_sizes=[{"label": "16x8", "rows": 16, "cols": 8}],
         tolerance=EXACT,
     ),
@@ -104,7 +104,14 @@ CASES = [
         good=PER_HEAD_GOOD,
         make=make_scores,
         # 512 = 8 sequences x 64 heads (head dim 64, 128 tokens), as in a BERT-large-sized attention layer.
-        sizes=[{"label": "512 heads x 128x64", "heads": 512, "seq": 128}],
+        sizes=[
+            {
+                "label": "512 heads x 128x64",
+                "regime": "Python loop of 512 small matmuls (launch-bound)",
+                "heads": 512,
+                "seq": 128,
+            }
+        ],
         smoke_sizes=[{"label": "4 heads x 8x64", "heads": 4, "seq": 8}],
         tolerance=Tolerance(1e-4, 1e-4),
         note="fp32 matmuls (TF32 off, PyTorch's default): mm and bmm kernels round differently",

@@ -49,7 +49,14 @@ CASES = [
         good=GOOD,
         make=make_embed,
         # 512 batches of 64 embeddings of width 256: a 32k-document retrieval corpus.
-        sizes=[{"label": "512 batches of 64x256", "batches": 512, "batch": 64}],
+        sizes=[
+            {
+                "label": "512 batches of 64x256",
+                "regime": "512 appends of 64 KB (quadratic copies)",
+                "batches": 512,
+                "batch": 64,
+            }
+        ],
         smoke_sizes=[{"label": "8 batches of 4x256", "batches": 8, "batch": 4}],
         tolerance=EXACT,
     )

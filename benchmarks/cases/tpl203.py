@@ -39,7 +39,10 @@ CASES = [
         good=GOOD,
         make=make_gather,
         # 100 and 1000 steps: an epoch of a small and of an ImageNet-sized (1251 steps at batch 1024) dataset.
-        sizes=[{"label": "100 steps", "steps": 100}, {"label": "1000 steps", "steps": 1000}],
+        sizes=[
+            {"label": "100 steps", "regime": "100 scalar syncs", "steps": 100},
+            {"label": "1000 steps", "regime": "1000 scalar syncs", "steps": 1000},
+        ],
         smoke_sizes=[{"label": "10 steps", "steps": 10}],
         tolerance=EXACT,
     )

@@ -36,8 +36,18 @@ CASES = [
         fixes=("TPL301",),
         make=make_deep_loop,
         sizes=[
-            {"label": "200 params, width 256, batch 64", "width": 256, "batch": 64},
-            {"label": "200 params, width 1024, batch 256", "width": 1024, "batch": 256},
+            {
+                "label": "200 params, width 256, batch 64",
+                "regime": "launch-bound 100-layer MLP, width 256 b=64",
+                "width": 256,
+                "batch": 64,
+            },
+            {
+                "label": "200 params, width 1024, batch 256",
+                "regime": "balanced 100-layer MLP, width 1024 b=256",
+                "width": 1024,
+                "batch": 256,
+            },
         ],
         smoke_sizes=[{"label": "200 params, width 8, batch 4", "width": 8, "batch": 4}],
         tolerance=Tolerance(1e-5, 1e-6),

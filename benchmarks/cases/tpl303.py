@@ -30,8 +30,18 @@ CASES = [
         make=make_loss_step,
         # Seed 004: CIFAR-10, batch 1024; a language model head: 4096 tokens over LLaMA's 32000-word vocabulary.
         sizes=[
-            {"label": "1024x10", "batch": 1024, "classes": 10},
-            {"label": "4096x32000", "batch": 4096, "classes": 32000},
+            {
+                "label": "1024x10",
+                "regime": "loss alone, 1024x10 (launch-bound)",
+                "batch": 1024,
+                "classes": 10,
+            },
+            {
+                "label": "4096x32000",
+                "regime": "LM-head loss 4096x32000 (memory-bound)",
+                "batch": 4096,
+                "classes": 32000,
+            },
         ],
         smoke_sizes=[{"label": "8x10", "batch": 8, "classes": 10}],
         tolerance=Tolerance(1e-4, 1e-6),

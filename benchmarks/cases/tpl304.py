@@ -55,7 +55,15 @@ CASES = [
         fixes=("TPL304",),
         make=make_validation,
         # 16 batches of 1024: every batch's activations (8 layers x 1024 x 4096 floats) stay alive in the bad variant.
-        sizes=[{"label": "16 batches of 1024x4096", "width": 4096, "batch": 1024, "batches": 16}],
+        sizes=[
+            {
+                "label": "16 batches of 1024x4096",
+                "regime": "validation, GPU-bound MLP 4096x8 b=1024",
+                "width": 4096,
+                "batch": 1024,
+                "batches": 16,
+            }
+        ],
         smoke_sizes=[{"label": "4 batches of 4x16", "width": 16, "batch": 4, "batches": 4}],
         tolerance=Tolerance(1e-6, 1e-7),
         memory=True,
@@ -67,7 +75,15 @@ CASES = [
         bad=TRAINING,
         fixes=("TPL304",),
         make=make_training,
-        sizes=[{"label": "32 steps of 256x1024", "width": 1024, "batch": 256, "batches": 32}],
+        sizes=[
+            {
+                "label": "32 steps of 256x1024",
+                "regime": "training, launch-bound MLP 1024x4 b=256",
+                "width": 1024,
+                "batch": 256,
+                "batches": 32,
+            }
+        ],
         smoke_sizes=[{"label": "4 steps of 4x16", "width": 16, "batch": 4, "batches": 4}],
         tolerance=Tolerance(1e-5, 1e-6),
         memory=True,

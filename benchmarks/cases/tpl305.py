@@ -47,7 +47,14 @@ CASES = [
         bad=BAD,
         good=GOOD,
         make=make_evaluate,
-        sizes=[{"label": "4 batches of 128x3x224x224", "batch": 128, "hw": 224}],  # ImageNet evaluation
+        sizes=[
+            {
+                "label": "4 batches of 128x3x224x224",
+                "regime": "GPU-bound ResNet-18-sized evaluation b=128",
+                "batch": 128,
+                "hw": 224,
+            }
+        ],  # ImageNet evaluation
         smoke_sizes=[{"label": "4 batches of 2x3x32x32", "batch": 2, "hw": 32}],
         tolerance=Tolerance(0.0, 2.0, "number of correct predictions (of 512; a near-tie may flip)"),
         memory=True,

@@ -61,9 +61,16 @@ CASES = [
         make=make_blocks,
         # 64 channels at 56x56, batch 64: the shapes of ResNet-50's first stage.
         sizes=[
-            {"label": "64x64x56x56 fp32", "batch": 64, "hw": 56, "dtype": "fp32"},
+            {
+                "label": "64x64x56x56 fp32",
+                "regime": "GPU-bound conv-BN stack, fp32",
+                "batch": 64,
+                "hw": 56,
+                "dtype": "fp32",
+            },
             {
                 "label": "64x64x56x56 bf16 autocast",
+                "regime": "GPU-bound conv-BN stack, bf16 autocast",
                 "batch": 64,
                 "hw": 56,
                 "dtype": "bf16",

@@ -53,7 +53,9 @@ CASES = [
         bad=BAD,
         fixes=("TPL403",),
         make=make_vgg_loop,
-        sizes=[{"label": "batch 256x3x32x32", "batch": 256}],  # a usual CIFAR-10 batch
+        sizes=[
+            {"label": "batch 256x3x32x32", "regime": "CIFAR-10 VGG-style, fixed shapes, b=256", "batch": 256}
+        ],  # a usual CIFAR-10 batch
         smoke_sizes=[{"label": "batch 2x3x32x32", "batch": 2}],
         tolerance=Tolerance(1e-3, 1e-5),
         note="autotuned and heuristic cuDNN algorithms round differently: tolerance 1e-3",

@@ -46,7 +46,14 @@ CASES = [
         bad=BAD,
         fixes=("TPL503",),
         make=make_epochs,
-        sizes=[{"label": "3 epochs of 32 batches of 32", "items": 1024, "epochs": 3}],
+        sizes=[
+            {
+                "label": "3 epochs of 32 batches of 32",
+                "regime": "short epochs of in-memory tensors, 8 workers",
+                "items": 1024,
+                "epochs": 3,
+            }
+        ],
         smoke_sizes=[{"label": "2 epochs of 1 batch of 32", "items": 32, "epochs": 2}],
         # 96 SGD steps of a convnet: cuDNN's backward is not bitwise deterministic on the GPU, and
         # the first H100 run differed by up to 1.5e-3 in single weights; the loader order is identical.

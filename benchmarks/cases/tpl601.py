@@ -42,8 +42,18 @@ CASES = [
         fixes=("TPL601",),
         make=make_loop,
         sizes=[
-            {"label": "MLP 1024x8, batch 256", "model": "mlp", "batch": 256},
-            {"label": "CIFAR-10 convnet, batch 256", "model": "convnet", "batch": 256},
+            {
+                "label": "MLP 1024x8, batch 256",
+                "regime": "launch-bound MLP 1024x8 b=256",
+                "model": "mlp",
+                "batch": 256,
+            },
+            {
+                "label": "CIFAR-10 convnet, batch 256",
+                "regime": "CIFAR-10 convnet b=256",
+                "model": "convnet",
+                "batch": 256,
+            },
         ],
         smoke_sizes=[
             {"label": "MLP 1024x8, batch 2", "model": "mlp", "batch": 2},

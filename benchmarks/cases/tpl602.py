@@ -51,7 +51,14 @@ CASES = [
         bad=BAD,
         good=GOOD,
         make=make_loop,
-        sizes=[{"label": "MLP 1024x4, batch 256", "width": 1024, "batch": 256}],
+        sizes=[
+            {
+                "label": "MLP 1024x4, batch 256",
+                "regime": "launch-bound MLP 1024x4 b=256",
+                "width": 1024,
+                "batch": 256,
+            }
+        ],
         smoke_sizes=[{"label": "MLP 16x4, batch 4", "width": 16, "batch": 4}],
         tolerance=Tolerance(1e-5, 1e-6),
         note="time per call includes the profiler's start and its trace processing at exit",

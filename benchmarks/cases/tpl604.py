@@ -32,9 +32,16 @@ def make_loop(module, size, device):
     return lambda: (module.train(model, loader, optimizer), common.state_summary(model))
 
 
+# From launch-bound (the host's launches take longer than the GPU's work) to GPU-bound.
 SIZES = [
-    {"label": "MLP 256x4, batch 64", "width": 256, "batch": 64},
-    {"label": "MLP 4096x4, batch 1024", "width": 4096, "batch": 1024},
+    {"label": "MLP 256x4, batch 64", "regime": "launch-bound MLP 256x4 b=64", "width": 256, "batch": 64},
+    {"label": "MLP 1024x4, batch 1024", "regime": "balanced MLP 1024x4 b=1024", "width": 1024, "batch": 1024},
+    {
+        "label": "MLP 4096x4, batch 1024",
+        "regime": "GPU-bound MLP 4096x4 b=1024",
+        "width": 4096,
+        "batch": 1024,
+    },
 ]
 
 CASES = [

@@ -52,8 +52,19 @@ CASES = [
         comparisons=(("bad", "good"), ("bad", "bf16")),
         make=make_loop,
         sizes=[
-            {"label": "MLP 4096x8, batch 4096", "model": "mlp", "width": 4096, "batch": 4096},
-            {"label": "CIFAR-10 convnet, batch 512", "model": "convnet", "batch": 512},
+            {
+                "label": "MLP 4096x8, batch 4096",
+                "regime": "matmul-bound MLP 4096x8 b=4096",
+                "model": "mlp",
+                "width": 4096,
+                "batch": 4096,
+            },
+            {
+                "label": "CIFAR-10 convnet, batch 512",
+                "regime": "conv, memory-bound CIFAR-10 convnet b=512",
+                "model": "convnet",
+                "batch": 512,
+            },
         ],
         smoke_sizes=[
             {"label": "MLP 32x8, batch 2", "model": "mlp", "width": 32, "batch": 2},

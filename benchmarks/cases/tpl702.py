@@ -47,7 +47,14 @@ CASES = [
         alternatives={"foreach_false": FOR_LOOP},
         comparisons=(("bad", "good"), ("foreach_false", "good"), ("foreach_false", "bad")),
         make=make_adamw_step,
-        sizes=[{"label": "100.8M params, 192 tensors", "width": 1024, "layers": 96}],
+        sizes=[
+            {
+                "label": "100.8M params, 192 tensors",
+                "regime": "optimizer step alone, 100.8M params in 192 tensors",
+                "width": 1024,
+                "layers": 96,
+            }
+        ],
         smoke_sizes=[{"label": "0.2M params, 192 tensors", "width": 32, "layers": 96}],
         tolerance=Tolerance(1e-5, 1e-7, "first weight and last bias after one step"),
     )
