@@ -628,9 +628,14 @@ class HandWrittenAttention(Rule):
             ):
                 return None
             given, dim = _argument(call, 0, "input"), _argument(call, 1, "dim")
-        elif qualified is None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "softmax":
+        elif (
+            qualified is None
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "softmax"
+            and not is_name(call.func.value, "self")
+        ):
             receiver = call.func.value
-            if is_name(receiver, "self") or ctx.tensors.is_module_value(receiver):
+            if ctx.tensors.is_module_value(receiver):
                 return None
             if any(
                 arg.keyword is not None and arg.keyword.value not in ("dim", "dtype") for arg in call.args
