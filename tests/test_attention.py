@@ -471,3 +471,45 @@ def test_same_attention_in_init_or_an_uncalled_function_is_cold() -> None:
         "def forward(self, q, k, v):\n        return reference_attention(q, k, v)",
     )
     assert len(_lint(hot)) == 1
+
+
+def test_names_reused_in_another_branch_or_after_a_rebinding_do_not_hide_the_chain() -> None:
+    source = _attention_module(
+        """
+        if self.exact:
+            scores = torch.matmul(q, k.transpose(-1, -2))
+            probs = scores.softmax(dim=-1)
+            out = torch.matmul(probs, v)
+        else:
+            scores = torch.matmul(q, self.landmarks)
+            probs = scores.sigmoid()
+            out = probs @ v[..., : self.landmarks.size(-1), :]
+        att = (q @ k.transpose(-2, -1)).softmax(-1)
+        first = att @ v
+        att = (k @ q.transpose(-2, -1)).softmax(-1)
+        return first + (att @ q).sum()
+        """
+    )
+    lines = source.splitlines()
+    found = [lines[f.line - 1].strip() for f in _lint(source)]
+    assert found == [
+        "scores = torch.matmul(q, k.transpose(-1, -2))",
+        "att = (q @ k.transpose(-2, -1)).softmax(-1)",
+        "att = (k @ q.transpose(-2, -1)).softmax(-1)",
+    ]
+
+
+def test_a_loop_can_carry_the_probabilities_to_a_mention_before_the_chain() -> None:
+    source = _attention_module(
+        """
+        outs = []
+        for layer in self.layers:
+            if outs:
+                self.previous = att
+            att = (q @ k.transpose(-2, -1)).softmax(-1)
+            outs.append(att @ v)
+        return outs
+        """
+    )
+    assert _lint(source) == []
+    assert len(_lint(source.replace("                self.previous = att\n", "                pass\n"))) == 1

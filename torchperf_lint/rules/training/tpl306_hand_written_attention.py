@@ -740,7 +740,7 @@ class _Matcher:
             return None
         units = tuple(dict.fromkeys((*scores.units, line, *forward.units)))
         names = scores.names | forward.names
-        if not self._confined(function, names, units):
+        if not self._confined(function, names, units, block, forward.line):
             return None
         return _Chain(
             scores,
@@ -1014,15 +1014,112 @@ class _Matcher:
 
     # -- the probabilities and scores are read nowhere else ---------------------------------------
     def _confined(
-        self, function: cst.FunctionDef, names: frozenset[str], units: tuple[cst.CSTNode, ...]
+        self,
+        function: cst.FunctionDef,
+        names: frozenset[str],
+        units: tuple[cst.CSTNode, ...],
+        block: Sequence[cst.BaseStatement],
+        last: cst.SimpleStatementLine,
     ) -> bool:
+        """No statement outside the chain can read a value the chain gave one of its names."""
         if not names:
             return True
+        ctx = self.ctx
         inside = set(units)
-        for use in _uses(function.body, names):
-            if not any(ancestor in inside for ancestor in self.ctx.ancestors(use)):
-                return False
+        chain = _Span(
+            _path(last, function, ctx),
+            min(_index(block, u) for u in units),
+            _index(block, last),
+            any(
+                isinstance(a, (cst.For, cst.While))
+                for a in itertools.takewhile(lambda a: a is not function, ctx.ancestors(last))
+            ),
+        )
+        for name in names:
+            rebound = _rebinding_after(name, block, chain.last)
+            for use in _uses(function.body, frozenset({name})):
+                if any(ancestor in inside for ancestor in ctx.ancestors(use)):
+                    continue
+                if not chain.unreached(_path(use, function, ctx), rebound):
+                    return False
         return True
+
+
+_StatementPath = list[tuple[Union[cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite], int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Span:
+    """Where the chain sits in its function: the path to its last statement, the indexes of its
+    first and last statements in their block, and whether a loop runs it more than once."""
+
+    path: _StatementPath
+    first: int
+    last: int
+    looped: bool
+
+    def unreached(self, use: _StatementPath, rebound: Optional[int]) -> bool:
+        """A mention at `use` cannot read what the chain assigned: it runs before the chain, in a
+        branch of an `if` that the chain is not in (neither inside a loop around the chain, which
+        could carry the value round), or after the chain's block rebinds the name (at `rebound`)."""
+        level = 0
+        while level < min(len(use), len(self.path)) and _same_entry(use[level], self.path[level]):
+            level += 1
+        innermost = len(self.path) - 1
+        if level < len(use) and level <= innermost and use[level][0] is self.path[level][0]:
+            index = use[level][1]
+            start, end = (self.first, self.last) if level == innermost else (self.path[level][1],) * 2
+            if index < start:
+                return not self.looped
+            if index > end:
+                return rebound is not None and (level < innermost or index >= rebound)
+            return False
+        if level == 0:
+            return not self.looped  # a default value in the signature
+        container, position = self.path[level - 1]
+        compound = container.body[position]
+        header = level == len(use)
+        if isinstance(compound, cst.If) or (header and isinstance(compound, cst.With)):
+            return not self.looped
+        return False
+
+
+def _same_entry(a: tuple[cst.CSTNode, int], b: tuple[cst.CSTNode, int]) -> bool:
+    return a[0] is b[0] and a[1] == b[1]
+
+
+def _path(node: cst.CSTNode, function: cst.FunctionDef, ctx: Context) -> _StatementPath:
+    """(block, index) of each statement around `node`, from the function's body inwards."""
+    path: _StatementPath = []
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite)):
+            path.append((ancestor, next(i for i, s in enumerate(ancestor.body) if s is child)))
+        child = ancestor
+    path.reverse()
+    return path
+
+
+def _rebinding_after(name: str, block: Sequence[cst.BaseStatement], last: int) -> Optional[int]:
+    """The index of the first statement after `last` that mentions `name`, when it is
+    `name = <value that does not read it>`."""
+    for index in range(last + 1, len(block)):
+        statement = block[index]
+        if not _mentions(statement, name):
+            continue
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            small = statement.body[0]
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and is_name(small.targets[0].target, name)
+                and not _mentions(small.value, name)
+            ):
+                return index
+        return None
+    return None
 
 
 def _untransposed(expr: cst.BaseExpression, ctx: Context) -> Optional[cst.BaseExpression]:
@@ -1289,18 +1386,20 @@ class _FixBuilder:
             return self._scalar(expr.body, depth + 1) and self._scalar(expr.orelse, depth + 1)
         if isinstance(expr, cst.Call):
             qualified = ctx.qualified_name(expr) or ""
-            if qualified.startswith(("math.", "numpy.")) or qualified in (
+            if qualified.startswith("math.") or qualified in (
                 "builtins.float",
                 "builtins.int",
                 "builtins.len",
             ):
+                return True  # Python numbers whatever their argument
+            if qualified.startswith("numpy."):
                 return all(self._scalar(a.value, depth + 1) or _is_size(a.value) for a in expr.args)
             return _is_size(expr)
         if isinstance(expr, cst.Subscript):
             return _is_size(expr)
         if isinstance(expr, cst.Attribute):
             if not is_name(expr.value, "self"):
-                return False
+                return bool(_NUMBER_NAME.search(expr.attr.value))  # config.num_heads, args.head_dim
             cls = ctx.hot.enclosing_class(expr)
             values = ctx.hot.attribute_values(cls, expr.attr.value) if cls is not None else []
             if not values:
