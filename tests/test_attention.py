@@ -513,3 +513,15 @@ def test_a_loop_can_carry_the_probabilities_to_a_mention_before_the_chain() -> N
     )
     assert _lint(source) == []
     assert len(_lint(source.replace("                self.previous = att\n", "                pass\n"))) == 1
+
+
+def test_product_with_another_normalised_kernel_is_not_attention() -> None:
+    source = _attention_module(
+        """
+        kernel_1 = torch.softmax(q @ self.landmarks.transpose(-1, -2), dim=-1)
+        kernel_2 = torch.softmax(self.landmarks @ self.landmarks.transpose(-1, -2), dim=-1)
+        return kernel_1 @ self.pinv(kernel_2)
+        """
+    )
+    assert _lint(source) == []
+    assert len(_lint(source.replace("self.pinv(kernel_2)", "self.pinv(v)"))) == 1

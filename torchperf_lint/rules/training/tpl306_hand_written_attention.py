@@ -259,6 +259,14 @@ def _uses(node: cst.CSTNode, names: Optional[frozenset[str]]) -> Iterator[cst.Na
         stack.extend(reversed(current.children))
 
 
+def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
 def _mentions(node: cst.CSTNode, name: str) -> bool:
     return next(_uses(node, frozenset({name})), None) is not None
 
@@ -736,7 +744,7 @@ class _Matcher:
         if scores is None:
             return None
         forward = self._forward(softmax, line, block)
-        if forward is None:
+        if forward is None or self._normalised(forward.output.right):
             return None
         units = tuple(dict.fromkeys((*scores.units, line, *forward.units)))
         names = scores.names | forward.names
@@ -1011,6 +1019,21 @@ class _Matcher:
         if not (isinstance(func, cst.Attribute) and is_name(func.value, "self") and len(call.args) == 1):
             return False
         return _dropout_module(func, ctx) or "drop" in func.attr.value.lower()
+
+    def _normalised(self, values: cst.BaseExpression) -> bool:
+        """The "values" are themselves made from a softmax, directly or through a local name:
+        products of normalised kernels (Nystrom's `softmax(q @ k_l^T) @ pinv(softmax(...))`), not
+        attention over values."""
+        candidates: list[cst.CSTNode] = [values]
+        for name in _uses(values, None):
+            candidates.extend(
+                b.node for b in self.ctx.bindings(name.value, name) if b.kind in ("assign", "unpack")
+            )
+        return any(
+            isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("softmax")
+            for candidate in candidates
+            for node in _subtree(candidate)
+        )
 
     # -- the probabilities and scores are read nowhere else ---------------------------------------
     def _confined(
