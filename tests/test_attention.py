@@ -132,6 +132,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+L, S = 5, 7
+
 """
 
 
@@ -525,3 +527,78 @@ def test_product_with_another_normalised_kernel_is_not_attention() -> None:
     )
     assert _lint(source) == []
     assert len(_lint(source.replace("self.pinv(kernel_2)", "self.pinv(v)"))) == 1
+
+
+def test_softmax_module_under_any_name_and_in_place_mask_are_fixed_to_the_same_values() -> None:
+    source = _attention_module(
+        """
+        dots = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        dots.masked_fill_(~mask, float("-inf"))
+        attn = self.attend(dots)
+        attn = self.dropout(attn)
+        return torch.matmul(attn, v)
+        """,
+        "self.scale = 0.125\nself.attend = nn.Softmax(dim=-1)\nself.dropout = nn.Dropout(0.1)",
+    )
+    fixed = _fix(source)
+    assert "F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=" in fixed
+    torch.manual_seed(0)
+    _same_result(source, fixed, _run_with(_keep_mask()))
+
+
+def test_stable_diffusion_cross_attention_gets_the_message() -> None:
+    source = """
+        import torch
+        from torch import nn, einsum
+
+        class CrossAttention(nn.Module):
+            def forward(self, q, k, v, mask=None):
+                sim = einsum("b i d, b j d -> b i j", q, k) * self.scale
+                if mask is not None:
+                    mask = mask.flatten(1)
+                    max_neg_value = -torch.finfo(sim.dtype).max
+                    sim.masked_fill_(~mask, max_neg_value)
+                attn = sim.softmax(dim=-1)
+                return einsum("b i j, b j d -> b i d", attn, v)
+        """
+    (finding,) = _lint(source)
+    assert finding.line == 7 and finding.fix is None
+
+
+def test_channel_first_einsum_is_attention_without_a_fix() -> None:
+    source = """
+        import torch as th
+        from torch import nn
+
+        class QKVAttention(nn.Module):
+            def forward(self, q, k, v):
+                weight = th.einsum("bct,bcs->bts", q * self.scale, k * self.scale)
+                weight = th.softmax(weight, dim=-1)
+                return th.einsum("bts,bcs->bct", weight, v)
+        """
+    (finding,) = _lint(source)
+    assert finding.fix is None
+    assert _lint(source.replace('"bts,bcs->bct"', '"bts,bcs->bcs"')) == []
+
+
+def test_bias_built_between_the_chain_statements_is_moved_only_after_its_binding() -> None:
+    source = _attention_module(
+        """
+        sim = q @ k.transpose(-2, -1) * self.scale
+        bias = self.table[:L, :S]
+        sim = sim + bias
+        return sim.softmax(-1) @ v
+        """,
+        "self.scale = 0.125\nself.table = torch.randn(L, S)",
+    )
+    fixed = _fix(source)
+    assert "bias = self.table" in fixed and "attn_mask=bias" in fixed
+    _same_result(source, fixed, _run_with(None))
+    shape_read = source.replace("self.table[:L, :S]", "self.table[: sim.size(-2), : sim.size(-1)]")
+    (finding,) = _lint(shape_read)
+    assert finding.fix is None
+    rebound_key = source.replace(
+        "        bias = self.table", "        k = k.flip(-2)\n        bias = self.table"
+    )
+    (finding,) = _lint(rebound_key)
+    assert finding.fix is None

@@ -44,6 +44,9 @@ _NUMBER_NAME = re.compile(r"scale|temperature|factor|dim|size|head", re.IGNORECA
 _MAX_DEPTH = 24  # steps followed back from the softmax; real chains have fewer than 8
 _SDPA = "scaled_dot_product_attention"
 _NO_BLOCK: tuple[cst.BaseStatement, ...] = ()
+_METADATA = frozenset({"dtype", "device", "shape", "ndim", "is_cuda", "size", "dim"})
+# In-place steps written as statements: `att.masked_fill_(mask, -inf)`, `att.mul_(scale)`.
+_IN_PLACE = {"masked_fill_": "masked_fill", "add_": "add", "mul_": "mul", "div_": "div"}
 
 
 # -- the chain ------------------------------------------------------------------------------
@@ -63,7 +66,7 @@ class _Step:
     kind: _Kind
     operand: Optional[cst.BaseExpression] = None  # the factor, bias or mask
     fill: Optional[cst.BaseExpression] = None  # what masked scores become
-    condition: Optional[cst.BaseExpression] = None  # the test of an `if` that guards the step
+    guard: Optional[cst.If] = None  # the `if` that runs the step, when it is conditional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +74,7 @@ class _Product:
     node: cst.BaseExpression  # `q @ k.transpose(-2, -1)`, `torch.matmul(...)`, `torch.einsum(...)`
     left: cst.BaseExpression  # the query (or the probabilities)
     right: cst.BaseExpression  # the key, untransposed (or the values)
+    sdpa_layout: bool = True  # the operands are laid out as SDPA takes them (einsum may differ)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +121,7 @@ class _Chain:
     names: frozenset[str]
     line: cst.SimpleStatementLine  # the statement that holds the output product
     block: Sequence[cst.BaseStatement]
+    function: cst.FunctionDef
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,32 +204,45 @@ def _einsum_terms(spec: str) -> Optional[tuple[tuple[str, ...], tuple[str, ...],
     return first, second, result
 
 
-def _same_batch(*terms: tuple[str, ...]) -> bool:
-    return all(len(t) >= 2 and t[:-2] == terms[0][:-2] for t in terms)
-
-
-def _is_score_einsum(spec: str) -> bool:
-    """`P i d, P j d -> P i j`: the query and key contracted over their last dimension."""
+def _score_einsum(spec: str) -> Optional[bool]:
+    """For a query-key einsum (one index contracted; the output ends with a query index, then a key
+    index, the dimension the softmax normalises), whether its layout is SDPA's `P i d, P j d -> P i j`;
+    None for any other einsum. Channel-first `bct,bcs->bts` is attention too, but not in SDPA's layout."""
     terms = _einsum_terms(spec)
     if terms is None:
-        return False
+        return None
     query, key, scores = terms
-    if not _same_batch(query, key, scores):
-        return False
-    i, d, j = query[-2], query[-1], key[-2]
-    return key[-1] == d and scores[-2:] == (i, j) and len({i, j, d, "..."}) == 4
+    contracted = (set(query) & set(key)) - set(scores)
+    if len(scores) < 2 or len(contracted) != 1 or "..." in contracted:
+        return None
+    i, j = scores[-2], scores[-1]
+    batch = set(scores[:-2])
+    if i not in query or i in key or j not in key or j in query:
+        return None
+    if set(query) != batch | {i} | contracted or set(key) != batch | {j} | contracted:
+        return None
+    (d,) = contracted
+    return query == (*scores[:-2], i, d) and key == (*scores[:-2], j, d)
 
 
-def _is_output_einsum(spec: str) -> bool:
-    """`P i j, P j e -> P i e`: the probabilities contracted with the values over the keys."""
+def _output_einsum(spec: str) -> Optional[bool]:
+    """For a probabilities-values einsum (the probabilities' last index, the keys, contracted with
+    the values), whether its layout is SDPA's `P i j, P j e -> P i e`; None for any other einsum."""
     terms = _einsum_terms(spec)
     if terms is None:
-        return False
+        return None
     probs, values, out = terms
-    if not _same_batch(probs, values, out):
-        return False
-    i, j, e = probs[-2], probs[-1], values[-1]
-    return values[-2] == j and out[-2:] == (i, e) and len({i, j, e, "..."}) == 4
+    if len(probs) < 2:
+        return None
+    i, j = probs[-2], probs[-1]
+    batch = set(probs[:-2])
+    extra = set(values) - set(probs)
+    if j not in values or j in out or i not in out or len(extra) != 1 or "..." in extra | {i, j}:
+        return None
+    if set(values) != batch | {j} | extra or set(out) != batch | {i} | extra:
+        return None
+    (e,) = extra
+    return values == (*probs[:-2], j, e) and out == (*probs[:-2], i, e)
 
 
 def _atomic(expr: cst.BaseExpression) -> bool:
@@ -240,9 +258,10 @@ def _parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def _uses(node: cst.CSTNode, names: Optional[frozenset[str]]) -> Iterator[cst.Name]:
+def _uses(node: cst.CSTNode, names: Optional[frozenset[str]], metadata: bool = False) -> Iterator[cst.Name]:
     """Every `Name` in `node` that reads or binds a variable in `names` (any, for None): not
-    attribute names nor keyword names."""
+    attribute names nor keyword names, and unless `metadata`, not a tensor's metadata
+    (`att.dtype`, `att.size(-1)`), which says nothing about its values."""
     stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
@@ -251,7 +270,8 @@ def _uses(node: cst.CSTNode, names: Optional[frozenset[str]]) -> Iterator[cst.Na
                 yield current
             continue
         if isinstance(current, cst.Attribute):
-            stack.append(current.value)
+            if metadata or not (isinstance(current.value, cst.Name) and current.attr.value in _METADATA):
+                stack.append(current.value)
             continue
         if isinstance(current, cst.Arg):
             stack.append(current.value)
@@ -650,13 +670,8 @@ class HandWrittenAttention(Rule):
             ):
                 return None
             given, dim = receiver, _argument(call, 0, "dim")
-        elif (
-            qualified is None
-            and isinstance(call.func, cst.Attribute)
-            and is_name(call.func.value, "self")
-            and "softmax" in call.func.attr.value.lower()
-        ):
-            positional = _positional(call)
+        elif qualified is None and isinstance(call.func, cst.Attribute) and is_name(call.func.value, "self"):
+            positional = _positional(call)  # `self.attend(dots)` with `self.attend = nn.Softmax(dim=-1)`
             if positional is None or len(positional) != 1 or len(call.args) != 1:
                 return None
             built = ctx.module_graph.constructor_calls(call.func)
@@ -740,7 +755,7 @@ class _Matcher:
         block = _block_of(line, ctx)
         if not block:
             return None
-        scores = self._peel(given, _Place(block, _index(block, line)), None, 0)
+        scores = self._peel(given, _Place(block, _index(block, line)), 0)
         if scores is None:
             return None
         forward = self._forward(softmax, line, block)
@@ -748,7 +763,7 @@ class _Matcher:
             return None
         units = tuple(dict.fromkeys((*scores.units, line, *forward.units)))
         names = scores.names | forward.names
-        if not self._confined(function, names, units, block, forward.line):
+        if not _confined(ctx, function, names, units, forward.line):
             return None
         return _Chain(
             scores,
@@ -761,12 +776,11 @@ class _Matcher:
             names,
             forward.line,
             block,
+            function,
         )
 
     # -- backward: from the softmax's input to the score product -------------------------------
-    def _peel(
-        self, expr: cst.BaseExpression, place: _Place, condition: Optional[cst.BaseExpression], depth: int
-    ) -> Optional[_Scores]:
+    def _peel(self, expr: cst.BaseExpression, place: _Place, depth: int) -> Optional[_Scores]:
         if depth > _MAX_DEPTH:
             return None
         product = self._score_product(expr)
@@ -775,14 +789,15 @@ class _Matcher:
         if isinstance(expr, cst.Name):
             return self._definition(expr.value, place, depth + 1)
         for inner, step in self._steps(expr):
-            found = self._peel(inner, place, condition, depth + 1)
+            found = self._peel(inner, place, depth + 1)
             if found is not None:
-                return found.then(dataclasses.replace(step, condition=condition))
+                return found.then(step)
         return None
 
     def _definition(self, name: str, place: _Place, depth: int) -> Optional[_Scores]:
         """The scores behind `name`, from the nearest statement before `place` that mentions it:
-        `name = <scores>`, `name += bias` (and `*=`, `/=`), or `if c: name = <step on name>`."""
+        `name = <scores>`, `name += bias` (and `*=`, `/=`, `name.masked_fill_(...)`), or an `if`
+        that applies one such step."""
         for position in range(place.index - 1, -1, -1):
             statement = place.block[position]
             if not _mentions(statement, name):
@@ -793,7 +808,7 @@ class _Matcher:
                 if isinstance(small, cst.Assign):
                     if len(small.targets) != 1 or not is_name(small.targets[0].target, name):
                         return None
-                    found = self._peel(small.value, earlier, None, depth + 1)
+                    found = self._peel(small.value, earlier, depth + 1)
                     return found.then(unit=statement, name=name) if found is not None else None
                 step = self._augmented(small, name)
                 if step is None:
@@ -810,34 +825,50 @@ class _Matcher:
         return None
 
     def _augmented(self, small: cst.BaseSmallStatement, name: str) -> Optional[_Step]:
-        """The step of `name += b`, `name *= s`, `name /= s`."""
-        if not (isinstance(small, cst.AugAssign) and is_name(small.target, name)):
+        """The step of `name += b`, `name *= s`, `name /= s`, or an in-place method statement
+        (`name.masked_fill_(m, -inf)`, `name.add_(b)`, `name.mul_(s)`, `name.div_(s)`)."""
+        if isinstance(small, cst.AugAssign) and is_name(small.target, name):
+            kinds = {
+                cst.AddAssign: _Kind.BIAS,
+                cst.MultiplyAssign: _Kind.SCALE,
+                cst.DivideAssign: _Kind.DIVIDE,
+            }
+            kind = kinds.get(type(small.operator))
+            if kind is None or _mentions(small.value, name):
+                return None
+            return _Step(kind, small.value)
+        if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
             return None
-        if _mentions(small.value, name):
+        call = small.value
+        func = call.func
+        if not (
+            isinstance(func, cst.Attribute) and is_name(func.value, name) and func.attr.value in _IN_PLACE
+        ):
             return None
-        kinds = {cst.AddAssign: _Kind.BIAS, cst.MultiplyAssign: _Kind.SCALE, cst.DivideAssign: _Kind.DIVIDE}
-        kind = kinds.get(type(small.operator))
-        return _Step(kind, small.value) if kind is not None else None
+        out_of_place = call.with_changes(func=func.with_changes(attr=cst.Name(_IN_PLACE[func.attr.value])))
+        steps = [step for inner, step in self._steps(out_of_place) if inner is func.value]
+        if len(steps) != 1 or (steps[0].operand is not None and _mentions(steps[0].operand, name)):
+            return None
+        return steps[0]
 
     def _guarded(self, statement: cst.If, name: str) -> Optional[_Step]:
-        """The one step of `if c: name = <step on name>` (no `else`, a test that ignores `name`)."""
+        """The step of an `if` (no `else`, a test that does not read `name`) whose body applies one
+        step to `name` among statements that do not read it (`mask = rearrange(mask, ...)`)."""
         if statement.orelse is not None or _mentions(statement.test, name):
             return None
         body = statement.body
-        smalls: Sequence[cst.BaseSmallStatement]
+        smalls: list[cst.BaseSmallStatement] = []
         if isinstance(body, cst.SimpleStatementSuite):
-            smalls = body.body
-        elif (
-            isinstance(body, cst.IndentedBlock)
-            and len(body.body) == 1
-            and isinstance(body.body[0], cst.SimpleStatementLine)
-        ):
-            smalls = body.body[0].body
+            smalls = list(body.body)
         else:
+            for line in body.body:
+                if not isinstance(line, cst.SimpleStatementLine):
+                    return None
+                smalls.extend(line.body)
+        reading = [small for small in smalls if _mentions(small, name)]
+        if len(reading) != 1:
             return None
-        if len(smalls) != 1:
-            return None
-        small = smalls[0]
+        small = reading[0]
         step = self._augmented(small, name)
         if step is None and isinstance(small, cst.Assign):
             if len(small.targets) != 1 or not is_name(small.targets[0].target, name):
@@ -845,7 +876,7 @@ class _Matcher:
             step = next((s for inner, s in self._steps(small.value) if is_name(inner, name)), None)
         if step is None or (step.operand is not None and _mentions(step.operand, name)):
             return None
-        return dataclasses.replace(step, condition=statement.test)
+        return dataclasses.replace(step, guard=statement)
 
     def _steps(self, expr: cst.BaseExpression) -> list[tuple[cst.BaseExpression, _Step]]:
         """(scores, step) readings of `expr` as one step applied to some scores."""
@@ -908,9 +939,8 @@ class _Matcher:
             return _Product(expr, positional[0], key) if key is not None else None
         if qualified == "torch.einsum" and len(positional) == 3:
             spec = _string(positional[0])
-            if spec is not None and _is_score_einsum(spec):
-                return _Product(expr, positional[1], positional[2])
-            return None
+            layout = _score_einsum(spec) if spec is not None else None
+            return _Product(expr, positional[1], positional[2], layout) if layout is not None else None
         found = _method(expr, "matmul", "bmm")
         if found is not None and qualified is None and len(positional) == 1:
             key = _untransposed(positional[0], ctx)
@@ -1003,8 +1033,9 @@ class _Matcher:
             return _Product(call, probs, positional[1])
         if qualified == "torch.einsum" and len(positional) == 3 and positional[1] is probs:
             spec = _string(positional[0])
-            if spec is not None and _is_output_einsum(spec):
-                return _Product(call, probs, positional[2])
+            layout = _output_einsum(spec) if spec is not None else None
+            if layout is not None:
+                return _Product(call, probs, positional[2], layout)
         return None
 
     def _is_dropout(self, call: cst.Call, probs: cst.BaseExpression) -> bool:
@@ -1036,36 +1067,39 @@ class _Matcher:
         )
 
     # -- the probabilities and scores are read nowhere else ---------------------------------------
-    def _confined(
-        self,
-        function: cst.FunctionDef,
-        names: frozenset[str],
-        units: tuple[cst.CSTNode, ...],
-        block: Sequence[cst.BaseStatement],
-        last: cst.SimpleStatementLine,
-    ) -> bool:
-        """No statement outside the chain can read a value the chain gave one of its names."""
-        if not names:
-            return True
-        ctx = self.ctx
-        inside = set(units)
-        chain = _Span(
-            _path(last, function, ctx),
-            min(_index(block, u) for u in units),
-            _index(block, last),
-            any(
-                isinstance(a, (cst.For, cst.While))
-                for a in itertools.takewhile(lambda a: a is not function, ctx.ancestors(last))
-            ),
-        )
-        for name in names:
-            rebound = _rebinding_after(name, block, chain.last)
-            for use in _uses(function.body, frozenset({name})):
-                if any(ancestor in inside for ancestor in ctx.ancestors(use)):
-                    continue
-                if not chain.unreached(_path(use, function, ctx), rebound):
-                    return False
+
+
+def _confined(
+    ctx: Context,
+    function: cst.FunctionDef,
+    names: frozenset[str],
+    units: tuple[cst.CSTNode, ...],
+    last: cst.SimpleStatementLine,
+    metadata: bool = False,
+) -> bool:
+    """No statement outside the chain can read a value the chain gave one of its names (with
+    `metadata`, nor its dtype or shape either)."""
+    if not names:
         return True
+    inside = set(units)
+    block = _block_of(last, ctx)
+    chain = _Span(
+        _path(last, function, ctx),
+        min(_index(block, u) for u in units),
+        _index(block, last),
+        any(
+            isinstance(a, (cst.For, cst.While))
+            for a in itertools.takewhile(lambda a: a is not function, ctx.ancestors(last))
+        ),
+    )
+    for name in names:
+        rebound = _rebinding_after(name, block, chain.last)
+        for use in _uses(function.body, frozenset({name}), metadata):
+            if any(ancestor in inside for ancestor in ctx.ancestors(use)):
+                continue
+            if not chain.unreached(_path(use, function, ctx), rebound):
+                return False
+    return True
 
 
 _StatementPath = list[tuple[Union[cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite], int]]
@@ -1224,6 +1258,8 @@ class _FixBuilder:
         chain = self.chain
         if chain.softmax_dtype or chain.cast_after:
             return None
+        if not (chain.scores.product.sdpa_layout and chain.output.sdpa_layout):
+            return None
         steps = chain.scores.steps
         if any(step.kind is _Kind.CAST for step in steps):
             return None
@@ -1236,7 +1272,7 @@ class _FixBuilder:
         masks = [s for s in steps if s.kind in (_Kind.BIAS, _Kind.FILL, _Kind.KEEP)]
         if len(factors) > 1 or len(masks) > 1:
             return None
-        if any(s.condition is not None and not self._guard_is_none_check(s) for s in steps):
+        if any(s.guard is not None and not self._guard_is_none_check(s) for s in steps):
             return None
         keywords: list[tuple[str, cst.BaseExpression]] = []
         moved: list[cst.BaseExpression] = [query, chain.scores.product.right]
@@ -1256,7 +1292,8 @@ class _FixBuilder:
                 return None
             if not is_number(dropout_p, 0):
                 keywords.append(("dropout_p", dropout_p))
-                moved.append(dropout_p)
+                moved.extend(arg.value for arg in chain.dropout.args[1:])
+                moved.append(chain.dropout.func)
         if keywords and keywords[0][0] == "is_causal":
             keywords.append(keywords.pop(0))
         scale = self._scale(factors[0] if factors else None, query, chain.scores.product.right)
@@ -1267,9 +1304,11 @@ class _FixBuilder:
             if declared.version is not None and declared.version < (2, 1):
                 return None
             keywords.append(("scale", scale))
-            moved.append(scale)
+            moved.extend(f.operand for f in factors if f.operand is not None)
         if not self._still_valid(moved):
             return None
+        if not _confined(self.ctx, chain.function, chain.names, chain.units, chain.line, metadata=True):
+            return None  # `x = self.table[: att.size(-1)]` would lose `att`
         func, needs_import = self._function()
         call = cst.Call(
             func=func,
@@ -1315,9 +1354,17 @@ class _FixBuilder:
 
     @staticmethod
     def _guard_is_none_check(step: _Step) -> bool:
-        """`if b is not None: scores = scores + b`: SDPA's `attn_mask=b` takes None as no mask."""
-        test = step.condition
-        if step.kind is not _Kind.BIAS or not isinstance(test, cst.Comparison) or step.operand is None:
+        """`if b is not None: scores = scores + b` and nothing else: SDPA's `attn_mask=b` takes None
+        as no mask."""
+        guard = step.guard
+        if guard is None or step.kind is not _Kind.BIAS or step.operand is None:
+            return False
+        body = guard.body
+        lines = [body] if isinstance(body, cst.SimpleStatementSuite) else list(body.body)
+        if len(lines) != 1 or len(getattr(lines[0], "body", ())) != 1:
+            return False
+        test = guard.test
+        if not isinstance(test, cst.Comparison):
             return False
         if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.IsNot):
             return False
@@ -1534,30 +1581,22 @@ class _FixBuilder:
         return functional_attribute(self.ctx, _SDPA)
 
     def _still_valid(self, moved: Iterable[cst.BaseExpression]) -> bool:
-        """No statement between the chain's first statement and its last rebinds a name that an
-        expression moved into the SDPA call reads."""
+        """Each expression moved into the SDPA call sees the same values at the chain's last
+        statement as where it was written: it reads none of the chain's names, and no statement in
+        between rebinds a name it reads."""
         chain = self.chain
-        names = frozenset(n.value for expr in moved for n in _uses(expr, None))
         block = chain.block
-        first = min(_index(block, u) for u in chain.units)
         last = _index(block, chain.line)
         units = set(chain.units)
-        for statement in block[first:last]:
-            if statement in units:
-                continue
-            if not isinstance(statement, cst.SimpleStatementLine):
-                if any(True for _ in _uses(statement, names)):
-                    return False
-                continue
-            for small in statement.body:
-                targets: list[cst.CSTNode] = []
-                if isinstance(small, cst.Assign):
-                    targets = [t.target for t in small.targets]
-                elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
-                    targets = [small.target]
-                elif isinstance(small, cst.Del):
-                    targets = [small.target]
-                if any(True for t in targets for _ in _uses(t, names)):
+        for expr in moved:
+            names = frozenset(n.value for n in _uses(expr, None, metadata=True))
+            if names & chain.names:
+                return False
+            unit = next((a for a in self.ctx.ancestors(expr) if a in units), None)
+            if unit is None:
+                return False
+            for statement in block[_index(block, unit) + 1 : last]:
+                if statement not in units and _rebinds(statement, names):
                     return False
         return True
 
@@ -1582,6 +1621,21 @@ class _FixBuilder:
             *((unit, cst.RemovalSentinel.REMOVE) for unit in removed),
             (chain.line, line),
         )
+
+
+def _rebinds(statement: cst.BaseStatement, names: frozenset[str]) -> bool:
+    """`statement` may assign one of `names` (any compound statement that mentions one may)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return next(_uses(statement, names, metadata=True), None) is not None
+    for small in statement.body:
+        targets: list[cst.CSTNode] = []
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign, cst.Del)):
+            targets = [small.target]
+        if any(next(_uses(t, names, metadata=True), None) is not None for t in targets):
+            return True
+    return False
 
 
 def _with_commas(call: cst.Call) -> cst.Call:
