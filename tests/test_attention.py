@@ -602,3 +602,41 @@ def test_bias_built_between_the_chain_statements_is_moved_only_after_its_binding
     )
     (finding,) = _lint(rebound_key)
     assert finding.fix is None
+
+
+def test_fused_kernel_behind_a_method_of_the_class_is_a_dispatch() -> None:
+    source = _attention_module(
+        """
+        if self.use_flash:
+            return self.flash_attn(q, k, v)
+        dots = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        return self.attend(dots) @ v
+        """,
+        "self.scale = 0.125\nself.attend = nn.Softmax(dim=-1)",
+    ) + textwrap.indent(
+        textwrap.dedent(
+            """
+            def flash_attn(self, q, k, v):
+                return F.scaled_dot_product_attention(q, k, v)
+            """
+        ),
+        "    ",
+    )
+    assert _lint(source) == []
+    assert len(_lint(source.replace("return F.scaled_dot_product_attention(q, k, v)", "return q"))) == 1
+
+
+def test_fix_leaves_one_blank_line_where_removed_statements_had_several() -> None:
+    source = _attention_module(
+        """
+        q = q + 1
+
+        dots = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+
+        attn = dots.softmax(dim=-1)
+
+        return torch.matmul(attn, v)
+        """,
+        "self.scale = 0.125",
+    )
+    assert "q = q + 1\n\n        return F.scaled_dot_product_attention(" in _fix(source)

@@ -729,11 +729,21 @@ def _shown(call: Optional[cst.Call], chain: _Chain, ctx: Context) -> str:
     return f"{ctx.code(call.func)}({', '.join(parts)})"
 
 
-def _calls_fused(function: cst.FunctionDef, ctx: Context) -> bool:
+def _calls_fused(function: cst.FunctionDef, ctx: Context, through: bool = True) -> bool:
+    """`function` calls a fused attention kernel, or (`through`) a function of the file that does
+    (`self.flash_attn(q, k, v)`)."""
     info = ctx.facts.functions.get(function)
-    return info is not None and any(
-        (dotted_name(call.func) or "").rsplit(".", 1)[-1] in _FUSED for call in info.calls
-    )
+    if info is None:
+        return False
+    for call in info.calls:
+        if (dotted_name(call.func) or "").rsplit(".", 1)[-1] in _FUSED:
+            return True
+        if through and any(
+            callee is not function and _calls_fused(callee, ctx, through=False)
+            for callee in ctx.hot.resolve_call(call)
+        ):
+            return True
+    return False
 
 
 # -- matching -------------------------------------------------------------------------------
@@ -1616,7 +1626,12 @@ class _FixBuilder:
             return None
         line = chain.line.deep_replace(chain.output.node, call)
         assert isinstance(line, cst.SimpleStatementLine)
-        line = line.with_changes(leading_lines=[*leading, *chain.line.leading_lines])
+        kept: list[cst.EmptyLine] = []
+        for empty in [*leading, *chain.line.leading_lines]:
+            blank = empty.comment is None
+            if not (blank and kept and kept[-1].comment is None):  # one blank line where several met
+                kept.append(empty)
+        line = line.with_changes(leading_lines=kept)
         return (
             *((unit, cst.RemovalSentinel.REMOVE) for unit in removed),
             (chain.line, line),
