@@ -712,14 +712,7 @@ class HandWrittenAttention(Rule):
 def _shown(call: Optional[cst.Call], chain: _Chain, ctx: Context) -> str:
     """The SDPA call for the message: the fix's own, its long arguments elided; else a sketch."""
     if call is None:
-        func = chain.softmax.func
-        if ctx.qualified_name(chain.softmax) == "torch.nn.functional.softmax" and isinstance(
-            func, cst.Attribute
-        ):
-            name = f"{ctx.code(func.value)}.{_SDPA}"
-        else:
-            name = ctx.code(functional_attribute(ctx, _SDPA)[0])
-        return f"{name}(q, k, v, ...)"
+        return f"{ctx.code(_sdpa_function(chain.softmax, ctx)[0])}(q, k, v, ...)"
     parts = []
     for arg, stand_in in itertools.zip_longest(call.args, ("q", "k", "v")):
         value = ctx.code(arg.value)
@@ -727,6 +720,16 @@ def _shown(call: Optional[cst.Call], chain: _Chain, ctx: Context) -> str:
             value = stand_in or "..."
         parts.append(f"{arg.keyword.value}={value}" if arg.keyword is not None else value)
     return f"{ctx.code(call.func)}({', '.join(parts)})"
+
+
+def _sdpa_function(softmax: cst.Call, ctx: Context) -> tuple[cst.BaseExpression, bool]:
+    """SDPA spelled like the softmax (`F.`, `nn.functional.`), else with the file's alias for
+    torch.nn.functional; and whether the fix must add `import torch`."""
+    if ctx.qualified_name(softmax) == "torch.nn.functional.softmax" and isinstance(
+        softmax.func, cst.Attribute
+    ):
+        return softmax.func.with_changes(attr=cst.Name(_SDPA)), False
+    return functional_attribute(ctx, _SDPA)
 
 
 def _calls_fused(function: cst.FunctionDef, ctx: Context, through: bool = True) -> bool:
@@ -1288,7 +1291,8 @@ class _FixBuilder:
         moved: list[cst.BaseExpression] = [query, chain.scores.product.right]
         if masks:
             mask = masks[0]
-            if mask.kind is _Kind.BIAS and factors and steps.index(mask) < steps.index(factors[-1]):
+            order = {id(step): index for index, step in enumerate(steps)}
+            if mask.kind is _Kind.BIAS and factors and order[id(mask)] < order.get(id(factors[-1]), -1):
                 return None  # the bias would be scaled too
             argument = self._mask_argument(mask)
             if argument is None:
@@ -1319,7 +1323,7 @@ class _FixBuilder:
             return None
         if not _confined(self.ctx, chain.function, chain.names, chain.units, chain.line, metadata=True):
             return None  # `x = self.table[: att.size(-1)]` would lose `att`
-        func, needs_import = self._function()
+        func, needs_import = _sdpa_function(chain.softmax, self.ctx)
         call = cst.Call(
             func=func,
             args=[
@@ -1581,15 +1585,6 @@ class _FixBuilder:
         return len(sizes) == 2 and _same_code(sizes[0], sizes[1])
 
     # -- where the call goes ------------------------------------------------------------------
-    def _function(self) -> tuple[cst.BaseExpression, bool]:
-        """SDPA spelled like the softmax (`F.`, `nn.functional.`), else with the file's alias."""
-        softmax = self.chain.softmax
-        if self.ctx.qualified_name(softmax) == "torch.nn.functional.softmax" and isinstance(
-            softmax.func, cst.Attribute
-        ):
-            return softmax.func.with_changes(attr=cst.Name(_SDPA)), False
-        return functional_attribute(self.ctx, _SDPA)
-
     def _still_valid(self, moved: Iterable[cst.BaseExpression]) -> bool:
         """Each expression moved into the SDPA call sees the same values at the chain's last
         statement as where it was written: it reads none of the chain's names, and no statement in
