@@ -319,14 +319,16 @@ def _index(block: Sequence[cst.BaseStatement], statement: cst.CSTNode) -> int:
 
 class HandWrittenAttention(Rule):
     """## What it does
-    Flags attention written out by hand in hot code: a softmax over the last dimension of a
-    query-key product (`q @ k.transpose(-2, -1)`, `q @ k.mT`, `torch.matmul`, `torch.bmm`, or a
-    `torch.einsum` that contracts the last dimension of both), optionally scaled, masked
-    (`masked_fill(mask, -inf)`, `torch.where`, an added mask or position bias) and dropped out, then
-    multiplied by the values (`probs @ v`). The chain may run through the local names of one function:
+    Flags attention written out by hand in hot code: a softmax over the last dimension
+    (`F.softmax(x, dim=-1)`, `x.softmax(-1)`, an `nn.Softmax(dim=-1)` module) of a query-key product
+    (`q @ k.transpose(-2, -1)`, `q @ k.mT`, `torch.matmul`, `torch.bmm`, or a `torch.einsum` that
+    contracts one index of both), optionally scaled, masked (`masked_fill(mask, -inf)`,
+    `masked_fill_`, `torch.where`, an added mask or position bias) and dropped out, then multiplied by
+    the values (`probs @ v`). The chain may run through the local names of one block of a function:
     the four-line `att = ...; att = att.masked_fill(...); att = F.softmax(att, dim=-1); y = att @ v`
-    is recognised as well as a single expression. The finding is reported at the score product
-    (`q @ k.transpose(-2, -1)`), where the T x T matrix is made.
+    is recognised as well as a single expression, and so is a step under `if mask is not None:`. The
+    finding is reported at the score product (`q @ k.transpose(-2, -1)`), where the T x T matrix is
+    made.
 
     ## Why it is slow
     The hand-written form materialises the T x T score matrix (per batch element and head) and runs
@@ -359,19 +361,25 @@ class HandWrittenAttention(Rule):
       is passed; otherwise `scale=s` (or `scale=1 / s`) keeps the code's own factor, and a chain with
       no factor gets `scale=1.0`. `scale=` needs torch 2.1; a project that targets 2.0 gets no fix then.
 
-    Fully masked rows differ: the hand-written softmax of a row of `-inf` is NaN, and so is SDPA's.
-    Other forms (two masks, a finite fill such as `-1e9` or `finfo.min`, casts around the softmax, a
-    learnable tensor scale) get the message only.
+    A fully masked row differs: the hand-written softmax of a row of `-inf` is NaN, SDPA (torch 2.13)
+    returns zeros there. Other forms get the message only: two masks or two factors, a finite fill
+    such as `-1e9` or `finfo.min`, casts around the softmax (`softmax(x.float()).type(dtype)`), a
+    learnable tensor scale, an einsum in another layout than SDPA's (channel-first `bct,bcs->bts`),
+    an `if` that does more than add its mask, and a statement left behind that reads the shape of
+    a name the fix would remove.
 
     ## When it stays silent
     Cold code (`__init__`, module level, functions no hot path reaches); a function that also calls
     `scaled_dot_product_attention` or another fused attention kernel (a capability check with the
     SDPA path beside the manual one), or one whose every caller in the file does; attention that
     returns, stores or otherwise reads the probabilities or the scores (`return out, att`,
-    `self.attn_weights = att`, `if output_attentions: ...`); a softmax over another dimension; any
-    other function applied to the scores or probabilities (`att.clamp(...)`, `torch.tanh(att)`, a
-    subtraction); a softmax whose result is not multiplied by a third tensor (`softmax(x @ w)`); a
-    project that targets torch older than 2.0, which has no SDPA.
+    `self.attn_weights = att`, `if output_attentions: ...`; reading `att.dtype` or `att.size(-1)` is
+    fine, and so are the same names reused in another branch or after a rebinding); a softmax over
+    another dimension; any other function applied to the scores or probabilities (`att.clamp(...)`,
+    `torch.tanh(att)`, a subtraction, talking-heads projections); a softmax whose result is not
+    multiplied by a third tensor (`softmax(x @ w)`), or is multiplied by another softmax's product
+    (Nystrom's `softmax(q @ k_l^T) @ pinv(softmax(...))`); a project that targets torch older than
+    2.0, which has no SDPA.
     """
 
     code = "TPL306"
