@@ -108,7 +108,10 @@ def render_speedup_summary() -> str:
     for rule in ALL_RULES:
         rows = table.get(rule.code)
         if not rows:
-            reason = "needs several GPUs" if rule.code == "TPL402" else "nothing to time"
+            if rule.code == "TPL402":
+                reason = "needs several GPUs"
+            else:
+                reason = "not measured on a GPU yet" if rule.benchmark else "nothing to time"
             lines.append(f"| [{rule.code}](docs/rules/{rule.code}.md) | {rule.name} | - | {reason} |")
             continue
         best = max(rows, key=lambda row: row["speedup"])

@@ -78,6 +78,18 @@ def torch_attribute(ctx: Context, dotted: str) -> tuple[cst.BaseExpression, bool
     return cst.parse_expression(f"{alias}.{dotted}"), needs_import
 
 
+def functional_attribute(ctx: Context, name: str) -> tuple[cst.BaseExpression, bool]:
+    """`F.<name>` with the file's top-level alias for torch.nn.functional, else
+    `torch.nn.functional.<name>` as `torch_attribute` spells it (and whether the fix must add
+    `import torch`)."""
+    for bound, target in ctx.facts.imports.items():
+        if target == "torch.nn.functional" and "." not in bound:
+            bindings = ctx.facts.module_scope.bindings.get(bound)
+            if bindings and bindings[-1].kind == "import":
+                return cst.Attribute(value=cst.Name(bound), attr=cst.Name(name)), False
+    return torch_attribute(ctx, f"nn.functional.{name}")
+
+
 def insert_after_imports(
     ctx: Context, code: str, blank_line_before: bool = False
 ) -> tuple[cst.CSTNode, cst.FlattenSentinel[cst.CSTNode]] | None:
