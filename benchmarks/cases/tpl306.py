@@ -99,6 +99,9 @@ def _sizes(batch: int, heads: int, head_dim: int, lengths: dict[str, list[int]])
     return [
         {
             "label": f"{dtype} B={batch} H={heads} T={length} D={head_dim}",
+            # short contexts are dominated by the projections; the T x T matrix grows with T squared
+            "regime": f"{dtype} attention block, context {length}"
+            + (" (projection-bound)" if length <= 512 else " (score-matrix-bound)" if length >= 2048 else ""),
             "batch": batch,
             "heads": heads,
             "head_dim": head_dim,
