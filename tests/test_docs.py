@@ -35,4 +35,4 @@ def test_every_page_quotes_a_measurement_or_says_why_not() -> None:
     for rule in ALL_RULES:
         page = expected_pages()[f"{rule.code}.md"]
         assert "## Measured" in page
-        assert "| case | device |" in page or "No GPU measurement" in page
+        assert "| case | regime | device |" in page or "No GPU measurement" in page

@@ -39,12 +39,15 @@ def _measured_section(rule: type[Rule]) -> str:
     rows = measured().get(rule.code)
     if not rows:
         return "No GPU measurement recorded yet for this rule."
-    lines = ["| case | device | torch | bad | good | speedup (95% CI) |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| case | regime | device | torch | bad | good | speedup (95% CI) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         ci = row.get("ci") or [row["speedup"], row["speedup"]]
         lines.append(
-            f"| {row['case']} | {row['device']} | {row['torch']} | {row['bad']} | {row['good']} "
-            f"| {row['speedup']:.2f}x ({ci[0]:.2f}-{ci[1]:.2f}) |"
+            f"| {row['case']} | {row.get('regime', '')} | {row['device']} | {row['torch']} | {row['bad']} "
+            f"| {row['good']} | {row['speedup']:.2f}x ({ci[0]:.2f}-{ci[1]:.2f}) |"
         )
     notes = [row["note"] for row in rows if row.get("note")]
     if notes:
@@ -102,22 +105,26 @@ README_END = "<!-- measured-speedups:end -->"
 
 
 def render_speedup_summary() -> str:
-    """One line per rule: its largest measured speedup and the device, for the README."""
-    lines = ["| rule | name | largest measured speedup | case |", "|---|---|---|---|"]
+    """One line per rule for the README: its largest measured speedup and the regime of that
+    case, and a regime where it does not matter (the low end of the 95% interval under 1.05x)."""
+    lines = [
+        "| rule | name | largest measured speedup | where it pays | where it does not matter |",
+        "|---|---|---|---|---|",
+    ]
     table = measured()
     for rule in ALL_RULES:
         rows = table.get(rule.code)
+        link = f"| [{rule.code}](docs/rules/{rule.code}.md) | {rule.name}"
         if not rows:
-            if rule.code == "TPL402":
-                reason = "needs several GPUs"
-            else:
-                reason = "not measured on a GPU yet" if rule.benchmark else "nothing to time"
-            lines.append(f"| [{rule.code}](docs/rules/{rule.code}.md) | {rule.name} | - | {reason} |")
+            reason = "not measured on a GPU yet" if rule.benchmark else "nothing to time"
+            lines.append(f"{link} | - | {reason} | - |")
             continue
         best = max(rows, key=lambda row: row["speedup"])
+        flat = [row for row in rows if (row.get("ci") or [row["speedup"]])[0] < 1.05]
+        worst = min(flat, key=lambda row: row["speedup"]).get("regime", "-") if flat else "-"
         lines.append(
-            f"| [{rule.code}](docs/rules/{rule.code}.md) | {rule.name} | {best['speedup']:.3g}x "
-            f"({best['device']}, torch {best['torch'].split('+')[0]}) | {best['case']} |"
+            f"{link} | {best['speedup']:.3g}x ({best['device']}, torch {best['torch'].split('+')[0]}) "
+            f"| {best.get('regime') or best['case']} | {worst} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -44,7 +44,8 @@ class FixCheck:
 def run_fixer(root: Path, paths: Sequence[Path]) -> list[str]:
     """Fix `paths` in place with every safe and unsafe fix; returns what went wrong (a crash, or a
     file the fixer reported an internal error or a failed write on)."""
-    args = ["--fix", "--unsafe-fixes", "--no-cache", "--exit-zero", "--format", "json"]
+    # the cache of unpacked projects usually sits in a gitignored folder of a git work tree
+    args = ["--fix", "--unsafe-fixes", "--no-cache", "--no-respect-gitignore", "--exit-zero", "--format", "json"]
     done = run_linter([*args, *map(str, paths)], cwd=root)
     failure = trouble(done)
     if failure is not None:

@@ -108,7 +108,8 @@ def findings_from_json(items: list[dict[str, Any]], project: Project, root: Path
 def lint_project(project: Project, root: Path) -> LintRun:
     """Every default rule over the whole project root, as one project, in one linter process."""
     start = time.perf_counter()
-    done = run_linter(["--format", "json", "--no-cache", "--exit-zero", str(root)], cwd=root)
+    # the cache of unpacked projects usually sits in a gitignored folder of a git work tree
+    done = run_linter(["--format", "json", "--no-cache", "--no-respect-gitignore", "--exit-zero", str(root)], cwd=root)
     seconds = time.perf_counter() - start
     failure = trouble(done)
     if failure is not None:

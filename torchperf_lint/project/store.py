@@ -161,7 +161,8 @@ class Projects:
     def _build(self, root: Path, overrides: dict[Path, str]) -> Project:
         exclude = (*self.settings.exclude, *self.settings.extend_exclude)
         errors: list[tuple[str, str]] = []
-        paths = [Path(p) for p in discover([str(root)], exclude, errors) if p.endswith(".py")]
+        found = discover([str(root)], exclude, errors, self.settings.respect_gitignore)
+        paths = [Path(p) for p in found if p.endswith(".py")]
         if len(paths) > _MAX_MODULES:
             paths = []
         modules = []
