@@ -1,6 +1,6 @@
 """Lint throughput: torchperf-lint against the bare libcst parse and TorchFix, in one run.
 
-    python benchmarks/lint_speed.py [--corpus DIR ...] [--torchfix PATH] [--out DIR]
+    python benchmarks/lint_speed.py [--corpus DIR ...] [--torchfix PATH] [--previous CHECKOUT] [--out DIR]
 
 The default corpus is torch.nn, torch.optim and torch.utils.data of the installed torch, plus
 timm's sources when `--corpus` names them (`pip download timm --no-deps`, then unzip). TorchFix
@@ -81,6 +81,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--corpus", type=Path, action="append", help="a source tree (repeatable)")
     parser.add_argument("--with-default-corpus", action="store_true", help="add torch's sources to --corpus")
     parser.add_argument("--torchfix", help="the torchfix executable of its own virtualenv")
+    parser.add_argument("--previous", type=Path, help="a checkout of the previous release, to time in the same run")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args(argv)
     roots = list(args.corpus or [])
@@ -118,11 +119,36 @@ def main(argv: Optional[list[str]] = None) -> int:
             raise SystemExit(done.stderr[-2000:])
         record(name, float(done.stdout.strip().splitlines()[-1]))
     cli = [sys.executable, "-m", "torchperf_lint", "--exit-zero", "--lint-all-files"]
+    # The CLI lints the corpus as projects (each root a project, as a user names a directory), from
+    # a copy, so that the edit scenarios below can change a file.
+    copies = []
+    for index, root in enumerate(roots):
+        copy = work / f"corpus{index}" / root.name
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(str(copy))
     cache = work / "cache"
-    record("torchperf-lint cold --jobs 1", *run_command(cli + ["--no-cache", "--jobs", "1", *listing]))
-    record("torchperf-lint cold (default jobs)", *run_command(cli + ["--no-cache", *listing]))
-    run_command(cli + ["--cache-dir", str(cache), *listing])
-    record("torchperf-lint warm (cache hit)", *run_command(cli + ["--cache-dir", str(cache), *listing]))
+    record("torchperf-lint cold --jobs 1", *run_command(cli + ["--no-cache", "--jobs", "1", *copies]))
+    if args.previous:
+        previous = [*cli[:1], "-c", f"import sys; sys.path.insert(0, {str(args.previous)!r}); "
+                    "from torchperf_lint.cli import main; sys.exit(main())", *cli[3:]]
+        record("previous release cold --jobs 1", *run_command(previous + ["--no-cache", "--jobs", "1", *copies]))
+    record("torchperf-lint cold (default jobs)", *run_command(cli + ["--no-cache", *copies]))
+    run_command(cli + ["--cache-dir", str(cache), "--jobs", "1", *copies])
+    record("torchperf-lint warm (cache hit)", *run_command(cli + ["--cache-dir", str(cache), "--jobs", "1", *copies]))
+    # An edit in one module, then the whole project again (a warm CI re-run), then that module
+    # alone (the editor and pre-commit case), against the same module linted with no project.
+    edited = sorted(Path(copies[0]).rglob("*.py"), key=lambda p: -p.stat().st_size)[0]
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    record(
+        "warm re-run after editing one file",
+        *run_command(cli + ["--cache-dir", str(cache), "--jobs", "1", *copies]),
+    )
+    edited.write_text(edited.read_text() + "# edited again\n")
+    record("one file inside the warm project", *run_command(cli + ["--cache-dir", str(cache), str(edited)]))
+    alone = work / "alone"
+    alone.mkdir()
+    shutil.copy(edited, alone / edited.name)
+    record("the same file alone (no project)", *run_command(cli + ["--no-cache", str(alone / edited.name)]))
     flake8 = [sys.executable, "-m", "flake8", "--select", "TPL", "--exit-zero", "-j", "1"]
     record("flake8 --select TPL -j 1", *run_command(flake8 + listing))
     if args.torchfix:
@@ -134,7 +160,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     ratios = {
         "cold_jobs1_over_parse": round(cold / floor, 2),
         "warm_over_cold": round(rows["torchperf-lint warm (cache hit)"]["seconds"] / cold, 3),
+        "warm_after_edit_over_cold": round(rows["warm re-run after editing one file"]["seconds"] / cold, 3),
+        "one_file_in_project_over_alone": round(
+            rows["one file inside the warm project"]["seconds"] / rows["the same file alone (no project)"]["seconds"], 2
+        ),
     }
+    if "previous release cold --jobs 1" in rows:
+        ratios["cold_over_previous_release"] = round(cold / rows["previous release cold --jobs 1"]["seconds"], 2)
     if "TorchFix 0.7.0 -j 1" in rows:
         ratios["throughput_vs_torchfix"] = round(rows["TorchFix 0.7.0 -j 1"]["seconds"] / cold, 2)
     stamp = datetime.date.today().isoformat()

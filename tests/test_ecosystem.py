@@ -39,7 +39,7 @@ from benchmarks.ecosystem.report import ProjectRun, Report, render
 
 PROJECT = Project("tiny", "1.0", ("tiny",))
 
-# A loader in a file that moves batches to CUDA: TPL502's safe fix adds pin_memory=True, and
+# A loader loop that copies batches to CUDA: TPL106's safe fix adds non_blocking=True, and
 # TPL701's unsafe fix inserts torch.set_float32_matmul_precision("high") after the imports.
 TRAIN = """\
 import torch
@@ -49,7 +49,7 @@ from torch.utils.data import DataLoader
 def train(model, dataset, optimizer):
     loader = DataLoader(dataset, batch_size=32, num_workers=4)
     for x, y in loader:
-        x = x.cuda(non_blocking=True)
+        x = x.cuda()
         loss = model(x).sum()
         optimizer.zero_grad()
         loss.backward()
@@ -343,7 +343,7 @@ def test_lint_project_reports_paths_relative_to_the_root_with_their_line(tmp_pat
     run = lint_project(PROJECT, root)
     assert run.failure is None
     assert [(f.path, f.line, f.code, f.source) for f in run.findings] == [
-        ("tiny/train.py", 6, "TPL502", "loader = DataLoader(dataset, batch_size=32, num_workers=4)"),
+        ("tiny/train.py", 8, "TPL106", "x = x.cuda()"),
         ("tiny/train.py", 11, "TPL701", "loss.backward()"),
     ]
 
@@ -429,7 +429,7 @@ def test_whole_run_over_a_cached_project_writes_markdown_and_template(
     assert "## Fix check" in markdown.read_text(encoding="utf-8")
     rows = template.read_text(encoding="utf-8").splitlines()[1:]
     assert [row.split(",")[:5] for row in rows] == [
-        ["x-transformers", listed.version, "tiny/train.py", "6", "TPL502"],
+        ["x-transformers", listed.version, "tiny/train.py", "8", "TPL106"],
         ["x-transformers", listed.version, "tiny/train.py", "11", "TPL701"],
     ]
 

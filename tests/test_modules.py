@@ -38,7 +38,7 @@ def test_slow_training_example_reports_both_convs() -> None:
 
 def test_modules_and_data_example_reports_each_shape() -> None:
     source = (EXAMPLES / "modules_and_data.py").read_text()
-    findings = lint_source(source, path="examples/modules_and_data.py", select=["TPL4", "TPL5"])
+    findings = lint_source(source, path="examples/modules_and_data.py", select=["TPL4", "TPL5", "TPL502"])
     lines = source.splitlines()
     found = [(f.code, lines[f.line - 1].strip()) for f in findings]
     assert found == [

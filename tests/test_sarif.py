@@ -130,10 +130,10 @@ def test_sarif_fixes_are_the_safe_fixes_as_text_edits(tmp_path, capsys, newline:
     )
     path = tmp_path / "model.py"
     path.write_bytes(source.encode())
-    main(["--no-cache", "--format", "sarif", str(path)])
+    main(["--no-cache", "--format", "sarif", "--extend-select", "TPL502", str(path)])
     results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
     assert sum(1 for r in results if "fixes" in r) == 3  # two TPL101 and the TPL502; TPL103's is unsafe
-    fixed = fix_source(source.encode(), path=str(path))
+    fixed = fix_source(source.encode(), path=str(path), select=["TPL1", "TPL502"])
     assert _apply_sarif_fixes(source, results) == fixed
 
 

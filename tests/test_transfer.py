@@ -300,7 +300,7 @@ def test_sync_per_step_is_off_unless_selected_by_code(extend: tuple[str, ...], e
 
 def test_example_script_shows_every_transfer_rule() -> None:
     findings = lint_source(
-        EXAMPLE.read_bytes(), path=str(EXAMPLE), settings=Settings(extend_select=("TPL107",))
+        EXAMPLE.read_bytes(), path=str(EXAMPLE), settings=Settings(extend_select=("TPL102", "TPL107"))
     )
     codes = sorted(f.code for f in findings)
     assert codes == ["TPL102", "TPL104", "TPL105", "TPL105", "TPL106", "TPL106", "TPL107"]

@@ -1614,27 +1614,19 @@ class _FixBuilder:
         return True
 
     def _replacements(self, call: cst.Call) -> Optional[tuple[tuple[cst.CSTNode, Replacement], ...]]:
-        """Remove the chain's statements before the last and put the call where `probs @ v` was,
-        keeping the comments and blank lines above the removed statements."""
+        """Remove the chain's statements before the last and put the call where `probs @ v` was
+        (the fixer moves the comments and blank lines above removed statements onto the next)."""
         chain = self.chain
         removed = [u for u in chain.units if u is not chain.line]
-        leading: list[cst.EmptyLine] = []
         for unit in removed:
             if isinstance(unit, cst.SimpleStatementLine) and len(unit.body) != 1:
                 return None
             if not isinstance(unit, (cst.SimpleStatementLine, cst.If)):
                 return None
-            leading.extend(unit.leading_lines)
         if chain.line not in chain.units or len(chain.line.body) != 1:
             return None
         line = chain.line.deep_replace(chain.output.node, call)
         assert isinstance(line, cst.SimpleStatementLine)
-        kept: list[cst.EmptyLine] = []
-        for empty in [*leading, *chain.line.leading_lines]:
-            blank = empty.comment is None
-            if not (blank and kept and kept[-1].comment is None):  # one blank line where several met
-                kept.append(empty)
-        line = line.with_changes(leading_lines=kept)
         return (
             *((unit, cst.RemovalSentinel.REMOVE) for unit in removed),
             (chain.line, line),

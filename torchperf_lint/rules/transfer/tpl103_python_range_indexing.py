@@ -64,8 +64,9 @@ class PythonRangeIndexing(Rule):
     parameter), the fix is unsafe. List displays and comprehensions have no automatic fix.
 
     ## When it stays silent
-    Cold code unless the value is certainly a tensor; subscripts of lists, dicts and NumPy arrays;
-    `range` rebound by the file; single ints and slices.
+    Cold code (an index built once costs nothing per step); tensors on the host (a
+    `torch.tensor(shape)` indexed by a list copies nothing to the device); subscripts of lists,
+    dicts and NumPy arrays; `range` rebound by the file; single ints and slices.
     """
 
     code = "TPL103"
@@ -73,7 +74,7 @@ class PythonRangeIndexing(Rule):
     summary = "Tensor indexed with a Python range or list"
     message = "{what} index is built on the host at every call; use torch.arange(..., device=...)"
     fix_safety = Safety.SAFE
-    where = "hot code; anywhere if certainly a tensor"
+    where = "hot code"
     node_types = (cst.Subscript,)
     benchmark = "TPL103"
 
@@ -110,12 +111,6 @@ class PythonRangeIndexing(Rule):
                     loss.backward()
                     optimizer.step()
             """,
-        "certain-tensor-in-cold-code": """
-            import torch
-
-            scores = torch.randn(100, 10)
-            best = scores[range(100), scores.argmax(1)]  # expect: TPL103
-            """,
     }
     FIXED = {
         "seed-weighted-nll": """
@@ -140,14 +135,25 @@ class PythonRangeIndexing(Rule):
                     picked = logits[torch.arange(len(labels), device=logits.device), labels]
                     return picked.sum()
             """,
+    }
+    GOOD = {
+        # Found in real code (kornia's DKD.__init__, yolov5's val.py): a tensor built once, or one
+        # on the host, pays no per-step copy.
         "certain-tensor-in-cold-code": """
             import torch
 
             scores = torch.randn(100, 10)
-            best = scores[torch.arange(100, device=scores.device), scores.argmax(1)]
+            best = scores[range(100), scores.argmax(1)]
             """,
-    }
-    GOOD = {
+        "host-tensor-in-hot-code": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, shape in loader:
+                    gain = torch.tensor(shape)[[1, 0, 1, 0]]
+                    model(x, gain).sum().backward()
+                    optimizer.step()
+            """,
         "same-line-in-init": """
             import torch
             from torch import nn
@@ -206,7 +212,7 @@ class PythonRangeIndexing(Rule):
                 continue
             what, range_call = found
             reason = ctx.hot_reason(node)
-            if not ctx.is_tensor(node.value, certain=reason is None):
+            if reason is None or not ctx.is_tensor(node.value) or ctx.is_host_tensor(node.value):
                 return
             fix = self._fix(node, range_call, ctx) if range_call is not None else None
             yield self.report(node, reason=reason, fix=fix, what=what)
