@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from ..analysis.vocabulary import (
     COMPILING,
@@ -187,6 +187,7 @@ class _Locals:
     """Names a function binds (Python makes them local), and the calls simple ones are bound to."""
 
     def __init__(self, function: Optional[FunctionNode]) -> None:
+        # filled while the function's body is walked; read once the outermost function ends
         self.names: set[str] = set()
         self.values: dict[str, list[ast.AST]] = {}
         self.nested: dict[str, FunctionNode] = {}
@@ -196,20 +197,6 @@ class _Locals:
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if arg is not None:
                 self.names.add(arg.arg)
-        for node in _own_nodes(function.body):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.names.add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.names.add(node.name)
-                if not isinstance(node, ast.ClassDef):
-                    self.nested[node.name] = node
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    self.names.add((alias.asname or alias.name).split(".")[0])
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                if isinstance(target, ast.Name):
-                    self.values.setdefault(target.id, []).append(node.value)
 
 
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -233,6 +220,7 @@ class _Summarizer:
         self.loop_stack: list[list[int]] = [[]]  # per function: the loops around the current node
         self.module_locals = _Locals(None)  # module-level names are globals; only their values
         self.cold = 0  # inside branches a training step does not take
+        self.pending: list[Callable[[], None]] = []
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -252,10 +240,18 @@ class _Summarizer:
     def locals(self) -> _Locals:
         return self.function_stack[-1][1] if self.function_stack else self.module_locals
 
-    def enclosing_locals(self) -> Iterator[_Locals]:
+    def scopes(self) -> tuple[_Locals, ...]:
         """The current function's locals, then those of the functions it is nested in."""
-        for _, local in reversed(self.function_stack):
-            yield local
+        if not self.function_stack:
+            return (self.module_locals,)
+        return tuple(local for _, local in reversed(self.function_stack))
+
+    def resolve_pending(self) -> None:
+        """Python makes a name local wherever in the function it is bound, so call sites and
+        loops are described once the outermost function has been walked."""
+        for work in self.pending:
+            work()
+        self.pending.clear()
 
     def innermost_loop(self) -> int:
         loops = self.loop_stack[-1]
@@ -275,6 +271,7 @@ class _Summarizer:
 
     def _Import(self, node: ast.Import) -> None:
         if self.function_stack:
+            self.locals().names.update((a.asname or a.name).split(".")[0] for a in node.names)
             return
         for alias in node.names:
             if alias.asname:
@@ -285,6 +282,7 @@ class _Summarizer:
 
     def _ImportFrom(self, node: ast.ImportFrom) -> None:
         if self.function_stack:
+            self.locals().names.update(a.asname or a.name for a in node.names)
             return
         module = node.module or ""
         for alias in node.names:
@@ -294,6 +292,8 @@ class _Summarizer:
                 self.summary.imports[alias.asname or alias.name] = [module, alias.name, node.level]
 
     def _ClassDef(self, node: ast.ClassDef) -> None:
+        if self.function_stack:
+            self.locals().names.add(node.name)
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(expr)
         outer = self.summary.classes[self.class_stack[-1]].qualname + "." if self.class_stack else ""
@@ -318,6 +318,9 @@ class _Summarizer:
                 self.summary.contexts.append(name)
         index = len(self.summary.functions)
         parent = self.function_stack[-1][0] if self.function_stack else -1
+        if self.function_stack:
+            self.locals().names.add(node.name)
+            self.locals().nested[node.name] = node
         cls = self.class_stack[-1] if self.class_stack and not self.function_stack else -1
         if cls >= 0:
             qualname = f"{self.summary.classes[cls].name}.{node.name}"
@@ -347,14 +350,23 @@ class _Summarizer:
         self.loop_stack.pop()
         self.function_stack.pop()
         self.class_stack = saved_classes
+        if not self.function_stack:
+            self.resolve_pending()
 
     _AsyncFunctionDef = _FunctionDef
 
     def _loop(self, node: LoopNode) -> None:
         index = len(self.summary.loops)
         function = self.function_stack[-1][0] if self.function_stack else -1
-        loader = self._loader(node.iter) if not isinstance(node, ast.While) else None
-        self.summary.loops.append(Loop(node.lineno, function, self.innermost_loop(), loader or ""))
+        loop = Loop(node.lineno, function, self.innermost_loop())
+        self.summary.loops.append(loop)
+        if not isinstance(node, ast.While):
+            scopes, iterable = self.scopes(), node.iter
+
+            def label() -> None:
+                loop.loader = self._loader(iterable, scopes) or ""
+
+            self._later(label)
         if isinstance(node, ast.While):
             self.visit(node.test)
         else:
@@ -422,6 +434,8 @@ class _Summarizer:
                     self.summary.classes[cls].attributes.setdefault(target.attr, callee)
             elif isinstance(target, ast.Name) and not self.function_stack and callee:
                 self.summary.globals.setdefault(target.id, ["call", callee])
+        if self.function_stack and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.locals().values.setdefault(node.targets[0].id, []).append(node.value)
         self.children(node)
 
     def _Attribute(self, node: ast.Attribute) -> None:
@@ -431,6 +445,8 @@ class _Summarizer:
         self.children(node)
 
     def _Name(self, node: ast.Name) -> None:
+        if self.function_stack and isinstance(node.ctx, ast.Store):
+            self.locals().names.add(node.id)
         if self.function_stack and node.id in ("no_grad", "inference_mode"):
             if self.qualify(node.id) in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
@@ -440,21 +456,31 @@ class _Summarizer:
             if index >= 0:
                 self.summary.functions[index].no_grad = True
 
+    def _later(self, work: Callable[[], None]) -> None:
+        if self.function_stack:
+            self.pending.append(work)
+        else:
+            work()  # module-level names are known before the walk
+
     def _Call(self, node: ast.Call) -> None:
         self.children(node)
         function = self.current()
         loop = self.innermost_loop()
-        func = node.func
-        if isinstance(func, ast.Attribute) and self._is_step(func):
-            function.steps.append(loop)
-        described = self._describe(func) if not self.cold else None
-        if described is not None:
-            kind, target = described
-            call = Call(kind, target, loop, node.lineno, self._host_args(node))
-            function.calls.append(call)
+        cold, scopes = bool(self.cold), self.scopes()
+
+        def describe() -> None:
+            func = node.func
+            if isinstance(func, ast.Attribute) and self._is_step(func, scopes[0]):
+                function.steps.append(loop)
+            described = None if cold else self._describe(func, scopes, function.cls)
+            if described is not None:
+                kind, target = described
+                function.calls.append(Call(kind, target, loop, node.lineno, self._host_args(node)))
+
+        self._later(describe)
 
     # -- calls --------------------------------------------------------------------------
-    def _is_step(self, func: ast.Attribute) -> bool:
+    def _is_step(self, func: ast.Attribute, local: _Locals) -> bool:
         if func.attr == "backward":
             return True
         if func.attr != "step":
@@ -465,17 +491,17 @@ class _Summarizer:
         if is_optimizer_name(receiver):
             return True
         if isinstance(func.value, ast.Name):
-            for value in self.locals().values.get(func.value.id, ()):
+            for value in local.values.get(func.value.id, ()):
                 callee = _constructed(value)
                 if callee and self.qualify(callee).startswith("torch.optim."):
                     return True
         return False
 
-    def _describe(self, func: ast.AST) -> Optional[tuple[str, str]]:
-        local = self.locals()
+    def _describe(self, func: ast.AST, scopes: tuple[_Locals, ...], cls: int) -> Optional[tuple[str, str]]:
+        local = scopes[0]
         if isinstance(func, ast.Name):
             name = func.id
-            for scope in self.enclosing_locals():
+            for scope in scopes:
                 if name in scope.nested:
                     index = self.function_index.get(scope.nested[name])
                     return ("def", str(index)) if index is not None else None
@@ -486,10 +512,10 @@ class _Summarizer:
             return None
         receiver, attr = func.value, func.attr
         if isinstance(receiver, ast.Name):
-            if receiver.id == "self" and self.current().cls >= 0:
+            if receiver.id == "self" and cls >= 0:
                 return "self", attr
             if receiver.id in local.names:
-                return self._instance(receiver.id, attr)
+                return self._instance(receiver.id, attr, local)
             return "dotted", f"{receiver.id}.{attr}"
         if (
             isinstance(receiver, ast.Call)
@@ -501,7 +527,7 @@ class _Summarizer:
             isinstance(receiver, ast.Attribute)
             and isinstance(receiver.value, ast.Name)
             and receiver.value.id == "self"
-            and self.current().cls >= 0
+            and cls >= 0
         ):
             return "selfattr", f"{receiver.attr}|{attr}"
         chain = dotted(receiver)
@@ -509,8 +535,9 @@ class _Summarizer:
             return "dotted", f"{chain}.{attr}"
         return None
 
-    def _instance(self, name: str, method: str, scope: Optional[_Locals] = None) -> Optional[tuple[str, str]]:
-        values = (scope or self.locals()).values.get(name, ())
+    @staticmethod
+    def _instance(name: str, method: str, scope: _Locals) -> Optional[tuple[str, str]]:
+        values = scope.values.get(name, ())
         callees = {_constructed(v) for v in values}
         if len(callees) == 1:
             (callee,) = callees
@@ -540,7 +567,7 @@ class _Summarizer:
         return False
 
     # -- loaders ------------------------------------------------------------------------
-    def _loader(self, iterable: ast.AST) -> Optional[str]:
+    def _loader(self, iterable: ast.AST, scopes: tuple[_Locals, ...]) -> Optional[str]:
         """What a `for` loop iterates when that is a DataLoader: named like a loader, bound to
         `DataLoader(...)`, or passed to any call the loop iterates (`enumerate(loader)`,
         `metric_logger.log_every(loader, 10)`, `Prefetcher(loader)` bound to a name)."""
@@ -551,23 +578,24 @@ class _Summarizer:
             if any(expr is s for s in seen) or len(seen) > 32:
                 continue
             seen.append(expr)
-            label = self._loader_label(expr)
+            label = self._loader_label(expr, scopes[0])
             if label is not None:
                 return label
             if isinstance(expr, ast.Call):
                 todo.extend(a for a in expr.args if not isinstance(a, ast.Starred))
             elif isinstance(expr, ast.Name):
-                todo.extend(v for v in self.locals().values.get(expr.id, ()) if isinstance(v, ast.Call))
+                todo.extend(v for v in scopes[0].values.get(expr.id, ()) if isinstance(v, ast.Call))
         return None
 
-    def _loader_label(self, expr: ast.AST) -> Optional[str]:
+    @staticmethod
+    def _loader_label(expr: ast.AST, local: _Locals) -> Optional[str]:
         name = dotted(expr.func if isinstance(expr, ast.Call) else expr)
         if name is None:
             return None
         if is_loader_name(name):
             return name
         if isinstance(expr, ast.Name):
-            for value in self.locals().values.get(expr.id, ()):
+            for value in local.values.get(expr.id, ()):
                 if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
                     return name
         return None
