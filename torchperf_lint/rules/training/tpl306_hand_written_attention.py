@@ -481,8 +481,6 @@ class HandWrittenAttention(Rule):
     }
     FIXED = {
         "mingpt-four-lines": """
-            import math
-
             import torch
             import torch.nn.functional as F
             from torch import nn
@@ -1627,10 +1625,47 @@ class _FixBuilder:
             return None
         line = chain.line.deep_replace(chain.output.node, call)
         assert isinstance(line, cst.SimpleStatementLine)
+        orphaned = self._orphaned_imports([*removed, chain.line], line)
+        if orphaned is None:
+            return None  # an import the chain alone used shares its statement with others
         return (
-            *((unit, cst.RemovalSentinel.REMOVE) for unit in removed),
+            *((unit, cst.RemovalSentinel.REMOVE) for unit in [*orphaned, *removed]),
             (chain.line, line),
         )
+
+
+    def _orphaned_imports(self, replaced: list[cst.CSTNode], new: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
+        """Module-level import statements that only the replaced statements used (`import math`
+        for `math.sqrt(d)`, `from torch import einsum`): the fix removes them too, so it leaves
+        nothing unused. None when such a name shares its import statement with other names."""
+        ctx = self.ctx
+        old_code = "\n".join(ctx.code(unit) for unit in replaced)
+        new_code = cst.Module(body=[]).code_for_node(new)
+        orphaned: list[cst.CSTNode] = []
+        for name in set(ctx.facts.imports):
+            word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+            gone = len(word.findall(old_code)) - len(word.findall(new_code))
+            if gone <= 0 or len(word.findall(ctx.source)) - gone > 1:
+                continue
+            statement = next((s for s in ctx.module.body if _imports_only(s, name)), None)
+            if statement is None:
+                return None
+            orphaned.append(statement)
+        return orphaned
+
+
+def _imports_only(statement: cst.CSTNode, name: str) -> bool:
+    """`import name` or `from x import name` (with or without `as`), alone on its line."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    node = statement.body[0]
+    if not isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(node.names, cst.ImportStar):
+        return False
+    if len(node.names) != 1:
+        return False
+    alias = node.names[0]
+    bound = alias.asname.name if alias.asname is not None else alias.name
+    return isinstance(bound, cst.Name) and bound.value == name
 
 
 def _rebinds(statement: cst.BaseStatement, names: frozenset[str]) -> bool:
