@@ -464,3 +464,17 @@ def test_editing_one_module_changes_a_dependent_modules_cached_findings(
     os.utime(train, ns=(1, 1))  # a new mtime, whatever the file system's resolution
     main(["--format", "json", "--cache-dir", cache, str(root / "ops.py")])
     assert [f["code"] for f in json.loads(capsys.readouterr().out)] == ["TPL103"]
+
+
+def test_the_cache_lives_at_the_project_root_whatever_the_working_directory(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.delenv("TORCHPERF_LINT_NO_CACHE", raising=False)
+    root = _write(tmp_path / "proj", {"pyproject.toml": "", "pkg/model.py": "import torch\n"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    main([str(root / "pkg" / "model.py")])
+    capsys.readouterr()
+    assert (root / ".torchperf_lint_cache").is_dir()
+    assert not (elsewhere / ".torchperf_lint_cache").exists()

@@ -304,3 +304,25 @@ def test_example_script_shows_every_transfer_rule() -> None:
     )
     codes = sorted(f.code for f in findings)
     assert codes == ["TPL102", "TPL104", "TPL105", "TPL105", "TPL106", "TPL106", "TPL107"]
+
+
+def test_a_host_copy_read_again_is_one_sync_not_two() -> None:
+    # kornia's RANSAC and yolov5's exporters copy once (`.cpu()`, `.to("cpu")`) and then read the
+    # host copy: only the copy waits for the device.
+    for copy in ('scores.cpu()', 'scores.to("cpu")', 'scores.to(device=torch.device("cpu"))'):
+        source = textwrap.dedent(
+            f"""
+            import torch
+            from torch import nn
+
+            class Head(nn.Module):
+                def forward(self, x):
+                    scores = x.softmax(-1)
+                    host = {copy}
+                    self.last = host.tolist()
+                    return scores
+            """
+        )
+        lines = [f.line for f in lint_source(source, select=["TPL105"])]
+        assert 9 not in lines, copy
+        assert lines in ([], [8]), copy

@@ -50,7 +50,7 @@ class Settings:
     lint_all_files: bool = False
     respect_gitignore: bool = True  # walking a directory skips what git ignores (ruff's default)
     config_file: Path | None = None
-    cache_dir: str = ".torchperf_lint_cache"  # relative to the working directory unless configured
+    cache_dir: str = ".torchperf_lint_cache"  # at the project root unless configured
     text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
     noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
 

@@ -10,6 +10,7 @@ from typing import Callable
 
 import libcst as cst
 
+from ..engine.walker import dotted_name
 from .names import Names
 
 # Factories that generate data; without device= they fill a CPU tensor.
@@ -67,6 +68,8 @@ class HostTensors:
         return False
 
     def _call(self, call: cst.Call) -> bool:
+        if _copies_to_host(call):
+            return True
         qualified = self._names.qualified_name(call) or ""
         name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
         if name in GENERATING_FACTORIES or name in _FROM_HOST_DATA:
@@ -76,3 +79,26 @@ class HostTensors:
         if isinstance(call.func, cst.Attribute) and not qualified:
             return call.func.attr.value not in _MOVES and self.is_host_tensor(call.func.value)
         return False
+
+
+def _is_cpu(expr: cst.BaseExpression) -> bool:
+    """`"cpu"` or `torch.device("cpu")`."""
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value == "cpu"
+    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("device") and expr.args:
+        return _is_cpu(expr.args[0].value)
+    return False
+
+
+def _copies_to_host(call: cst.Call) -> bool:
+    """`t.cpu()`, `t.to("cpu")`, `t.to(device=torch.device("cpu"))`: the result lives on the host."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    method = call.func.attr.value
+    if method == "cpu":
+        return not call.args
+    if method == "to" and call.args:
+        first = call.args[0]
+        if first.keyword is None or first.keyword.value == "device":
+            return _is_cpu(first.value)
+    return False
