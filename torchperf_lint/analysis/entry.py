@@ -50,12 +50,6 @@ class EntryFacts:
         """Other modules run some of this module's code per step."""
         return bool(self.hot_functions or self.step_loops or self.entry_points)
 
-    def hot_reason(self, index: int) -> Optional[ExternalReason]:
-        for function, reason in self.hot_functions:
-            if function == index:
-                return reason
-        return None
-
     def host_params_of(self, index: int) -> frozenset[str]:
         for function, params in self.host_parameters:
             if function == index:

@@ -67,7 +67,7 @@ class HotPaths:
         self.entry = entry
         self._function_index = {node: i for i, node in enumerate(facts.functions)}
         self._functions = list(facts.functions)
-        self._class_index = {info.name: i for i, info in enumerate(facts.class_of.values())}
+        self._class_index = {node: i for i, node in enumerate(facts.class_of)}
         self._module_class_cache: dict[str, bool] = {}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
@@ -80,7 +80,7 @@ class HotPaths:
         if cached is not None:
             return cached
         self._module_class_cache[cls.name] = False  # guards against cyclic bases
-        result = self._class_index.get(cls.name, -1) in self.entry.module_classes
+        result = self._class_index.get(cls.node, -1) in self.entry.module_classes
         for base in () if result else cls.node.bases:
             qualified = self._names.qualified_name(base.value)
             if is_module_base(qualified):

@@ -188,8 +188,3 @@ class Context:
             self._shows_cuda = bool(CUDA_USE.search(self.source))
         return self._shows_cuda
 
-    @property
-    def runs_on_cuda(self) -> bool:
-        """The file shows CUDA use, or hot code of a module that does reaches it (a
-        device-agnostic `model.py` trained by a `train.py` that picks "cuda")."""
-        return self.shows_cuda_use or self.entry.runs_on_cuda is not None

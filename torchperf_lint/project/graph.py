@@ -89,12 +89,6 @@ Resolved = Union[Module, Namespace, FunctionRef, ClassRef, External, Instance]
 LoopKey = tuple[int, int]  # (id(module), loop index)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Reason:
-    origin: str
-    text: str  # "called from A (a.py:3), called from loop over loader (train.py:40)"
-
-
 class Project:
     def __init__(self, root: Path, modules: Iterable[Module], module_bases: Iterable[str] = ()) -> None:
         self.root = root
@@ -112,7 +106,7 @@ class Project:
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
         self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
         self._step_loops: dict[int, frozenset[int]] = {}
-        self._hot: Optional[dict[tuple[int, int], _Reason]] = None
+        self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._cuda: Optional[dict[int, str]] = None
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
 
@@ -416,22 +410,22 @@ class Project:
         return frozenset(i for i in candidates if i in loaders or i not in parents_of_candidates)
 
     # -- hot paths -----------------------------------------------------------------------
-    def _roots(self) -> Iterator[tuple[FunctionRef, _Reason]]:
+    def _roots(self) -> Iterator[tuple[FunctionRef, ExternalReason]]:
         for module in self.modules.values():
             for index, cls in enumerate(module.summary.classes):
                 ref = ClassRef(module, index)
                 for hook in STEP_HOOKS.intersection(cls.methods):
-                    yield FunctionRef(module, cls.methods[hook]), _Reason("step-hook", "")
+                    yield FunctionRef(module, cls.methods[hook]), ExternalReason("step-hook", "")
                 if not self.is_module_class(ref):
                     continue
                 entry = self.entry_point(ref)
                 if entry is not None:
-                    yield entry, _Reason("forward", "")
+                    yield entry, ExternalReason("forward", "")
                 for qualified in self.external_bases(ref):
                     for name in extra_entry_points(qualified):
                         method = self.find_method(ref, name)
                         if method is not None:
-                            yield method, _Reason("forward", "")
+                            yield method, ExternalReason("forward", "")
 
     def _loop_owner(self, module: Module, loop: int) -> int:
         """The innermost step loop at or around `loop`, or -1."""
@@ -441,24 +435,22 @@ class Project:
             loop = loops[loop].parent
         return loop
 
-    def hot(self) -> dict[tuple[int, int], _Reason]:
+    def hot(self) -> dict[tuple[int, int], ExternalReason]:
         """Every hot function of the project, with why; computed once."""
         if self._hot is not None:
             return self._hot
-        hot: dict[tuple[int, int], _Reason] = {}
-        refs: dict[tuple[int, int], FunctionRef] = {}
-        queue: deque[tuple[FunctionRef, Optional[int], _Reason]] = deque()  # (function, loop, reason)
+        hot: dict[tuple[int, int], ExternalReason] = {}
+        queue: deque[tuple[FunctionRef, Optional[int], ExternalReason]] = deque()  # (function, loop, reason)
         for function, reason in self._roots():
             if function.key() not in hot:
                 hot[function.key()] = reason
-                refs[function.key()] = function
                 queue.append((function, None, reason))
         for module in self.modules.values():
             if module.is_test:
                 continue  # a test's loop does not make the code it calls run per step
             for index in sorted(self.step_loops(module)):
                 owner = FunctionRef(module, module.summary.loops[index].function)
-                queue.append((owner, index, _Reason("loop", "")))
+                queue.append((owner, index, ExternalReason("loop", "")))
         while queue:
             function, loop, reason = queue.popleft()
             module = function.module
@@ -472,9 +464,8 @@ class Project:
                 for callee in self.callees(function, position):
                     if callee.key() in hot:
                         continue
-                    text = f"called from {caller}" + (f", {reason.text}" if reason.text else "")
-                    hot[callee.key()] = _Reason(reason.origin, text)
-                    refs[callee.key()] = callee
+                    text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
+                    hot[callee.key()] = ExternalReason(reason.origin, text)
                     queue.append((callee, None, hot[callee.key()]))
         self._hot = hot
         return hot
@@ -535,35 +526,16 @@ class Project:
         a number, `.cpu()`, `.numpy()`, `.item()`, `torch.from_numpy(...)`)."""
         if self._host is not None:
             return self._host
-        seen: dict[tuple[int, int], Optional[set[str]]] = {}
+        seen: dict[tuple[int, int], set[str]] = {}
         for module in self.modules.values():
             owners = [module.summary.toplevel, *module.summary.functions]
             for offset, info in enumerate(owners):
                 function = FunctionRef(module, offset - 1)
                 for position, call in enumerate(info.calls):
                     for callee in self.callees(function, position):
-                        params = callee.info.params
-                        shift = (
-                            1 if callee.info.cls >= 0 and call.kind not in ("global", "dotted", "def") else 0
-                        )
-                        if (
-                            callee.info.cls >= 0
-                            and call.kind in ("global", "dotted")
-                            and params[:1] == ["self"]
-                        ):
-                            shift = 1 if "." not in call.target else 0
-                        names = set()
-                        for arg in call.host_args:
-                            if arg.isdigit():
-                                index = int(arg) + shift
-                                if index < len(params):
-                                    names.add(params[index])
-                            elif arg in params:
-                                names.add(arg)
-                        previous = seen.get(callee.key(), None)
-                        seen[callee.key()] = (
-                            names if callee.key() not in seen else (previous or set()) & names
-                        )
+                        names = _host_parameter_names(call, callee.info)
+                        key = callee.key()
+                        seen[key] = names if key not in seen else seen[key] & names
         self._host = {key: frozenset(names) for key, names in seen.items() if names}
         return self._host
 
@@ -575,7 +547,7 @@ class Project:
             i for i in range(len(module.summary.classes)) if self.is_module_class(ClassRef(module, i))
         )
         hot_functions = tuple(
-            (index, ExternalReason(reason.origin, reason.text))
+            (index, reason)
             for (owner, index), reason in sorted(hot.items(), key=lambda item: item[0][1])
             if owner == key
         )
@@ -608,6 +580,26 @@ class Project:
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )
+
+
+def _host_parameter_names(call: Call, callee: Function) -> set[str]:
+    """The callee's parameters that `call` passes a host value for."""
+    params = callee.params
+    if callee.cls < 0 or call.kind == "def":
+        bound = False
+    elif call.kind in ("global", "dotted"):
+        # an instance's __call__/forward passes `self` itself; `Cls.method(obj, ...)` does not
+        bound = params[:1] == ["self"] and "." not in call.target
+    else:
+        bound = True  # self.m(...), super().m(...), obj.m(...)
+    names = set()
+    for arg in call.host_args:
+        if not arg.isdigit():
+            if arg in params:
+                names.add(arg)
+        elif int(arg) + bound < len(params):
+            names.add(params[int(arg) + bound])
+    return names
 
 
 def _dotted_names(path: Path, root: Path) -> Iterator[str]:
