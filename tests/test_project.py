@@ -478,3 +478,11 @@ def test_the_cache_lives_at_the_project_root_whatever_the_working_directory(
     capsys.readouterr()
     assert (root / ".torchperf_lint_cache").is_dir()
     assert not (elsewhere / ".torchperf_lint_cache").exists()
+
+
+def test_cached_summaries_sit_under_a_cache_root_that_git_ignores(tmp_path: Path) -> None:
+    root = _write(tmp_path / "proj", {"pyproject.toml": "", "model.py": "import torch\n"})
+    cache = tmp_path / "cache"
+    Projects(Settings(), str(cache)).facts_for(str(root / "model.py"))
+    assert list(cache.rglob("summaries/*/*.json"))
+    assert (cache / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"

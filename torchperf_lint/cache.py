@@ -78,15 +78,20 @@ class Cache:
             return None
 
     def put(self, key: str, findings: Sequence[Finding]) -> None:
-        target = self._file(key)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.directory.parent / ".gitignore"
-            if not ignore.exists():  # keep the cache out of the user's commits, as ruff does
-                ignore.write_text("# created by torchperf-lint\n*\n", encoding="utf-8")
-            handle, temp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump([finding_to_record(f) for f in findings], stream)
-            os.replace(temp, target)
-        except OSError:
-            pass  # a cache that cannot be written only costs speed
+        write_entry(self.directory.parent, self._file(key), [finding_to_record(f) for f in findings])
+
+
+def write_entry(cache_root: Path, target: Path, data: Any) -> None:
+    """Write one cache entry as JSON, atomically (temp file + os.replace), under a cache root
+    that holds a `.gitignore` of `*` so users never commit it (as ruff does)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        ignore = cache_root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# created by torchperf-lint\n*\n", encoding="utf-8")
+        handle, temp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(data, stream, separators=(",", ":"))
+        os.replace(temp, target)
+    except OSError:
+        pass  # a cache that cannot be written only costs speed

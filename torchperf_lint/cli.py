@@ -21,7 +21,7 @@ from .engine.runner import ERROR_CODE, error_finding
 from .files import discover
 from .listing import file_list, rule_table, settings_table
 from .parallel import check_paths, default_jobs
-from .project.store import find_root
+from .project.store import default_cache_dir
 from .reporting import REPORTERS, STATISTICS_FORMATS, ReportOptions
 from .rules import Selection, lookup, resolve
 from .writer import NotWritable, write_atomic
@@ -310,15 +310,6 @@ def _usage_error(message: str) -> int:
     return EXIT_ERROR
 
 
-def _default_cache_dir(settings: Settings, first: Path) -> str:
-    """The configured cache directory, else `.torchperf_lint_cache` at the project root of the
-    first path (as ruff keeps its cache), so runs from different directories share it."""
-    if settings.cache_dir != DEFAULT_DIRECTORY:
-        return settings.cache_dir
-    root = find_root(first.resolve(), first.resolve() if first.is_dir() else None)
-    return str((root or Path.cwd()) / DEFAULT_DIRECTORY)
-
-
 def _server(argv: Sequence[str]) -> int:
     """`torchperf-lint server`: the language server, on stdin and stdout (pygls is an extra)."""
     argparse.ArgumentParser(
@@ -404,7 +395,7 @@ def _main(argv: Sequence[str] | None) -> int:
     no_cache = (
         args.no_cache or args.fix or args.diff or os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
     )
-    cache_dir = None if no_cache else (args.cache_dir or _default_cache_dir(settings, Path(first)))
+    cache_dir = None if no_cache else (args.cache_dir or default_cache_dir(settings, Path(first)))
     if args.show_settings:
         rows = _settings_rows(args, settings, config_keys, [r.code for r in rules], cache_dir, Path(first))
         _emit(out, settings_table(rows, as_json=args.format == "json"))

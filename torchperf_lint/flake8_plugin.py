@@ -10,7 +10,7 @@ from typing import Any, Optional
 from . import __version__
 from .config import ConfigError, Settings, load_settings, parse_version
 from .engine.runner import error_finding, internal_error, lint_bytes
-from .project.store import Projects
+from .project.store import Projects, default_cache_dir
 from .rules import Selection, lookup, resolve, select_rules
 from .rules.base import Rule
 
@@ -84,9 +84,11 @@ class TorchPerfPlugin:
         cls._rules = rules
 
     @classmethod
-    def _projects(cls) -> Projects:
+    def _projects(cls, filename: str) -> Projects:
+        """One project pass per worker process; its summaries cached where the CLI keeps them."""
         if cls._project_pass is None or cls._project_pass.settings != cls._settings:
-            cls._project_pass = Projects(cls._settings, cls._settings.cache_dir)
+            cache_dir = default_cache_dir(cls._settings, Path(filename))
+            cls._project_pass = Projects(cls._settings, cache_dir)
         return cls._project_pass
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
@@ -99,7 +101,7 @@ class TorchPerfPlugin:
             # flake8 reads the file from disk, so the project reads it from there too (one
             # project pass per worker process); stdin's text stands in for its file
             stdin = self.filename in ("-", "stdin")
-            entry = self._projects().facts_for(self.filename, source if stdin else None)
+            entry = self._projects(self.filename).facts_for(self.filename, source if stdin else None)
             findings = lint_bytes(source, self.filename, self._rules, self._settings, entry).findings
         except Exception as error:  # noqa: BLE001 - lint_bytes never raises; this is the last guard
             findings = [error_finding(self.filename, internal_error("the flake8 plugin", error))]

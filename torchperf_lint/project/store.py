@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from stat import S_ISREG
 from typing import Optional
 
 from .. import __version__
 from ..analysis.entry import NO_FACTS, EntryFacts
+from ..cache import DEFAULT_DIRECTORY, write_entry
 from ..engine.paths import matches_path
 from ..files import discover
 from ..settings import Settings
@@ -48,11 +48,22 @@ def find_root(path: Path, given: Optional[Path] = None, exclude: tuple[str, ...]
     return None
 
 
+def default_cache_dir(settings: Settings, first: Path) -> str:
+    """The configured cache directory, else `.torchperf_lint_cache` at the project root of the
+    first path (as ruff keeps its cache), so runs from different directories share it."""
+    if settings.cache_dir != DEFAULT_DIRECTORY:
+        return settings.cache_dir
+    first = first.resolve()
+    root = find_root(first, first if first.is_dir() else None)
+    return str((root or Path.cwd()) / DEFAULT_DIRECTORY)
+
+
 class Summaries:
     """Module summaries, from memory when the file's size and mtime are unchanged, else from the
     on-disk cache keyed by its bytes, else read anew."""
 
     def __init__(self, cache_dir: Optional[Path]) -> None:
+        self._root = cache_dir
         self._directory = cache_dir / __version__ / "summaries" if cache_dir is not None else None
         self._memory: dict[Path, tuple[int, int, Summary]] = {}
 
@@ -101,16 +112,8 @@ class Summaries:
 
     def _store(self, key: str, summary: Summary) -> None:
         file = self._file(key)
-        if file is None:
-            return
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-            handle, temp = tempfile.mkstemp(dir=file.parent, suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(summary.to_json(), stream, separators=(",", ":"))
-            os.replace(temp, file)
-        except OSError:
-            pass  # a cache that cannot be written only costs speed
+        if file is not None and self._root is not None:
+            write_entry(self._root, file, summary.to_json())
 
 
 class Projects:
