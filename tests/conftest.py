@@ -26,3 +26,13 @@ def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process CLI runs must not read results cached by another test (or write a cache into
     the working tree); tests of the cache remove the variable themselves."""
     monkeypatch.setenv("TORCHPERF_LINT_NO_CACHE", "1")
+
+
+@pytest.fixture
+def hot_rules_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TPL101 and TPL103 on by default, for tests of selection and output that use them as the
+    default-on rules: which rules the evidence keeps on (tests/test_evidence.py) is another matter."""
+    from torchperf_lint.rules import BY_CODE
+
+    for code in ("TPL101", "TPL103"):
+        monkeypatch.setattr(BY_CODE[code], "default_on", True)

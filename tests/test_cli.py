@@ -225,6 +225,7 @@ def test_exit_zero_turns_1_into_0_but_never_hides_2(tmp_path: Path, capsys) -> N
         (("--select", "TPL101", "--extend-select", "python-range-indexing"), {"TPL101", "TPL103"}),
     ],
 )
+@pytest.mark.usefixtures("hot_rules_on")
 def test_select_ignore_and_extend_select_take_codes_prefixes_and_names(
     tmp_path: Path, capsys, args: tuple[str, ...], expected: set[str]
 ) -> None:
@@ -234,6 +235,7 @@ def test_select_ignore_and_extend_select_take_codes_prefixes_and_names(
     assert code == (1 if expected else 0)
 
 
+@pytest.mark.usefixtures("hot_rules_on")
 def test_ignore_removes_a_default_rule_from_the_default_set(tmp_path: Path, capsys) -> None:
     path = write(tmp_path / "loss.py", HOT)
     _, out, _ = run(capsys, "--ignore", "TPL101", "--format", "json", path)
@@ -263,12 +265,13 @@ PROBE_SOURCE = b"import torch\n\n\ndef step(x):\n    slow_probe()\n    return x\
         (("--extend-select", "TPL1"), False),
         (("--extend-select", "TPL"), False),
         (("--select", "TPL1"), False),
-        (("--select", "ALL"), False),
+        (("--select", "ALL"), True),  # ruff's ALL: every rule
+        (("--select", "ALL", "--ignore", "TPL1"), False),
         (("--extend-select", "TPL199", "--ignore", "TPL1"), True),  # the exact code is more specific
         (("--extend-select", "TPL199", "--ignore", "TPL199"), False),
     ],
 )
-def test_off_by_default_rules_are_enabled_only_by_their_exact_code_or_name(
+def test_off_by_default_rules_are_enabled_only_by_their_exact_code_name_or_all(
     tmp_path: Path, capsys, monkeypatch, args: tuple[str, ...], enabled: bool
 ) -> None:
     probes.install(monkeypatch)
@@ -321,7 +324,8 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     assert code == 0
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
     assert set(rows) == {rule.code for rule in ALL_RULES} | {"TPL198", "TPL199"}
-    assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "on"]
+    assert rows["TPL702"][1:3] == ["unfused-optimizer", "on"]
+    assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "off"]
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
 
 
@@ -331,12 +335,12 @@ def test_list_rules_as_json(capsys, monkeypatch) -> None:
     assert code == 0
     rows = {row["code"]: row for row in json.loads(out)}
     assert set(rows) == {rule.code for rule in ALL_RULES} | {"TPL198", "TPL199"}
-    assert rows["TPL101"] == {
-        "code": "TPL101",
-        "name": "cpu-factory-in-hot-path",
+    assert rows["TPL702"] == {
+        "code": "TPL702",
+        "name": "unfused-optimizer",
         "default_on": True,
-        "fix": "safe",
-        "summary": rows["TPL101"]["summary"],
+        "fix": "unsafe",
+        "summary": rows["TPL702"]["summary"],
     }
     assert rows["TPL199"]["default_on"] is False and rows["TPL199"]["fix"] == "none"
 

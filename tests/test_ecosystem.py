@@ -369,6 +369,7 @@ def sample_report(snapshot_findings: list[Finding] | None) -> Report:
         labels=labels.parse_labels(LABELS),
         fix_checks=[FixCheck("tiny", changed=1, seconds=1.25, failures=[failure])],
         seconds=3.0,
+        default_on=frozenset({"TPL101", "TPL202"}),
     )
 
 
@@ -386,7 +387,9 @@ def test_report_prints_each_part_as_text() -> None:
     assert "+ TPL502 tiny:tiny/b.py:7  x" in text
     assert "- TPL103 tiny:tiny/c.py:1  x[[0, 1]]" in text
     # no label matches these findings: every label of the sample is gone
-    assert re.search(r"TPL101\s+1\s+0\s+0\s+0\s+0\s+-\s+0/1\s+3", text)
+    assert re.search(r"TPL101\s+on\s+1\s+0\s+0\s+0\s+0\s+-\s+0/1\s+3", text)
+    assert re.search(r"TPL502\s+off\s+1\s+0", text)
+    assert "FALSE-labelled findings a default run still reports: 0 of 2." in text
     assert re.search(r"tiny\s+1\s+1\s+1.2", text)  # the fix check's row: files fixed, failures, seconds
     assert "FAILED: 1 problems." in text
     assert "tiny:tiny/a.py: new pyflakes message: UndefinedName('torch')" in text
@@ -457,3 +460,33 @@ def test_a_failed_download_is_one_line_and_the_other_projects_still_run(
     assert f"timm {timm}: not fetched: pip download" in captured.out
     assert "1 projects, 1 files, 12 lines; 2 findings" in captured.out
     assert not (tmp_path / "cache" / "projects" / f"timm-{timm}").exists()
+
+
+def test_tracked_rules_are_the_default_ones_and_those_tracked_before(tmp_path: Path) -> None:
+    from benchmarks.ecosystem.lint import listed_rules, tracked_rules
+
+    listed = listed_rules()
+    on = {code for code, _, default in listed if default}
+    off = sorted(code for code, _, default in listed if not default)
+    table = tmp_path / "precision.json"
+    table.write_text('{"rules": {"%s": {}}}' % off[0], encoding="utf-8")
+    assert {code for code, _ in tracked_rules(table)} == on | {off[0]}
+    assert {code for code, _ in tracked_rules(tmp_path / "missing.json")} == on
+
+
+def test_published_precision_has_one_row_per_tracked_rule() -> None:
+    import json
+
+    found = [finding("a.py", 1, "TPL101"), finding("a.py", 2, "TPL101"), finding("b.py", 3, "TPL103")]
+    labelled = labels.parse_labels(
+        "project,version,path,line,code,verdict,reason\n"
+        "tiny,1.0,a.py,1,TPL101,TRUE,r\n"
+        "tiny,1.0,a.py,2,TPL101,DEBATABLE,r\n"
+        "tiny,1.0,gone.py,9,TPL101,FALSE,r\n"
+    )
+    table = json.loads(labels.published(found, labelled, [("TPL101", "a"), ("TPL702", "b")], 1))
+    assert table["rules"] == {
+        "TPL101": {"findings": 2, "labelled": 2, "true": 1, "debatable": 1, "false": 0},
+        "TPL702": {"findings": 0, "labelled": 0, "true": 0, "debatable": 0, "false": 0},
+    }
+    assert "1 pinned real projects" in table["corpus"]

@@ -326,3 +326,39 @@ def test_a_host_copy_read_again_is_one_sync_not_two() -> None:
         lines = [f.line for f in lint_source(source, select=["TPL105"])]
         assert 9 not in lines, copy
         assert lines in ([], [8]), copy
+
+
+def test_the_branch_where_isinstance_tensor_failed_is_not_tensor_code() -> None:
+    # yolov5's and ultralytics' clip_boxes take a tensor or a NumPy array: the else branch of
+    # `if isinstance(boxes, torch.Tensor):` indexes an array, not a tensor (ecosystem labels).
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import Tensor
+        from torch import nn
+
+        class Head(nn.Module):
+            def forward(self, boxes, other):
+                if isinstance(boxes, torch.Tensor):
+                    probe(boxes)
+                else:
+                    probe(boxes)
+                if not isinstance(boxes, Tensor):
+                    probe(boxes)
+                elif other:
+                    probe(boxes)
+                if isinstance(other, (torch.Tensor, list)):
+                    pass
+                else:
+                    probe(other)
+                probe(boxes if isinstance(boxes, torch.Tensor) else boxes.copy())  # array or tensor
+                probe(boxes.copy() if isinstance(boxes, torch.Tensor) else boxes)
+                probe(boxes if isinstance(boxes, torch.Tensor) else boxes.size(0))
+                if isinstance(other, torch.Tensor):
+                    pass
+                else:
+                    probe(boxes)
+                    probe(other[0])  # not a Tensor, but maybe a tuple of them (torch_geometric)
+        """
+    )
+    assert [ctx.is_tensor(p) for p in probes] == [True, False, False, True, True, False, False, False, True, True]

@@ -19,7 +19,7 @@ from pygls.uris import to_fs_path
 
 from . import __version__, api
 from .config import ConfigError, Settings, load_settings
-from .docs import measured
+from .evidence import measured
 from .engine.findings import Finding, Safety
 from .reporting.sarif import DOCS_URI, ERROR_RULE
 from .rules import lookup

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Sequence
@@ -11,8 +12,8 @@ from pathlib import Path
 
 from . import labels as labels_module
 from . import snapshot
-from .fixcheck import FixCheck, check_fixes
-from .lint import REPO_ROOT, default_rules, describe_checkout, lint_project
+from .fixcheck import FixCheck, check_fixes, run_fixer
+from .lint import PRECISION, REPO_ROOT, describe_checkout, lint_project, listed_rules, selection, tracked_rules
 from .projects import FetchError, Project, choose, count_lines, fetch, load_projects
 from .report import ProjectRun, Report, render
 
@@ -40,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--labels-template", type=Path, metavar="FILE", help="write the unlabelled findings as CSV to label"
     )
+    parser.add_argument(
+        "--publish-precision",
+        action="store_true",
+        help=f"write the precision per rule to torchperf_lint/{PRECISION.name}, which the rule pages quote "
+        "and the default selection answers to (only from a run over every project)",
+    )
     return parser
 
 
@@ -57,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         print(f"ecosystem: error: {error}", file=sys.stderr)
         return 2
+    rules = tracked_rules()
     runs: list[ProjectRun] = []
     not_fetched: list[tuple[Project, str]] = []
     fix_checks: list[FixCheck] | None = None if args.no_fix_check else []
@@ -68,13 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             not_fetched.append((project, str(error)))
             continue
         files, lines = count_lines(root)
-        lint = lint_project(project, root)
+        lint = lint_project(project, root, rules)
         runs.append(ProjectRun(project, files, lines, lint.seconds, lint.findings, lint.failure))
         progress(
             f"{project.label}: {files} files, {lines} lines, {len(lint.findings)} findings, {lint.seconds:.1f} s"
         )
         if fix_checks is not None and lint.failure is None:
-            check = check_fixes(project, root)
+            check = check_fixes(project, root, functools.partial(run_fixer, select=selection(rules)))
             fix_checks.append(check)
             progress(
                 f"{project.label}: fix check: {check.changed} files fixed, {len(check.failures)} failures"
@@ -83,12 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = Report(
         runs,
         not_fetched,
-        default_rules(),
+        rules,
         None if old is None else [f for f in old if f.project in linted],
         [label for label in labels if label.project in linted],
         fix_checks,
         time.perf_counter() - start,
         describe_checkout(),
+        frozenset(code for code, _, on in listed_rules() if on),
     )
     sys.stdout.write(render(report))
     if args.markdown:
@@ -99,6 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         SNAPSHOT.write_text(snapshot.dumps(snapshot.updated(old, report.findings, linted)), encoding="utf-8")
     if not_fetched or any(run.failure for run in runs):
         return 2
+    if args.publish_precision:
+        if args.only:
+            print("ecosystem: error: --publish-precision needs every project (drop --only)", file=sys.stderr)
+            return 2
+        PRECISION.write_text(labels_module.published(report.findings, labels, rules, len(runs)), encoding="utf-8")
     return 1 if report.fix_failures else 0
 
 

@@ -41,11 +41,13 @@ class FixCheck:
     failures: list[FixFailure] = dataclasses.field(default_factory=list)
 
 
-def run_fixer(root: Path, paths: Sequence[Path]) -> list[str]:
-    """Fix `paths` in place with every safe and unsafe fix; returns what went wrong (a crash, or a
-    file the fixer reported an internal error or a failed write on)."""
+def run_fixer(root: Path, paths: Sequence[Path], select: Sequence[str] = ()) -> list[str]:
+    """Fix `paths` in place with every safe and unsafe fix of the `select` arguments' rules (the
+    default selection when empty); returns what went wrong (a crash, or a file the fixer reported
+    an internal error or a failed write on)."""
     # the cache of unpacked projects usually sits in a gitignored folder of a git work tree
     args = ["--fix", "--unsafe-fixes", "--no-cache", "--no-respect-gitignore", "--exit-zero", "--format", "json"]
+    args += select
     done = run_linter([*args, *map(str, paths)], cwd=root)
     failure = trouble(done)
     if failure is not None:

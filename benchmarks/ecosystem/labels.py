@@ -9,6 +9,7 @@ and a lost true one when it was TRUE.
 from __future__ import annotations
 
 import csv
+import json
 import dataclasses
 import io
 from collections import Counter
@@ -134,3 +135,26 @@ def template(findings: Iterable[Finding], labels: Iterable[Label]) -> str:
         written.add(f.key)
         writer.writerow([*f.key, "", "", f.source, f.context, f.message])
     return out.getvalue()
+
+
+def published(
+    findings: Iterable[Finding], labels: Iterable[Label], rules: Iterable[tuple[str, str]], projects: int
+) -> str:
+    """precision.json: the labelled findings per tracked rule, as the rule pages quote them."""
+    rows = precision_per_rule(findings, labels, (code for code, _ in rules))
+    tracked = {code for code, _ in rules}
+    table = {
+        "corpus": f"the ecosystem check's {projects} pinned real projects (benchmarks/ecosystem/projects.toml)",
+        "rules": {
+            row.code: {
+                "findings": row.findings,
+                "labelled": row.labelled,
+                "true": row.true,
+                "debatable": row.debatable,
+                "false": row.false,
+            }
+            for row in rows
+            if row.code in tracked
+        },
+    }
+    return json.dumps(table, indent=2, sort_keys=True) + "\n"

@@ -105,11 +105,13 @@ def findings_from_json(items: list[dict[str, Any]], project: Project, root: Path
     return sorted(findings, key=lambda f: f.key)
 
 
-def lint_project(project: Project, root: Path) -> LintRun:
-    """Every default rule over the whole project root, as one project, in one linter process."""
+def lint_project(project: Project, root: Path, rules: Sequence[tuple[str, str]] | None = None) -> LintRun:
+    """The tracked rules over the whole project root, as one project, in one linter process."""
+    rules = tracked_rules() if rules is None else rules
     start = time.perf_counter()
     # the cache of unpacked projects usually sits in a gitignored folder of a git work tree
-    done = run_linter(["--format", "json", "--no-cache", "--no-respect-gitignore", "--exit-zero", str(root)], cwd=root)
+    args = ["--format", "json", "--no-cache", "--no-respect-gitignore", "--exit-zero", *selection(rules)]
+    done = run_linter([*args, str(root)], cwd=root)
     seconds = time.perf_counter() - start
     failure = trouble(done)
     if failure is not None:
@@ -121,15 +123,34 @@ def lint_project(project: Project, root: Path) -> LintRun:
     return LintRun(findings_from_json(items, project, root), seconds)
 
 
-def default_rules() -> list[tuple[str, str]]:
-    """(code, name) of the rules on by default, from `--list-rules`."""
+PRECISION = REPO_ROOT / "torchperf_lint" / "precision.json"
+
+
+def listed_rules() -> list[tuple[str, str, bool]]:
+    """(code, name, on by default) of every rule, from `--list-rules`."""
     done = run_linter(["--list-rules"], cwd=REPO_ROOT)
     rules = []
     for line in done.stdout.splitlines()[1:]:
         fields = line.split()
-        if len(fields) >= 3 and fields[2] == "on":
-            rules.append((fields[0], fields[1]))
+        if len(fields) >= 3 and fields[2] in ("on", "off"):
+            rules.append((fields[0], fields[1], fields[2] == "on"))
     return rules
+
+
+def tracked_rules(precision_file: Path = PRECISION) -> list[tuple[str, str]]:
+    """(code, name) of the rules the check lints with: those on by default, and those it tracked
+    before (precision.json), so a rule turned off for its precision keeps its evidence current and
+    can come back on."""
+    try:
+        tracked = set(json.loads(precision_file.read_text(encoding="utf-8")).get("rules", {}))
+    except FileNotFoundError:
+        tracked = set()
+    return [(code, name) for code, name, on in listed_rules() if on or code in tracked]
+
+
+def selection(rules: Sequence[tuple[str, str]]) -> list[str]:
+    """The linter arguments that select exactly `rules`."""
+    return ["--select", ",".join(code for code, _ in rules)]
 
 
 def describe_checkout() -> str:

@@ -31,12 +31,13 @@ class ProjectRun:
 class Report:
     runs: list[ProjectRun]
     not_fetched: list[tuple[Project, str]]
-    rules: list[tuple[str, str]]  # (code, name) of the default rules
+    rules: list[tuple[str, str]]  # (code, name) of the tracked rules
     snapshot: list[Finding] | None  # of the projects run; None when there is no snapshot yet
     labels: list[Label]  # of the projects run
     fix_checks: list[FixCheck] | None  # None: --no-fix-check
     seconds: float
     checkout: str = ""  # which linter produced the findings
+    default_on: frozenset[str] | None = None  # codes on by default; None: not known
 
     @property
     def findings(self) -> list[Finding]:
@@ -132,9 +133,13 @@ def precision(report: Report, markdown: bool) -> list[str]:
     out = heading("Precision per rule (labels.csv)", markdown)
     if not report.labels:
         out += ["No labels yet for these projects; --labels-template writes the findings to label.", ""]
+    def default(code: str) -> str:
+        return "?" if report.default_on is None else ("on" if code in report.default_on else "off")
+
     rows = [
         [
             row.code,
+            default(row.code),
             row.findings,
             row.labelled,
             row.true,
@@ -148,6 +153,7 @@ def precision(report: Report, markdown: bool) -> list[str]:
     ]
     headers = [
         "code",
+        "default",
         "findings",
         "labelled",
         "TRUE",
@@ -157,7 +163,13 @@ def precision(report: Report, markdown: bool) -> list[str]:
         "FALSE firing",
         "gone",
     ]
-    return out + table(headers, rows, markdown)
+    out += table(headers, rows, markdown)
+    if report.default_on is not None:
+        firing = {f.key for f in report.findings if f.code in report.default_on}
+        false = [label for label in report.labels if label.verdict == "FALSE"]
+        shown = sum(1 for label in false if label.key in firing)
+        out += ["", f"FALSE-labelled findings a default run still reports: {shown} of {len(false)}."]
+    return out
 
 
 def fix_check(report: Report, markdown: bool) -> list[str]:

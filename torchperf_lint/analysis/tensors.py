@@ -121,6 +121,9 @@ class TensorInference:
         if isinstance(expr, cst.Subscript):
             if isinstance(expr.value, cst.Attribute) and expr.value.attr.value in (NON_TENSOR_ATTRIBUTES):
                 return Tensorness.NO
+            if isinstance(expr.value, cst.Name):
+                # a value that is not a Tensor may hold tensors: `edge_index[0]` of a tuple
+                return self._name(expr.value, narrow=False)
             return self.infer(expr.value)
         if isinstance(expr, cst.BinaryOperation):
             return max(self.infer(expr.left), self.infer(expr.right))
@@ -196,14 +199,33 @@ class TensorInference:
             return Tensorness.LIKELY  # buffers may be reassigned anywhere
         return Tensorness.NO
 
-    def _name(self, name: cst.Name) -> Tensorness:
+    def _name(self, name: cst.Name, narrow: bool = True) -> Tensorness:
         bindings = self._names.lookup(name.value, name)
-        if not bindings:
+        if not bindings or (narrow and self._narrowed_to_non_tensor(name)):
             return Tensorness.NO
         levels = [self._binding(b) for b in bindings]
         if all(level == Tensorness.CERTAIN for level in levels):
             return Tensorness.CERTAIN
         return Tensorness.LIKELY if any(levels) else Tensorness.NO
+
+    def _narrowed_to_non_tensor(self, name: cst.Name) -> bool:
+        """`name` is read where an `isinstance(name, torch.Tensor)` test has failed: the else
+        branch of `if isinstance(x, Tensor):` (or the body of `if not isinstance(...)`), and the
+        same for `a if isinstance(x, Tensor) else b`. The NumPy or list branch of a helper that
+        takes either is not tensor code."""
+        child: cst.CSTNode = name
+        parent = self._facts.parents.get(child)
+        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+            if isinstance(parent, cst.If) and child is not parent.test:
+                test_holds = _isinstance_tensor_test(parent.test, name.value, self._names)
+                if test_holds is not None and (child is parent.orelse) == test_holds:
+                    return True
+            if isinstance(parent, cst.IfExp) and child is not parent.test:
+                test_holds = _isinstance_tensor_test(parent.test, name.value, self._names)
+                if test_holds is not None and (child is parent.orelse) == test_holds:
+                    return True
+            child, parent = parent, self._facts.parents.get(parent)
+        return False
 
     def _binding(self, binding: Binding) -> Tensorness:
         node = binding.node
@@ -262,6 +284,23 @@ class TensorInference:
                 moved.append(name)
         candidates = params or moved
         return candidates[0] if candidates else None
+
+
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def _isinstance_tensor_test(test: cst.BaseExpression, name: str, names: Names) -> Optional[bool]:
+    """True for `isinstance(name, torch.Tensor)`, False for its negation, None for any other
+    test (a tuple of types that includes Tensor still says nothing of the else branch's type)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _isinstance_tensor_test(test.expression, name, names)
+        return None if inner is None else not inner
+    if not (isinstance(test, cst.Call) and dotted_name(test.func) == "isinstance" and len(test.args) == 2):
+        return None
+    subject, kind = test.args[0].value, test.args[1].value
+    if not (isinstance(subject, cst.Name) and subject.value == name):
+        return None
+    return True if names.qualified_name(kind) in _TENSOR_TYPES else None
 
 
 def _is_device_move(binding: Binding) -> bool:

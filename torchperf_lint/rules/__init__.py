@@ -54,10 +54,11 @@ class Selection:
 
 
 def _matches(selector: str, where: str, enabling: bool) -> tuple[int, set[str]]:
-    """How specific `selector` is, and the codes it names. Enabling, a prefix or ALL never names
+    """How specific `selector` is, and the codes it names. ALL names every rule (ruff's meaning:
+    the way to turn on the rules below the precision bar at once); enabling, a prefix never names
     an off-by-default rule; ignoring, it does."""
     if selector.upper() == "ALL":
-        return 0, {r.code for r in ALL_RULES if r.default_on or not enabling}
+        return 0, {r.code for r in ALL_RULES}
     exact = lookup(selector)
     if exact is not None:
         return EXACT, {exact.code}
@@ -93,7 +94,7 @@ def _apply(enabled: set[str], layer: Selection, where: str) -> set[str]:
 
 def resolve(layers: Iterable[Selection], where: str = "selection") -> list[Rule]:
     """Instances of the rules that the layers, applied in order over the default set, enable.
-    Off-by-default rules are enabled only by their exact code or name, never by a prefix."""
+    Off-by-default rules are enabled by their exact code or name, or by ALL, never by a prefix."""
     enabled = {rule.code for rule in ALL_RULES if rule.default_on}
     for layer in layers:
         enabled = _apply(enabled, layer, where)

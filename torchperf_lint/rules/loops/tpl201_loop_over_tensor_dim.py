@@ -187,6 +187,7 @@ class LoopOverTensorDim(Rule):
         "loop over {over} launches tensor ops once per {var}; "
         "vectorise it (broadcasting, torch.gather, torch.einsum, torch.bmm, torch.bucketize)"
     )
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     where = "hot code"
     node_types = (cst.For,)
     benchmark = "TPL201"

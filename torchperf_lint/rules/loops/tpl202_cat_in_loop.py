@@ -99,6 +99,7 @@ class CatInLoop(Rule):
         "{func}() re-grows {acc} on every iteration, copying everything accumulated so far; "
         "append the pieces to a list and call {func}() once after the loop"
     )
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     where = "any loop"
     node_types = (cst.Call,)
     benchmark = "TPL202"

@@ -108,6 +108,7 @@ class TensorFromTensorList(Rule):
         "{func}() on {what} copies and syncs once per element; "
         "use torch.stack() on the tensors to keep them on the device"
     )
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     where = "anywhere"
     node_types = (cst.Call,)
     benchmark = "TPL203"

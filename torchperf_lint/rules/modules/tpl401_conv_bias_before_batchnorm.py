@@ -65,6 +65,7 @@ class ConvBiasBeforeBatchnorm(Rule):
     name = "conv-bias-before-batchnorm"
     summary = "Conv bias followed by a BatchNorm that cancels it"
     message = "nn.{conv} adds a bias that the nn.{norm} after it subtracts again; pass bias=False"
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.UNSAFE
     where = "anywhere"
     node_types = (cst.Call,)

@@ -44,6 +44,7 @@ class DataParallel(Rule):
     name = "data-parallel"
     summary = "nn.DataParallel instead of DistributedDataParallel"
     message = "nn.DataParallel drives every GPU from one process under the GIL; use DistributedDataParallel"
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     where = "anywhere"
     node_types = (cst.Call,)
     benchmark = "TPL402"

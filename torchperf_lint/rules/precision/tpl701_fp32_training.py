@@ -48,7 +48,13 @@ _FP32_PRECISION_FLAGS = frozenset(
 )
 # Objects that run backward for the user and own its precision (accelerate, Lightning Fabric,
 # DeepSpeed engines).
-_DELEGATED_BACKWARD = ("accelerator", "fabric", "engine")
+_DELEGATED_BACKWARD = ("accelerator", "fabric", "engine", "strategy", "trainer")
+# Names of a precision switch the project keeps itself: `with self.autocast:` built from a config,
+# `self.scaler.scale(loss)`, apex's `amp.scale_loss(...)`, an `amp`/`use_amp` option. The author
+# has decided the precision, whatever the config says.
+_PRECISION_SWITCHES = frozenset(
+    {"autocast", "scaler", "grad_scaler", "scale_loss", "amp", "use_amp", "mixed_precision"}
+)
 
 
 def _string(expr: cst.BaseExpression) -> Optional[str]:
@@ -90,6 +96,13 @@ def _runs_own_backward(call: cst.Call) -> bool:
     return not any(word in receiver for word in _DELEGATED_BACKWARD)
 
 
+def _inside_backward_wrapper(call: cst.Call, ctx: Context) -> bool:
+    """`def backward(self, loss): loss.backward()` (LightningModule.backward, a `manual_backward`
+    helper) runs backward for its callers, which own the step and its precision."""
+    function = ctx.facts.enclosing_function(call)
+    return function is not None and "backward" in function.name.value
+
+
 class Fp32Training(Rule):
     """## What it does
     Flags a CUDA training file (it calls `.backward()`, builds or steps an optimizer, and shows
@@ -112,9 +125,12 @@ class Fp32Training(Rule):
     ## When it stays silent
     Test files; CPU-only files (no `.cuda(`, `"cuda..."` or `torch.cuda.`); files with any of the
     reduced-precision markers above, including a precision chosen by an expression
-    (`set_float32_matmul_precision(args.precision)`); files that hand the step to a trainer
-    (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`),
-    which own the precision setting; files with a `.backward()` but no optimizer (neither a
+    (`set_float32_matmul_precision(args.precision)`) or a precision switch the project keeps
+    itself (`with self.autocast:`, `self.scaler.scale(loss)`, apex's `amp.scale_loss(...)`, an
+    `amp`/`use_amp`/`mixed_precision` option); files that hand the step to a trainer
+    (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`,
+    `self.trainer.strategy.backward(loss)`, or a `def backward(self, loss)` hook that runs it
+    for its callers), which own the precision setting; files with a `.backward()` but no optimizer (neither a
     `torch.optim` constructor nor an `optimizer.step()`): gradient checks and debugging helpers. `torch.backends.cudnn.allow_tf32 = True` does not count: it
     is already the default and covers convolutions only.
     """
@@ -331,6 +347,58 @@ class Fp32Training(Rule):
                 model(x.cuda()).sum().backward()
                 optimizer.step()
             """,
+        "autocast-and-scaler-kept-by-the-solver": """
+            import torch
+
+            class Solver:
+                def __init__(self, cfg, model, optimizer):
+                    self.autocast = build_autocast(cfg)  # a project helper, set from the config
+                    self.scaler = build_scaler(cfg)
+                    self.model, self.optimizer = model.cuda(), optimizer
+
+                def step(self, x):
+                    with self.autocast:
+                        loss = self.model(x.cuda()).mean()
+                    if self.scaler is not None:
+                        loss = self.scaler.scale(loss)
+                    loss.backward()
+                    self.optimizer.step()
+            """,
+        "apex-loss-scaling-behind-an-amp-option": """
+            import torch
+
+            def search(model, loader, optimizer, amp=False):
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    if amp:
+                        with torch.cuda.amp.scale_loss(loss, optimizer) as scaled_loss:
+                            scaled_loss.backward()
+                    else:
+                        loss.backward()
+                    optimizer.step()
+            """,
+        "backward-hook-of-a-library-module": """
+            import torch
+
+            class Module(torch.nn.Module):
+                def backward(self, loss, *args, **kwargs):
+                    loss.backward(*args, **kwargs)
+
+                def step(self, optimizer):
+                    self.cuda()
+                    optimizer.step()
+            """,
+        "lightning-strategy-owns-backward": """
+            import torch
+
+            class Module(torch.nn.Module):
+                def manual_backward(self, loss):
+                    self.trainer.strategy.backward(loss, None)
+
+                def step(self, x, optimizer):
+                    self.manual_backward(self(x.cuda()).sum())
+                    optimizer.step()
+            """,
     }
 
     def check_file(self, ctx: Context) -> Iterator[Report]:
@@ -344,6 +412,7 @@ class Fp32Training(Rule):
                 if isinstance(c.func, cst.Attribute)
                 and c.func.attr.value == "backward"
                 and _runs_own_backward(c)
+                and not _inside_backward_wrapper(c, ctx)
             ),
             None,
         )
@@ -372,5 +441,10 @@ class Fp32Training(Rule):
         for node in ctx.nodes(cst.Attribute):
             assert isinstance(node, cst.Attribute)
             if ctx.qualified_name(node) in _REDUCED_PRECISION or _sets_precision_flag(node, ctx):
+                return True
+            words = {node.attr.value.lower()}
+            if isinstance(node.value, cst.Name):
+                words.add(node.value.value.lower())  # `scaler.scale(loss)`, `amp.initialize(...)`
+            if words & _PRECISION_SWITCHES:
                 return True
         return any(_chooses_precision(c, ctx) for c in calls)

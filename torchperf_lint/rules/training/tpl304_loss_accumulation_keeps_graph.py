@@ -55,6 +55,7 @@ class LossAccumulationKeepsGraph(Rule):
         "{accumulator} collects {value} with its autograd graph, so every step's graph stays alive; "
         "use {fixed}"
     )
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.UNSAFE
     where = "step loop"
     node_types = (cst.AugAssign, cst.Assign, cst.Call)

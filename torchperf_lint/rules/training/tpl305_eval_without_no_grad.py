@@ -86,6 +86,7 @@ class EvalWithoutNoGrad(Rule):
         "{model}(...) runs with autograd on {why}, so every batch builds a graph and holds its "
         "activations (memory, not time); wrap the loop in torch.no_grad() or torch.inference_mode()"
     )
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     where = "eval loops"
     node_types = (cst.Call,)
     benchmark = "TPL305"

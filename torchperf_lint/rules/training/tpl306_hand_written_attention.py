@@ -388,6 +388,7 @@ class HandWrittenAttention(Rule):
     message = (
         "hand-written attention materialises the T x T score matrix and runs a kernel per step; use {call}"
     )
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.UNSAFE
     node_types = (cst.Call,)
     benchmark = "TPL306"

@@ -66,6 +66,7 @@ class CpuFactoryInHotPath(Rule):
     name = "cpu-factory-in-hot-path"
     summary = "Tensor factory without device= in hot code"
     message = "torch.{factory}() creates its tensor on the CPU inside {place}; pass device={device}"
+    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.SAFE
     where = "hot code"
     node_types = (cst.Call,)
