@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .selection import check_selectors
 from .settings import ConfigError, Settings
 
 if sys.version_info >= (3, 11):  # noqa: UP036 - Python 3.10 is supported (setup.cfg)
@@ -41,9 +42,7 @@ def _as_list(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 def _rule_selectors(codes: tuple[str, ...], key: str, where: str) -> tuple[str, ...]:
     """Codes, code prefixes or rule names that name at least one rule."""
-    from .rules import select_rules  # lazily: the registry loads every rule and libcst
-
-    select_rules(None, (), codes, f"{where}: {key}")
+    check_selectors(codes, f"{where}: {key}")
     return codes
 
 

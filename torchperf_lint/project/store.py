@@ -16,10 +16,10 @@ from typing import Optional
 
 from .. import __version__
 from ..analysis.entry import NO_FACTS, EntryFacts
-from ..cache import DEFAULT_DIRECTORY, write_entry
+from ..cache import write_entry
 from ..engine.paths import matches_path
 from ..files import discover
-from ..settings import Settings
+from ..settings import DEFAULT_CACHE_DIRECTORY, Settings
 from .graph import Module, Project
 from .summary import Summary, summarize
 
@@ -51,11 +51,11 @@ def find_root(path: Path, given: Optional[Path] = None, exclude: tuple[str, ...]
 def default_cache_dir(settings: Settings, first: Path) -> str:
     """The configured cache directory, else `.torchperf_lint_cache` at the project root of the
     first path (as ruff keeps its cache), so runs from different directories share it."""
-    if settings.cache_dir != DEFAULT_DIRECTORY:
+    if settings.cache_dir != DEFAULT_CACHE_DIRECTORY:
         return settings.cache_dir
     first = first.resolve()
     root = find_root(first, first if first.is_dir() else None)
-    return str((root or Path.cwd()) / DEFAULT_DIRECTORY)
+    return str((root or Path.cwd()) / DEFAULT_CACHE_DIRECTORY)
 
 
 class Summaries:
