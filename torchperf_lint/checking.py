@@ -36,7 +36,8 @@ NOTEBOOK_SUFFIX = ".ipynb"
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """What every file of a run is checked with; picklable, so workers get it once."""
+    """What the files under one config are checked with (a run has one job per config its files
+    are under); picklable, so workers get it once."""
 
     settings: Settings
     rule_codes: tuple[str, ...]
@@ -269,15 +270,15 @@ class Checker:
         return located
 
 
-_worker: dict[str, Checker] = {}
+_worker: dict[str, list[Checker]] = {}
 
 
-def init_worker(job: Job) -> None:
-    _worker["checker"] = Checker(job)
+def init_worker(jobs: tuple[Job, ...]) -> None:
+    _worker["checkers"] = [Checker(job) for job in jobs]
 
 
-def check_in_worker(path: str, facts: EntryFacts) -> FileOutcome:
-    return _worker["checker"].path(path, facts)
+def check_in_worker(path: str, job: int, facts: EntryFacts) -> FileOutcome:
+    return _worker["checkers"][job].path(path, facts)
 
 
 def _text(data: bytes) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from .analysis.torch_version import declared_version
 from .checking import Checker, FileOutcome, Job, read_file
 from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, NO_CACHE_VARIABLE, emit, usage_error
-from .config import ConfigError, Settings, load_settings_and_keys, parse_version
+from .config import ConfigError, ConfigFinder, Settings, parse_version, read_config_file, settings_from
 from .engine.errors import ERROR_CODE, error_finding
 from .engine.findings import Finding
 from .files import discover
@@ -33,11 +33,8 @@ _OPTIONS = {
 }
 
 
-def _settings(args: argparse.Namespace, start: Path) -> tuple[Settings, tuple[str, ...]]:
-    """The settings (the config file's, then the command line's over them) and the keys the
-    config file set."""
-    config = Path(args.config) if args.config else None
-    settings, config_keys = load_settings_and_keys(start, config)
+def _over_command_line(args: argparse.Namespace, settings: Settings) -> Settings:
+    """A config's settings with the command line's options over them."""
     changes: dict[str, object] = {}
     if args.exclude is not None:
         changes["exclude"] = tuple(args.exclude)
@@ -52,19 +49,72 @@ def _settings(args: argparse.Namespace, start: Path) -> tuple[Settings, tuple[st
         changes["respect_gitignore"] = False
     if args.format == "sarif":
         changes["text_edits"] = True  # SARIF carries safe fixes as text replacements
-    return settings.replace(**changes), config_keys
+    return settings.replace(**changes)
+
+
+class JobsByConfig:
+    """Each file's job: the settings of its nearest config (every file's, with --config) under the
+    command line's options, the rules they enable and where their results are cached. ruff's
+    hierarchical configuration: a monorepo's packages are each checked under their own config,
+    whatever the order of the paths. One job per config, built when a file first needs it."""
+
+    def __init__(self, args: argparse.Namespace, paths: Sequence[str], first: Path, cache: bool) -> None:
+        self.args = args
+        self.paths = tuple(paths)
+        self.first = first
+        self.cache = cache
+        self.finder = ConfigFinder()
+        self.explicit = read_config_file(Path(args.config)) if args.config else None
+        self.jobs: list[Job] = []
+        self.config_keys: list[tuple[str, ...]] = []
+        self._index: dict[Path | None, int] = {}
+        self._of_directory: dict[str, int] = {}
+
+    def index(self, path: str) -> int:
+        """The index in `jobs` of the job that checks `path` (a file or directory; - is stdin)."""
+        if path == "-":
+            path = self.args.stdin_filename or "."
+        directory = path if os.path.isdir(path) else (os.path.dirname(path) or ".")
+        index = self._of_directory.get(directory)
+        if index is None:
+            index = self._of_directory[directory] = self._of_config(Path(directory))
+        return index
+
+    def _of_config(self, directory: Path) -> int:
+        found = self.explicit or self.finder.nearest(directory)
+        config = found[0] if found else None
+        index = self._index.get(config)
+        if index is None:
+            settings, keys = settings_from(found)
+            settings = _over_command_line(self.args, settings)
+            rules = resolve_codes(_selection_layers(self.args, settings), "rule selection")
+            # the cache lives at the project root of the config's directory (as ruff keeps one
+            # per package), or of the first path when no config was searched for or found
+            anchor = config.parent if config is not None and self.explicit is None else self.first
+            cache_dir = (self.args.cache_dir or default_cache_dir(settings, anchor)) if self.cache else None
+            args = self.args
+            self.jobs.append(
+                Job(settings, tuple(rules), args.fix, args.diff, args.unsafe_fixes, cache_dir, self.paths)
+            )
+            self.config_keys.append(keys)
+            index = self._index[config] = len(self.jobs) - 1
+        return index
+
+    def exclude_of(self, directory: str) -> tuple[str, ...]:
+        """What a directory's walk skips: the excludes of its nearest config."""
+        settings = self.jobs[self.index(directory)].settings
+        return settings.exclude + settings.extend_exclude
 
 
 def _settings_rows(
-    args: argparse.Namespace,
-    settings: Settings,
-    config_keys: Sequence[str],
-    rules: Sequence[str],
-    cache_dir: str | None,
-    first: Path,
+    args: argparse.Namespace, jobs: JobsByConfig, first: Path, job_of: Sequence[int]
 ) -> list[tuple[str, object, str]]:
-    """--show-settings: (key, value, where it came from) for every setting, then the rules the
-    selection resolves to."""
+    """--show-settings: (key, value, where it came from) for every setting of the first path's job,
+    then the rules the selection resolves to; as ruff does, the settings of the first path, with
+    the other config files that files under the given paths are checked with."""
+    index = jobs.index(str(first))
+    job, config_keys = jobs.jobs[index], jobs.config_keys[index]
+    settings, rules, cache_dir = job.settings, job.rule_codes, job.cache_dir
     where = str(settings.config_file) if settings.config_file else "default"
 
     def source(field: str) -> str:
@@ -80,6 +130,16 @@ def _settings_rows(
     rows: list[tuple[str, object, str]] = [("config-file", where if settings.config_file else None, found)]
     if args.config:
         rows[0] = ("config-file", where, "command line (--config)")
+    others = sorted({str(jobs.jobs[i].settings.config_file or "default") for i in set(job_of) if i != index})
+    if others:
+        rows.append(
+            (
+                "other-config-files",
+                others,
+                "the nearest configs of other files under the given paths, each checked under its own "
+                "(--show-settings PATH shows one's settings)",
+            )
+        )
     for field in ("select", "extend_select", "ignore"):
         rows.append((field.replace("_", "-"), getattr(settings, field), source(field)))
     if args.select is not None:
@@ -206,33 +266,34 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         return usage_error(f"path not found: {', '.join(missing)}")
     first = next((p for p in paths if p != "-"), args.stdin_filename or ".")
-    try:
-        settings, config_keys = _settings(args, Path(first))
-        rules = resolve_codes(_selection_layers(args, settings), "rule selection")
-    except ConfigError as error:
-        return usage_error(str(error))
     # Fixing always re-lints what it writes; TORCHPERF_LINT_NO_CACHE=1 is --no-cache for CI and tests.
     no_cache = (
         args.no_cache or args.fix or args.diff or os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
     )
-    cache_dir = None if no_cache else (args.cache_dir or default_cache_dir(settings, Path(first)))
-    if args.show_settings:
-        rows = _settings_rows(args, settings, config_keys, rules, cache_dir, Path(first))
-        emit(out, settings_table(rows, as_json=args.format == "json"))
-        return EXIT_CLEAN
-    job = Job(
-        settings, tuple(rules), args.fix, args.diff, args.unsafe_fixes, cache_dir, tuple(paths)
-    )
     discovery_errors: list[tuple[str, str]] = []
     stdin_output: bytes | None = None
     files: list[str] = []
+    job_of: list[int] = []
     seen: set[str] = set()
-    exclude = settings.exclude + settings.extend_exclude
-    for path in discover(paths, exclude, discovery_errors, settings.respect_gitignore):
-        key = os.path.normpath(path)
-        if key not in seen:  # named twice, or a file inside a directory also named
-            seen.add(key)
-            files.append(path)
+    try:
+        jobs = JobsByConfig(args, paths, Path(first), cache=not no_cache)
+        jobs.index(first)
+        for given in paths:
+            # a walk skips what each directory's nearest config excludes, and what git ignores
+            # when the config of the path named says so
+            respect_gitignore = jobs.jobs[jobs.index(given)].settings.respect_gitignore
+            for path in discover([given], (), discovery_errors, respect_gitignore, jobs.exclude_of):
+                key = os.path.normpath(path)
+                if key not in seen:  # named twice, or a file inside a directory also named
+                    seen.add(key)
+                    files.append(path)
+                    job_of.append(jobs.index(path))
+    except ConfigError as error:
+        return usage_error(str(error))
+    if args.show_settings:
+        rows = _settings_rows(args, jobs, Path(first), job_of)
+        emit(out, settings_table(rows, as_json=args.format == "json"))
+        return EXIT_CLEAN
     if args.show_files:
         shown = [(args.stdin_filename or "-") if path == "-" else path for path in files]
         emit(out, file_list(shown, as_json=args.format == "json"))
@@ -247,11 +308,13 @@ def run(args: argparse.Namespace) -> int:
     diffs: list[str] = []
     outcomes: list[FileOutcome] = []
     if "-" in files:
-        files.remove("-")
+        stdin = files.index("-")
+        del files[stdin]
+        job = jobs.jobs[job_of.pop(stdin)]
         outcome = Checker(job).data(args.stdin_filename or "-", sys.stdin.buffer.read(), stdin=True)
         outcomes.append(outcome)
         stdin_output = outcome.output
-    outcomes.extend(check_paths(job, files, args.jobs or default_jobs()))
+    outcomes.extend(check_paths(jobs.jobs, files, args.jobs or default_jobs(), job_of))
     for outcome in outcomes:
         findings.extend(outcome.findings)
         diffs.append(outcome.diff)
