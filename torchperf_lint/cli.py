@@ -69,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--exclude", type=_codes, help="names or globs to skip (replaces the defaults)")
     files.add_argument("--extend-exclude", type=_codes, default=[], help="names or globs to skip as well")
     files.add_argument("--stdin-filename", metavar="PATH", help="the path to report for - (stdin)")
-    files.add_argument("--config", metavar="FILE", help="read settings from this file instead of searching")
+    files.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read every file's settings from this file (default: each file's nearest config)",
+    )
     files.add_argument(
         "--lint-all-files", action="store_true", help="also parse files that never mention torch"
     )
@@ -114,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument(
         "--show-settings",
         action="store_true",
-        help="print the resolved settings and where each came from, and check nothing",
+        help="print the first path's resolved settings and where each came from (and the other configs "
+        "files are checked under), and check nothing",
     )
     info.add_argument(
         "--show-files", action="store_true", help="list the files that would be checked, and check none"
