@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 import pytest
 
-import torchperf_lint.listing
+import torchperf_lint.catalog
 import torchperf_lint.rules
 from torchperf_lint.engine.context import Context
 from torchperf_lint.engine.findings import Report
@@ -52,4 +52,5 @@ def install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torchperf_lint.rules, "ALL_RULES", rules)
     monkeypatch.setattr(torchperf_lint.rules, "BY_CODE", {rule.code: rule for rule in rules})
     monkeypatch.setattr(torchperf_lint.rules, "BY_NAME", {rule.name: rule for rule in rules})
-    monkeypatch.setattr(torchperf_lint.listing, "ALL_RULES", rules)
+    table = tuple((rule.code, rule.name, rule.default_on) for rule in rules)
+    monkeypatch.setattr(torchperf_lint.catalog, "RULES", table)

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_lint import checking, cli
+from torchperf_lint import cli, command
 from torchperf_lint.config import Settings
-from torchperf_lint.engine import runner
-from torchperf_lint.engine.runner import ISSUES_URL, lint_bytes
+from torchperf_lint.engine import errors, fixer, runner
+from torchperf_lint.engine.errors import ISSUES_URL
+from torchperf_lint.engine.runner import lint_bytes
 from torchperf_lint.flake8_plugin import TorchPerfPlugin
 from torchperf_lint.rules import select_rules
 from torchperf_lint.rules.transfer.tpl101_cpu_factory_in_hot_path import CpuFactoryInHotPath
@@ -210,7 +211,7 @@ def test_a_file_that_vanishes_between_listing_and_reading_is_reported(
 ) -> None:
     vanishing = write(tmp_path / "a_vanishing.py", GOOD)
     good = write(tmp_path / "b_good.py", GOOD)
-    real_discover = cli.discover
+    real_discover = command.discover
 
     def discover(*args, **kwargs):
         for path in real_discover(*args, **kwargs):
@@ -218,7 +219,7 @@ def test_a_file_that_vanishes_between_listing_and_reading_is_reported(
                 vanishing.unlink()  # listed, then gone before it is read
             yield path
 
-    monkeypatch.setattr(cli, "discover", discover)
+    monkeypatch.setattr(command, "discover", discover)
     code, lines = run(capsys, *SELECT, "--fix", tmp_path)
     assert code == 2
     assert tpl000(lines) == [f"{vanishing}:1:1: TPL000 could not read: No such file or directory"]
@@ -265,7 +266,7 @@ def test_an_expression_nested_1000_levels_deep_is_checked_and_fixed(tmp_path: Pa
 def test_nesting_beyond_the_recursion_limit_is_a_tpl000_line_not_a_traceback(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    monkeypatch.setattr(runner, "RECURSION_LIMIT", 1500)
+    monkeypatch.setattr(errors, "RECURSION_LIMIT", 1500)
     data = nested(1000)
     path = write(tmp_path / "a_deep.py", data)
     good = write(tmp_path / "b_good.py", GOOD)
@@ -361,14 +362,14 @@ def test_an_engine_failure_costs_one_file_not_the_run(tmp_path: Path, capsys, mo
 
 
 def test_a_fixer_failure_leaves_the_file_and_the_run_goes_on(tmp_path: Path, capsys, monkeypatch) -> None:
-    real_fix = checking.fix_bytes
+    real_fix = fixer.fix_bytes
 
     def fix_bytes(data, path, *args, **kwargs):
         if path.endswith("a.py"):
             raise RuntimeError("transform failed")
         return real_fix(data, path, *args, **kwargs)
 
-    monkeypatch.setattr(checking, "fix_bytes", fix_bytes)
+    monkeypatch.setattr(fixer, "fix_bytes", fix_bytes)
     first = write(tmp_path / "a.py", GOOD)
     second = write(tmp_path / "b.py", GOOD)
     code, lines = run(capsys, *SELECT, "--fix", first, second)
@@ -424,7 +425,7 @@ def test_flake8_plugin_survives_an_engine_failure(monkeypatch) -> None:
 
 
 def test_flake8_plugin_reports_nesting_too_deep_for_the_analysis(monkeypatch) -> None:
-    monkeypatch.setattr(runner, "RECURSION_LIMIT", 1500)
+    monkeypatch.setattr(errors, "RECURSION_LIMIT", 1500)
     results = plugin_results(nested(1000))
     assert results == [(1, 0, "TPL000 could not analyse: nesting too deep")]
 

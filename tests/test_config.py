@@ -1,5 +1,5 @@
 """Settings from `[tool.torchperf-lint]` in pyproject.toml, else `[torchperf-lint]` in setup.cfg or
-tox.ini, found by walking up from the first path; every key validated; flake8's own options."""
+tox.ini, each file's nearest (found by walking up from it); every key validated; flake8's own options."""
 
 from __future__ import annotations
 
@@ -97,6 +97,76 @@ def test_the_nearest_config_wins(tmp_path: Path, capsys) -> None:
     assert codes(capsys, write(tmp_path / "sub" / "loss.py", HOT)) == {"TPL101"}
 
 
+def monorepo(root: Path) -> tuple[Path, Path]:
+    """Two packages, each with its own config: a selects TPL10 but ignores TPL101 in models/,
+    b selects TPL101 only and targets torch 1.13."""
+    write(
+        root / "a" / "pyproject.toml",
+        '[tool.torchperf-lint]\nselect = ["TPL10"]\nper-file-ignores = {"models/*" = ["TPL101"]}\n',
+    )
+    write(root / "b" / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\ntorch-version = "1.13"\n')
+    for package in ("a", "b"):
+        write(root / package / "models" / "loss.py", HOT)
+        write(root / package / "train.py", HOT)
+    return root / "a", root / "b"
+
+
+@pytest.mark.parametrize("jobs", [["--jobs", "1"], []], ids=["one-process", "pool"])
+def test_each_file_is_checked_under_its_nearest_config_whatever_the_path_order(
+    tmp_path: Path, capsys, jobs: list[str]
+) -> None:
+    a, b = monorepo(tmp_path)
+    expected = {
+        ("a/models/loss.py", "TPL103"),
+        ("a/train.py", "TPL101"),
+        ("a/train.py", "TPL103"),
+        ("b/models/loss.py", "TPL101"),
+        ("b/train.py", "TPL101"),
+    }
+    outputs = []
+    for paths in ([a, b], [b, a], [tmp_path]):
+        main(["--format", "json", *jobs, *map(str, paths)])
+        out = capsys.readouterr().out
+        found = {(Path(f["path"]).relative_to(tmp_path).as_posix(), f["code"]) for f in json.loads(out)}
+        assert found == expected, paths
+        outputs.append(out)
+    assert outputs[0] == outputs[1]
+
+
+def test_the_command_line_applies_over_each_files_config(tmp_path: Path, capsys) -> None:
+    a, b = monorepo(tmp_path)
+    main(["--format", "json", "--extend-select", "TPL103", str(b), str(a)])
+    found = {(Path(f["path"]).relative_to(tmp_path).as_posix(), f["code"]) for f in json.loads(capsys.readouterr().out)}
+    assert {code for path, code in found if path.startswith("b/")} == {"TPL101", "TPL103"}
+    assert ("a/models/loss.py", "TPL101") not in found  # a's per-file-ignores still apply
+
+
+def test_an_explicit_config_applies_to_every_file(tmp_path: Path, capsys) -> None:
+    a, b = monorepo(tmp_path)
+    other = write(tmp_path / "lint.ini", "[torchperf-lint]\nselect = TPL103\n")
+    assert codes(capsys, "--config", other, a, b) == {"TPL103"}
+
+
+def test_a_walk_skips_what_each_directorys_nearest_config_excludes(tmp_path: Path, capsys) -> None:
+    a, b = monorepo(tmp_path)
+    with open(b / "pyproject.toml", "a") as config:
+        config.write('extend-exclude = ["models"]\n')
+    for paths in ([tmp_path], [b, a]):
+        main(["--show-files", *map(str, paths)])
+        listed = {Path(line).relative_to(tmp_path).as_posix() for line in capsys.readouterr().out.splitlines()}
+        assert listed == {"a/models/loss.py", "a/train.py", "b/train.py"}
+
+
+def test_each_configs_files_are_cached_under_its_package(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("TORCHPERF_LINT_NO_CACHE")
+    a, b = monorepo(tmp_path)
+    main(["--jobs", "1", str(b), str(a)])
+    cold = capsys.readouterr().out
+    assert (a / ".torchperf_lint_cache").is_dir() and (b / ".torchperf_lint_cache").is_dir()
+    main(["--jobs", "1", str(a), str(b)])
+    assert capsys.readouterr().out == cold
+
+
 def test_explicit_config_file_is_used_instead_of_searching(tmp_path: Path, capsys) -> None:
     write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL103"]\n')
     other = write(tmp_path / "elsewhere" / "lint.ini", "[torchperf-lint]\nselect = TPL101\n")
@@ -174,6 +244,18 @@ def test_show_settings_without_a_config_shows_defaults_and_the_declared_torch(tm
     assert rows["rules"][0][0] == ["TPL101"]
     version, source = rows["torch-version"][0]
     assert version == "1.12" and "requirements.txt" in source
+
+
+def test_show_settings_with_several_configs_shows_the_first_paths_and_names_the_others(
+    tmp_path: Path, capsys
+) -> None:
+    a, b = monorepo(tmp_path)
+    rows = show_settings(capsys, b, a)
+    assert rows["config-file"] == [(str(b / "pyproject.toml"), "found from the first path")]
+    assert rows["select"] == [(["TPL101"], str(b / "pyproject.toml"))]
+    [(others, source)] = rows["other-config-files"]
+    assert others == [str(a / "pyproject.toml")] and "each checked under its own" in source
+    assert "other-config-files" not in show_settings(capsys, a)
 
 
 # -- every key ----------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from torchperf_lint.config import Settings
-from torchperf_lint.engine.findings import Safety
-from torchperf_lint.engine.fixer import allowed, fix_bytes
+from torchperf_lint.engine.findings import Safety, allowed
+from torchperf_lint.engine.fixer import fix_bytes
 from torchperf_lint.engine.runner import ERROR_CODE, lint_bytes
 from torchperf_lint.rules import select_rules
 

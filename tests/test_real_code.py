@@ -32,7 +32,7 @@ def test_torch_sources_lint_without_internal_errors() -> None:
     assert len(files) > 300, "the torch sources were not found"
     # every rule, off-by-default ones too, on every file (no torch prefilter)
     job = Job(Settings(lint_all_files=True), tuple(rule.code for rule in ALL_RULES))
-    outcomes = check_paths(job, files, default_jobs())
+    outcomes = check_paths([job], files, default_jobs())
     errors = [f for outcome in outcomes for f in outcome.findings if f.code == "TPL000"]
     assert errors == []
     assert len(outcomes) == len(files)

@@ -8,8 +8,8 @@ from typing import Iterable, Optional, Union
 from .analysis.entry import EntryFacts
 from .analysis.torch_version import declared_version
 from .config import Settings
-from .engine.findings import Finding
-from .engine.fixer import allowed, apply_fix, fix_bytes
+from .engine.findings import Finding, allowed
+from .engine.fixer import apply_fix, fix_bytes
 from .engine.runner import FileResult, lint_bytes
 from .project.store import Projects
 from .rules import select_rules

@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
-from .config import Settings
 from .engine.findings import Finding, Fix, Safety, TextEdit
-
-DEFAULT_DIRECTORY = ".torchperf_lint_cache"
+from .settings import Settings
 
 
 def _fix_to_dict(fix: Optional[Fix]) -> Optional[dict[str, str]]:

@@ -1,36 +1,43 @@
 """Check one file as the command line asks (lint, fix or diff; Python or notebook), in this
 process or in a worker of the pool. What comes back holds no tree nodes, so it can cross
-processes."""
+processes.
+
+libcst, the engine and the rules are imported only where a file must be parsed (a cache miss,
+a fix, a notebook): a run whose files are all cached never loads them.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import os
 import stat
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .analysis.entry import EntryFacts
 from .analysis.torch_version import declared_version
 from .cache import Cache, finding_from_record, finding_to_record
-from .config import Settings
+from .engine.errors import deep_recursion, error_finding, internal_error
 from .engine.findings import Finding
-from .engine.fixer import fix_bytes
 from .engine.remap import place_before_fix
-from .engine.runner import deep_recursion, error_finding, internal_error, lint_bytes
 from .notebook import Notebook, NotebookError, read_notebook, write_back
 from .project.store import Projects
-from .rules import select_rules
-from .rules.base import Rule
+from .settings import Settings
 from .writer import NotWritable, write_atomic
+
+if TYPE_CHECKING:
+    from .engine.fixer import FixOutcome
+    from .rules.base import Rule
 
 NOTEBOOK_SUFFIX = ".ipynb"
 
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """What every file of a run is checked with; picklable, so workers get it once."""
+    """What the files under one config are checked with (a run has one job per config its files
+    are under); picklable, so workers get it once."""
 
     settings: Settings
     rule_codes: tuple[str, ...]
@@ -82,9 +89,24 @@ class Checker:
 
     def __init__(self, job: Job) -> None:
         self.job = job
-        self.rules: list[Rule] = select_rules(job.rule_codes, ())
         self._caches: dict[str, Cache] = {}
         self.projects = Projects(job.settings, job.cache_dir)
+
+    @functools.cached_property
+    def rules(self) -> list[Rule]:
+        from .rules import select_rules  # lazily, as the engine below: see the module's docstring
+
+        return select_rules(self.job.rule_codes, ())
+
+    def _lint_bytes(self, data: bytes, path: str, facts: EntryFacts) -> list[Finding]:
+        from .engine.runner import lint_bytes
+
+        return lint_bytes(data, path, self.rules, self.job.settings, facts).findings
+
+    def _fix_bytes(self, data: bytes, path: str, facts: EntryFacts) -> FixOutcome:
+        from .engine.fixer import fix_bytes
+
+        return fix_bytes(data, path, self.rules, self.job.settings, unsafe=self.job.unsafe, entry=facts)
 
     def facts(self, path: str, source: Optional[str] = None) -> EntryFacts:
         """What the file's project knows about it from its other modules."""
@@ -125,12 +147,12 @@ class Checker:
     def _lint(self, path: str, data: bytes, facts: EntryFacts) -> list[Finding]:
         cache = self._cache_for(path)
         if cache is None:
-            return lint_bytes(data, path, self.rules, self.job.settings, facts).findings
+            return self._lint_bytes(data, path, facts)
         # an edit in another module can change what this one is handed: part of the key
         key = cache.key(path, data, facts.digest())
         found = cache.get(key)
         if found is None:
-            found = [light(f) for f in lint_bytes(data, path, self.rules, self.job.settings, facts).findings]
+            found = [light(f) for f in self._lint_bytes(data, path, facts)]
             cache.put(key, found)
         return found
 
@@ -151,7 +173,7 @@ class Checker:
         job = self.job
         if not (job.fix or job.diff):
             return FileOutcome(self._lint(path, data, facts))
-        outcome = fix_bytes(data, path, self.rules, job.settings, unsafe=job.unsafe, entry=facts)
+        outcome = self._fix_bytes(data, path, facts)
         encoding = outcome.result.module.encoding if outcome.result.module else "utf-8"
         remaining = outcome.result.findings
         if job.diff and outcome.changed:  # the file keeps its bytes: point into them
@@ -189,7 +211,7 @@ class Checker:
         if path.endswith(NOTEBOOK_SUFFIX):
             notebook = read_notebook(data.decode("utf-8"))
             return self._notebook_findings(path, notebook, notebook.module_source(), facts)
-        return lint_bytes(data, path, self.rules, self.job.settings, facts).findings
+        return self._lint_bytes(data, path, facts)
 
     # -- notebooks ----------------------------------------------------------------------
     def _notebook(self, path: str, data: bytes, stdin: bool) -> FileOutcome:
@@ -201,9 +223,7 @@ class Checker:
         facts = self.facts(path, source)
         if not (self.job.fix or self.job.diff):
             return FileOutcome(self._notebook_findings(path, notebook, source, facts))
-        outcome = fix_bytes(
-            source.encode("utf-8"), path, self.rules, self.job.settings, unsafe=self.job.unsafe, entry=facts
-        )
+        outcome = self._fix_bytes(source.encode("utf-8"), path, facts)
         fixed_source = outcome.fixed.decode("utf-8")
         if fixed_source == source:
             remaining = self._located(notebook, outcome.result.findings)
@@ -228,7 +248,7 @@ class Checker:
     def _notebook_findings(
         self, path: str, notebook: Notebook, source: str, facts: EntryFacts
     ) -> list[Finding]:
-        findings = lint_bytes(source.encode("utf-8"), path, self.rules, self.job.settings, facts).findings
+        findings = self._lint_bytes(source.encode("utf-8"), path, facts)
         return self._located(notebook, findings)
 
     @staticmethod
@@ -250,15 +270,15 @@ class Checker:
         return located
 
 
-_worker: dict[str, Checker] = {}
+_worker: dict[str, list[Checker]] = {}
 
 
-def init_worker(job: Job) -> None:
-    _worker["checker"] = Checker(job)
+def init_worker(jobs: tuple[Job, ...]) -> None:
+    _worker["checkers"] = [Checker(job) for job in jobs]
 
 
-def check_in_worker(path: str, facts: EntryFacts) -> FileOutcome:
-    return _worker["checker"].path(path, facts)
+def check_in_worker(path: str, job: int, facts: EntryFacts) -> FileOutcome:
+    return _worker["checkers"][job].path(path, facts)
 
 
 def _text(data: bytes) -> str:

@@ -1,7 +1,7 @@
 """Settings: defaults, then the project's config file, then the command line.
 
 The config lives in `[tool.torchperf-lint]` of `pyproject.toml`, else `[torchperf-lint]` of
-`setup.cfg` or `tox.ini`, found by walking up from the first linted path.
+`setup.cfg` or `tox.ini`: each file's nearest, found by walking up from its directory.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .selection import check_selectors
 from .settings import ConfigError, Settings
 
 if sys.version_info >= (3, 11):  # noqa: UP036 - Python 3.10 is supported (setup.cfg)
@@ -41,9 +42,7 @@ def _as_list(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 def _rule_selectors(codes: tuple[str, ...], key: str, where: str) -> tuple[str, ...]:
     """Codes, code prefixes or rule names that name at least one rule."""
-    from .rules import select_rules  # lazily: the registry loads every rule and libcst
-
-    select_rules(None, (), codes, f"{where}: {key}")
+    check_selectors(codes, f"{where}: {key}")
     return codes
 
 
@@ -161,46 +160,72 @@ def _read_pyproject(path: Path) -> dict[str, Any] | None:
     return table
 
 
+class ConfigFinder:
+    """The nearest config table at or above each directory, each candidate file read once: a run
+    asks it for every file it checks, since each file is checked under its nearest config (ruff's
+    hierarchical configuration)."""
+
+    def __init__(self) -> None:
+        self._found: dict[Path, tuple[Path, dict[str, Any]] | None] = {}
+
+    def nearest(self, start: Path) -> tuple[Path, dict[str, Any]] | None:
+        directory = (start if start.is_dir() else start.parent).resolve()
+        passed: list[Path] = []
+        found: tuple[Path, dict[str, Any]] | None = None
+        for folder in (directory, *directory.parents):
+            if folder in self._found:
+                found = self._found[folder]
+                break
+            passed.append(folder)
+            found = _config_in(folder)
+            if found is not None:
+                break
+        for folder in passed:
+            self._found[folder] = found
+        return found
+
+
+def _config_in(folder: Path) -> tuple[Path, dict[str, Any]] | None:
+    for name, reader in (
+        ("pyproject.toml", _read_pyproject),
+        ("setup.cfg", _read_ini),
+        ("tox.ini", _read_ini),
+    ):
+        candidate = folder / name
+        if candidate.is_file():
+            table = reader(candidate)
+            if table is not None:
+                return candidate, table
+    return None
+
+
 def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
     """The nearest config table at or above `start`."""
-    directory = start if start.is_dir() else start.parent
-    directory = directory.resolve()
-    for folder in (directory, *directory.parents):
-        for name, reader in (
-            ("pyproject.toml", _read_pyproject),
-            ("setup.cfg", _read_ini),
-            ("tox.ini", _read_ini),
-        ):
-            candidate = folder / name
-            if candidate.is_file():
-                table = reader(candidate)
-                if table is not None:
-                    return candidate, table
-    return None
+    return ConfigFinder().nearest(start)
+
+
+def read_config_file(config_file: Path) -> tuple[Path, dict[str, Any]]:
+    """The config table of a file named with --config (or an editor's setting)."""
+    if not config_file.is_file():
+        raise ConfigError(f"{config_file}: config file not found")
+    reader = _read_pyproject if config_file.suffix == ".toml" else _read_ini
+    table = reader(config_file)
+    if table is None:
+        raise ConfigError(f"{config_file}: no [{section_name(str(config_file))}] section")
+    return config_file, table
+
+
+def settings_from(found: tuple[Path, dict[str, Any]] | None) -> tuple[Settings, tuple[str, ...]]:
+    """Defaults merged with a config table, and the keys the table set (as written there, `-`
+    spelled), for --show-settings to say where each value came from."""
+    if found is None:
+        return Settings(), ()
+    path, table = found
+    keys = tuple(key.replace("_", "-") for key in table)
+    return apply_values(Settings(), table, str(path)).replace(config_file=path), keys
 
 
 def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     """Defaults merged with the config found at or above `start` (or with `config_file`)."""
-    return load_settings_and_keys(start, config_file)[0]
-
-
-def load_settings_and_keys(start: Path, config_file: Path | None = None) -> tuple[Settings, tuple[str, ...]]:
-    """The settings and the keys the config file set (as written there, `-` spelled), for
-    --show-settings to say where each value came from."""
-    settings = Settings()
-    found: tuple[Path, dict[str, Any]] | None
-    if config_file is not None:
-        if not config_file.is_file():
-            raise ConfigError(f"{config_file}: config file not found")
-        reader = _read_pyproject if config_file.suffix == ".toml" else _read_ini
-        table = reader(config_file)
-        if table is None:
-            raise ConfigError(f"{config_file}: no [{section_name(str(config_file))}] section")
-        found = (config_file, table)
-    else:
-        found = find_config(start)
-    if found is None:
-        return settings, ()
-    path, table = found
-    keys = tuple(key.replace("_", "-") for key in table)
-    return apply_values(settings, table, str(path)).replace(config_file=path), keys
+    found = read_config_file(config_file) if config_file is not None else find_config(start)
+    return settings_from(found)[0]

@@ -1,5 +1,6 @@
-"""Rule pages, generated from the rule classes (and the measured speedups) and never edited by
-hand. `python -m torchperf_lint.docs` rewrites docs/rules/."""
+"""Rule pages and the rule catalog, generated from the rule classes (and the measured speedups)
+and never edited by hand. `python -m torchperf_lint.docs` rewrites docs/rules/, the README's
+speedup table and torchperf_lint/catalog.py."""
 
 from __future__ import annotations
 
@@ -166,6 +167,30 @@ def expected_pages() -> dict[str, str]:
     return pages
 
 
+CATALOG = Path(__file__).with_name("catalog.py")
+
+
+def render_catalog() -> str:
+    """catalog.py: each rule's code, name and default, for what must not import the rules."""
+    rows = "".join(f'    ("{rule.code}", "{rule.name}", {rule.default_on}),\n' for rule in ALL_RULES)
+    return (
+        '"""Every rule\'s code, name and default, generated from the rule classes by\n'
+        "`python -m torchperf_lint.docs` (a test fails when it is stale). Rule selection reads this\n"
+        "table instead of the rule classes, so a run whose files are all cached imports neither the\n"
+        'rules nor libcst."""\n\n'
+        "RULES: tuple[tuple[str, str, bool], ...] = (\n"
+        f"{rows})\n"
+    )
+
+
+def write_catalog(path: Path) -> bool:
+    text = render_catalog()
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
 def write(directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
@@ -196,3 +221,5 @@ if __name__ == "__main__":
     readme = target.parent.parent / "README.md"
     if readme.is_file() and write_readme(readme):
         print(f"wrote {readme}")
+    if write_catalog(CATALOG):
+        print(f"wrote {CATALOG}")

@@ -5,7 +5,7 @@ them."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -36,21 +36,30 @@ def discover(
     exclude: Sequence[str],
     errors: list[tuple[str, str]],
     respect_gitignore: bool = True,
+    exclude_of: Optional[Callable[[str], Sequence[str]]] = None,
 ) -> Iterator[str]:
     """Yield the files to lint, sorted within each directory. Unreadable directories are
     recorded in `errors` as (path, message) and skipped. A path named explicitly is linted even
-    when it is excluded or ignored by git; what a walk finds is not."""
+    when it is excluded or ignored by git; what a walk finds is not. `exclude_of(directory)`, when
+    given, is what each directory's entries are matched against instead of `exclude` (the
+    excludes of the directory's nearest config)."""
     for given in paths:
         if os.path.isfile(given) or not os.path.isdir(given):
             yield given
             continue
         yield from _walk(
-            given, exclude, errors, gitignore.for_directory(given) if respect_gitignore else None
+            given,
+            exclude_of or (lambda directory: exclude),
+            errors,
+            gitignore.for_directory(given) if respect_gitignore else None,
         )
 
 
 def _walk(
-    root: str, exclude: Sequence[str], errors: list[tuple[str, str]], ignore: Optional[GitIgnore]
+    root: str,
+    exclude_of: Callable[[str], Sequence[str]],
+    errors: list[tuple[str, str]],
+    ignore: Optional[GitIgnore],
 ) -> Iterator[str]:
     def on_error(error: OSError) -> None:
         errors.append((error.filename or root, f"could not read directory: {error.strerror or error}"))
@@ -58,6 +67,7 @@ def _walk(
     rules = {root: ignore}  # each directory's gitignore rules, set when its parent is walked
     for directory, subdirs, files in os.walk(root, onerror=on_error, followlinks=False):
         current = rules.pop(directory, None)
+        exclude = exclude_of(directory)
         subdirs[:] = sorted(
             d
             for d in subdirs

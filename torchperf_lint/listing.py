@@ -6,11 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .rules import ALL_RULES
-
 
 def rule_table(as_json: bool) -> str:
     """--list-rules: every rule with its default and the best safety of its fixes."""
+    from .rules import ALL_RULES  # the rule classes: only --list-rules needs them here
     if as_json:
         rows: list[dict[str, Any]] = [
             {

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from typing import Optional
 
 from .checking import Checker, FileOutcome, Job, check_in_worker, init_worker
 
@@ -18,17 +19,25 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def check_paths(job: Job, paths: Sequence[str], jobs: int) -> list[FileOutcome]:
-    """Each path's outcome, in order. One process when there is one job or one file: a pool
-    costs more to start than a small run takes."""
-    checker = Checker(job)
+def check_paths(
+    jobs: Sequence[Job], paths: Sequence[str], processes: int, job_of: Optional[Sequence[int]] = None
+) -> list[FileOutcome]:
+    """Each path's outcome, in order; path i is checked under `jobs[job_of[i]]` (its nearest
+    config's), under `jobs[0]` without `job_of`. One process when there is one process or one
+    file: a pool costs more to start than a small run takes."""
+    which = list(job_of) if job_of is not None else [0] * len(paths)
+    checkers = [Checker(job) for job in jobs]
     # The project pass runs here, once: workers get each file's facts with its path.
-    facts = [checker.facts(path) for path in paths]
-    if jobs <= 1 or len(paths) < 2:
-        return [checker.path(path, entry) for path, entry in zip(paths, facts, strict=True)]
+    facts = [checkers[index].facts(path) for path, index in zip(paths, which, strict=True)]
+    if processes <= 1 or len(paths) < 2:
+        return [
+            checkers[index].path(path, entry) for path, index, entry in zip(paths, which, facts, strict=True)
+        ]
     # fork starts workers in milliseconds with the rules already imported; elsewhere, the default
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
-    workers = min(jobs, len(paths))
+    workers = min(processes, len(paths))
     chunk = max(1, len(paths) // (workers * 8))
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker, initargs=(job,)) as pool:
-        return list(pool.map(check_in_worker, paths, facts, chunksize=chunk))
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=init_worker, initargs=(tuple(jobs),)
+    ) as pool:
+        return list(pool.map(check_in_worker, paths, which, facts, chunksize=chunk))

@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+DEFAULT_CACHE_DIRECTORY = ".torchperf_lint_cache"
 DEFAULT_EXCLUDE = (
     ".git",
     ".hg",
@@ -25,7 +26,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
-    ".torchperf_lint_cache",
+    DEFAULT_CACHE_DIRECTORY,
 )
 DEFAULT_TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests/", "conftest.py", "testing/", "test_utils/")
 
@@ -50,7 +51,7 @@ class Settings:
     lint_all_files: bool = False
     respect_gitignore: bool = True  # walking a directory skips what git ignores (ruff's default)
     config_file: Path | None = None
-    cache_dir: str = ".torchperf_lint_cache"  # at the project root unless configured
+    cache_dir: str = DEFAULT_CACHE_DIRECTORY  # at the project root unless configured
     text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
     noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
 

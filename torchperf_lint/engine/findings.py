@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import NamedTuple, Union
+from typing import TYPE_CHECKING, NamedTuple, Union
 
-import libcst as cst
+if TYPE_CHECKING:  # findings read back from the cache are reported without importing libcst
+    import libcst as cst
 
-Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+Replacement = Union["cst.CSTNode", "cst.RemovalSentinel", "cst.FlattenSentinel"]
 
 
 class Safety(enum.Enum):
@@ -17,6 +18,13 @@ class Safety(enum.Enum):
     SAFE = "safe"
     UNSAFE = "unsafe"
     NONE = "none"
+
+
+def allowed(fix: Fix | None, unsafe: bool) -> bool:
+    """Whether a fix applies at this safety level (--unsafe-fixes or not)."""
+    if fix is None:
+        return False
+    return fix.safety is Safety.SAFE or (unsafe and fix.safety is Safety.UNSAFE)
 
 
 @dataclasses.dataclass(frozen=True)

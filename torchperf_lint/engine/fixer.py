@@ -12,7 +12,7 @@ import libcst as cst
 
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..settings import Settings
-from .findings import Finding, Fix, Replacement, Safety
+from .findings import Finding, Fix, Replacement, allowed
 from .runner import FileResult, lint_bytes
 
 if TYPE_CHECKING:
@@ -32,12 +32,6 @@ class FixOutcome:
     @property
     def changed(self) -> bool:
         return self.fixed != self.original
-
-
-def allowed(fix: Fix | None, unsafe: bool) -> bool:
-    if fix is None:
-        return False
-    return fix.safety is Safety.SAFE or (unsafe and fix.safety is Safety.UNSAFE)
 
 
 class _Replace(cst.CSTTransformer):

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import ast
 import codecs
-import contextlib
 import dataclasses
 import re
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -17,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..settings import Settings
 from .context import Context
+from .errors import ERROR_CODE, deep_recursion, error_finding, internal_error
 from .findings import Finding, Fix, Report, Safety, TextEdit
 from .noqa import NoqaIndex
 from .paths import matches_path
@@ -24,10 +23,6 @@ from .walker import walk
 
 if TYPE_CHECKING:
     from ..rules.base import Rule
-
-ERROR_CODE = "TPL000"
-ISSUES_URL = "https://github.com/torchperf-lint/torchperf-lint/issues"
-RECURSION_LIMIT = 20_000
 
 
 @dataclasses.dataclass
@@ -40,32 +35,6 @@ class FileResult:
     @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.code == ERROR_CODE]
-
-
-def error_finding(path: str, what: str, line: int = 1, col: int = 1) -> Finding:
-    return Finding(ERROR_CODE, "error", what, path, line, col, line, col)
-
-
-def internal_error(where: str, error: BaseException) -> str:
-    """One line naming the failing rule (or the engine) and asking for a report."""
-    detail = str(error).strip().splitlines()
-    what = f"{type(error).__name__}: {detail[0]}" if detail else type(error).__name__
-    return f"internal error in {where} ({what}); please report it at {ISSUES_URL}"
-
-
-@contextlib.contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Room for libcst's recursive parser and visitors on deeply nested code (1,000 levels of
-    nesting take about 12,000 frames); the old limit comes back afterwards."""
-    old = sys.getrecursionlimit()
-    if old >= RECURSION_LIMIT:
-        yield
-        return
-    sys.setrecursionlimit(RECURSION_LIMIT)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def parse(data: bytes | str, path: str) -> tuple[cst.Module | None, Finding | None]:

@@ -16,10 +16,10 @@ from typing import Optional
 
 from .. import __version__
 from ..analysis.entry import NO_FACTS, EntryFacts
-from ..cache import DEFAULT_DIRECTORY, write_entry
+from ..cache import write_entry
 from ..engine.paths import matches_path
 from ..files import discover
-from ..settings import Settings
+from ..settings import DEFAULT_CACHE_DIRECTORY, Settings
 from .graph import Module, Project
 from .summary import Summary, summarize
 
@@ -51,11 +51,11 @@ def find_root(path: Path, given: Optional[Path] = None, exclude: tuple[str, ...]
 def default_cache_dir(settings: Settings, first: Path) -> str:
     """The configured cache directory, else `.torchperf_lint_cache` at the project root of the
     first path (as ruff keeps its cache), so runs from different directories share it."""
-    if settings.cache_dir != DEFAULT_DIRECTORY:
+    if settings.cache_dir != DEFAULT_CACHE_DIRECTORY:
         return settings.cache_dir
     first = first.resolve()
     root = find_root(first, first if first.is_dir() else None)
-    return str((root or Path.cwd()) / DEFAULT_DIRECTORY)
+    return str((root or Path.cwd()) / DEFAULT_CACHE_DIRECTORY)
 
 
 class Summaries:
@@ -123,6 +123,7 @@ class Projects:
         self.settings = settings
         self.summaries = Summaries(Path(cache_dir) if cache_dir else None)
         self._built: dict[Path, Project] = {}
+        self._roots: dict[tuple[Path, Optional[str]], Optional[Path]] = {}
 
     def facts_for(self, path: str, source: Optional[str] = None, given: Optional[str] = None) -> EntryFacts:
         """What the project hands the module at `path`. `source` is the module's text when it
@@ -133,8 +134,7 @@ class Projects:
                 return NO_FACTS
             return self._single(Path("<string>"), source)
         file = Path(os.path.abspath(path))
-        exclude = tuple(p.rstrip("/") for p in (*self.settings.exclude, *self.settings.extend_exclude))
-        root = find_root(file, Path(os.path.abspath(given)) if given else None, exclude)
+        root = self._root(file, given)
         if root is None:
             if source is None and not file.is_file():
                 return NO_FACTS
@@ -150,6 +150,14 @@ class Projects:
         if module is None:  # excluded from the project, or a notebook: a module on its own
             return self._single(file, source)
         return project.entry_facts(module)
+
+    def _root(self, file: Path, given: Optional[str]) -> Optional[Path]:
+        """find_root, once per directory: the files of a directory share their root."""
+        key = (file.parent, given)
+        if key not in self._roots:
+            exclude = tuple(p.rstrip("/") for p in (*self.settings.exclude, *self.settings.extend_exclude))
+            self._roots[key] = find_root(file, Path(os.path.abspath(given)) if given else None, exclude)
+        return self._roots[key]
 
     def _single(self, file: Path, source: Optional[str]) -> EntryFacts:
         summary = (

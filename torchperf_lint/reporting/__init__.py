@@ -1,16 +1,15 @@
-"""Output formats. Each reporter turns findings into text for a stream."""
+"""Output formats. Each reporter turns findings into text for a stream; a run imports only the
+one it reports in (SARIF's loads every rule class for the rule descriptions)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from ..engine.findings import Finding
-from .github import render_github
-from .json import render_json
-from .sarif import render_sarif
-from .text import render_text
+if TYPE_CHECKING:
+    from ..engine.findings import Finding
 
-Reporter = Callable[[Sequence[Finding], "ReportOptions"], str]
+Reporter = Callable[[Sequence["Finding"], "ReportOptions"], str]
 
 
 class ReportOptions:
@@ -22,11 +21,26 @@ class ReportOptions:
         self.statistics = statistics
 
 
+FORMATS = ("github", "json", "sarif", "text")
 STATISTICS_FORMATS = ("text", "json")  # the formats that can carry --statistics
 
-REPORTERS: dict[str, Reporter] = {
-    "text": render_text,
-    "json": render_json,
-    "sarif": render_sarif,
-    "github": render_github,
-}
+
+def reporter(name: str) -> Reporter:
+    """The renderer of one of FORMATS."""
+    if name == "github":
+        from .github import render_github
+
+        return render_github
+    if name == "json":
+        from .json import render_json
+
+        return render_json
+    if name == "sarif":
+        from .sarif import render_sarif
+
+        return render_sarif
+    if name == "text":
+        from .text import render_text
+
+        return render_text
+    raise ValueError(f"unknown output format {name!r}")

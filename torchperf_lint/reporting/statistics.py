@@ -6,8 +6,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 
-from ..engine.findings import Finding
-from ..engine.fixer import allowed
+from ..engine.findings import Finding, allowed
 
 
 @dataclasses.dataclass(frozen=True)

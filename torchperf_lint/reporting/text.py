@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..engine.findings import Finding
-from ..engine.fixer import allowed
+from ..engine.findings import Finding, allowed
 from .statistics import count_by_rule
 
 if TYPE_CHECKING:
