@@ -10,7 +10,7 @@ from typing import Callable
 
 import libcst as cst
 
-from ..engine.walker import dotted_name
+from ..engine.walker import FileFacts, dotted_name
 from .names import Names
 
 # Factories that generate data; without device= they fill a CPU tensor.
@@ -101,4 +101,44 @@ def _copies_to_host(call: cst.Call) -> bool:
         first = call.args[0]
         if first.keyword is None or first.keyword.value == "device":
             return _is_cpu(first.value)
+    return False
+
+
+# Reads that hand a tensor's values to the host.
+_HOST_READS = frozenset({"tolist", "numpy", "item", "cpu"})
+
+
+class _NameReads(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.found.append(node)
+
+
+def consumed_on_host(call: cst.Call, facts: FileFacts) -> bool:
+    """`ix = torch.randint(n, (12,))` whose every read iterates it in Python (`for i in ix`, a
+    comprehension) or copies it out (`ix.tolist()`): the host uses the values, so the tensor
+    belongs there (nanoGPT's get_batch slices a NumPy memmap with them)."""
+    assign = facts.parents.get(call)
+    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
+        return False
+    target = assign.targets[0].target
+    function = facts.enclosing_function(call)
+    if not isinstance(target, cst.Name) or function is None:
+        return False
+    visitor = _NameReads(target.value)
+    function.body.visit(visitor)
+    reads = [n for n in visitor.found if n is not target]
+    return bool(reads) and all(_host_read(n, facts) for n in reads)
+
+
+def _host_read(name: cst.Name, facts: FileFacts) -> bool:
+    parent = facts.parents.get(name)
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return parent.iter is name
+    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in _HOST_READS:
+        return isinstance(facts.parents.get(parent), cst.Call)
     return False

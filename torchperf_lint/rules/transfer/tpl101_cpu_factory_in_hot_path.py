@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ...analysis.devices import GENERATING_FACTORIES
+from ...analysis.devices import GENERATING_FACTORIES, consumed_on_host
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
@@ -30,9 +30,9 @@ def _chained_move(call: cst.Call, ctx: Context) -> Optional[cst.Call]:
 
 def _goes_to_host(call: cst.Call, ctx: Context) -> bool:
     attribute = ctx.parent(call)
-    return (
-        isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST
-    )
+    if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST:
+        return True
+    return consumed_on_host(call, ctx.facts)
 
 
 class CpuFactoryInHotPath(Rule):
@@ -189,6 +189,23 @@ class CpuFactoryInHotPath(Rule):
                 def forward(self, x):
                     order = torch.randperm(x.shape[0]).tolist()
                     return x[order[0]].cuda()
+            """,
+        "indices-the-host-uses": """
+            import numpy as np
+            import torch
+
+            device = "cuda"
+
+            def get_batch(split, block_size=256, batch_size=12):
+                data = np.memmap(f"{split}.bin", dtype=np.uint16, mode="r")
+                ix = torch.randint(len(data) - block_size, (batch_size,))
+                x = torch.stack([torch.from_numpy(data[i : i + block_size].astype(np.int64)) for i in ix])
+                return x.to(device)
+
+            def train(model, optimizer):
+                for step in range(1000):
+                    model(get_batch("train")).sum().backward()
+                    optimizer.step()
             """,
         "module-level-constant": """
             import torch
