@@ -28,11 +28,39 @@ def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCHPERF_LINT_NO_CACHE", "1")
 
 
+# The rules turned off by default for their real-code precision (evidence.py, precision.json).
+# Tests of the engine's routes (flake8, the language server, notebooks, SARIF, the project pass)
+# were written with them on, as the rules to watch; those tests turn them back on, since what
+# they check does not depend on which rules the evidence keeps on (tests/test_evidence.py does).
+PRECISION_OFF = frozenset(
+    "TPL101 TPL103 TPL104 TPL105 TPL106 TPL201 TPL202 TPL203 TPL301 TPL302 TPL304 TPL305 TPL306 "
+    "TPL401 TPL402 TPL501".split()
+)
+
+
+def turn_on(monkeypatch: pytest.MonkeyPatch, codes: frozenset[str]) -> None:
+    """Make `codes` default-on for one test, in the catalog selection reads and on the classes."""
+    import torchperf_lint.catalog as catalog
+    from torchperf_lint.rules import BY_CODE
+
+    table = tuple((code, name, on or code in codes) for code, name, on in catalog.RULES)
+    monkeypatch.setattr(catalog, "RULES", table)
+    for code in codes:
+        if code in BY_CODE:
+            monkeypatch.setattr(BY_CODE[code], "default_on", True)
+    from torchperf_lint.flake8_plugin import TorchPerfPlugin
+    from torchperf_lint.rules import select_rules
+
+    monkeypatch.setattr(TorchPerfPlugin, "_rules", select_rules(None, ()))  # chosen at import
+
+
+@pytest.fixture
+def precision_off_rules_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    turn_on(monkeypatch, PRECISION_OFF)
+
+
 @pytest.fixture
 def hot_rules_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """TPL101 and TPL103 on by default, for tests of selection and output that use them as the
     default-on rules: which rules the evidence keeps on (tests/test_evidence.py) is another matter."""
-    from torchperf_lint.rules import BY_CODE
-
-    for code in ("TPL101", "TPL103"):
-        monkeypatch.setattr(BY_CODE[code], "default_on", True)
+    turn_on(monkeypatch, frozenset({"TPL101", "TPL103"}))

@@ -406,6 +406,7 @@ def plugin_results(source: bytes, filename: str = "loss.py") -> list[tuple[int, 
     return [(line, col, text) for line, col, text, kind in plugin.run() if kind is TorchPerfPlugin]
 
 
+@pytest.mark.usefixtures("hot_rules_on")
 def test_flake8_plugin_reports_a_rule_exception_and_goes_on(monkeypatch) -> None:
     monkeypatch.setattr(CpuFactoryInHotPath, "check", broken_check)
     results = plugin_results(BOTH)
@@ -424,12 +425,14 @@ def test_flake8_plugin_survives_an_engine_failure(monkeypatch) -> None:
     ]
 
 
+@pytest.mark.usefixtures("hot_rules_on")
 def test_flake8_plugin_reports_nesting_too_deep_for_the_analysis(monkeypatch) -> None:
     monkeypatch.setattr(errors, "RECURSION_LIMIT", 1500)
     results = plugin_results(nested(1000))
     assert results == [(1, 0, "TPL000 could not analyse: nesting too deep")]
 
 
+@pytest.mark.usefixtures("hot_rules_on")
 def test_flake8_plugin_handles_deep_nesting(monkeypatch) -> None:
     results = plugin_results(nested(1000))
     assert [(line, text.split()[0]) for line, _, text in results] == [(7, "TPL101")]
