@@ -18,6 +18,8 @@ from torchperf_lint.cli import main
 from torchperf_lint.config import ConfigError, Settings, load_settings
 from torchperf_lint.flake8_plugin import TorchPerfPlugin
 
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
+
 HOT = b"""\
 import torch
 import torch.nn as nn

@@ -10,6 +10,8 @@ import pytest
 
 from torchperf_lint.cli import main
 
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

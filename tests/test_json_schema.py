@@ -7,8 +7,11 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from torchperf_lint.cli import main
+
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "json-output.schema.json").read_text(encoding="utf-8"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from torchperf_lint.api import lint_source
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -28,12 +30,14 @@ def findings_by_line_text(path: Path) -> list[tuple[str, str]]:
 
 
 # -- the shipped examples ----------------------------------------------------------------
+@pytest.mark.usefixtures("precision_off_rules_on")
 def test_slow_training_example_flags_the_smooth_helper_loop() -> None:
     assert findings_by_line_text(EXAMPLES / "slow_training.py") == [
         ("TPL201", "for i in range(logits.shape[0]):"),
     ]
 
 
+@pytest.mark.usefixtures("precision_off_rules_on")
 def test_loops_example_fires_every_loop_rule_and_spares_the_rnn() -> None:
     found = findings_by_line_text(EXAMPLES / "loops.py")
     assert [code for code, _ in found] == ["TPL201", "TPL201", "TPL202", "TPL203"]

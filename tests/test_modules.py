@@ -36,6 +36,7 @@ def test_slow_training_example_reports_both_convs() -> None:
     ]
 
 
+@pytest.mark.usefixtures("precision_off_rules_on")
 def test_modules_and_data_example_reports_each_shape() -> None:
     source = (EXAMPLES / "modules_and_data.py").read_text()
     findings = lint_source(source, path="examples/modules_and_data.py", select=["TPL4", "TPL5", "TPL502"])

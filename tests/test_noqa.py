@@ -15,6 +15,8 @@ from torchperf_lint.api import lint_source
 from torchperf_lint.cli import main
 from torchperf_lint.engine.noqa import NoqaIndex
 
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
+
 REPO = Path(__file__).resolve().parents[1]
 
 # Every `name = torch.<factory>(...).cuda()` line in forward is a TPL101 finding; the comment on

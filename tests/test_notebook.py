@@ -9,6 +9,8 @@ import pytest
 from torchperf_lint.api import fix_source, lint_source
 from torchperf_lint.notebook import NotebookError, read_notebook, write_back
 
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
+
 
 def _notebook(*cells: tuple[str, list[str]], **extra: object) -> str:
     data = {

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from pre_commit.clientlib import load_manifest
 
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
+
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
 

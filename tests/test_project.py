@@ -19,6 +19,8 @@ from torchperf_lint.cli import main
 from torchperf_lint.project.store import Projects, find_root
 from torchperf_lint.settings import Settings
 
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "project"
 
 # What the example project plants, each in a module that does not show why it is hot.

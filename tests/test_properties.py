@@ -22,7 +22,7 @@ from torchperf_lint.engine.runner import ERROR_CODE, lint_bytes
 from torchperf_lint.rules import select_rules
 
 SETTINGS = Settings()
-RULES = select_rules(SETTINGS.select, SETTINGS.ignore, SETTINGS.extend_select)
+RULES = select_rules(SETTINGS.select, SETTINGS.ignore, ("ALL",))  # every rule, off by default or not
 ALL_FILES = SETTINGS.replace(lint_all_files=True)
 
 

@@ -15,6 +15,8 @@ from torchperf_lint.reporting.github import render_github
 from torchperf_lint.reporting.sarif import relative_uri, render_sarif
 from torchperf_lint.rules import ALL_RULES
 
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
+
 FINDINGS = [
     Finding(
         "TPL103",

@@ -12,8 +12,11 @@ import tarfile
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from torchperf_lint.cli import main
+
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
 
 PACKAGE = "@microsoft/jest-sarif@1.0.0-beta.0"
 MEMBER = "package/lib/schemas/sarif-2.1.0-rtm.5.json"

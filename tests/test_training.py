@@ -6,6 +6,8 @@ import re
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from torchperf_lint.api import fix_source, lint_source
 from torchperf_lint.config import Settings
 
@@ -23,6 +25,7 @@ def _fix(source: str, code: str, settings: Settings | None = None) -> str:
     return fix_source(textwrap.dedent(source), path="train.py", unsafe=True, settings=settings, select=[code])
 
 
+@pytest.mark.usefixtures("precision_off_rules_on")
 def test_training_example_reports_each_commented_line() -> None:
     path = EXAMPLES / "training.py"
     source = path.read_text()

@@ -298,6 +298,7 @@ def test_sync_per_step_is_off_unless_selected_by_code(extend: tuple[str, ...], e
     assert ("TPL107" in {f.code for f in findings}) is expected
 
 
+@pytest.mark.usefixtures("precision_off_rules_on")
 def test_example_script_shows_every_transfer_rule() -> None:
     findings = lint_source(
         EXAMPLE.read_bytes(), path=str(EXAMPLE), settings=Settings(extend_select=("TPL102", "TPL107"))
