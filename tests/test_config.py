@@ -518,6 +518,7 @@ def test_flake8_reads_the_projects_torchperf_lint_table(tmp_path: Path) -> None:
         tmp_path / "pyproject.toml",
         """\
         [tool.torchperf-lint]
+        extend-select = ["TPL101", "TPL103", "TPL301"]
         ignore = ["TPL103"]
         torch-version = "1.13"
         per-file-ignores = {"scripts/*.py" = ["TPL101"]}
@@ -537,7 +538,7 @@ def test_flake8_reads_the_projects_torchperf_lint_table(tmp_path: Path) -> None:
 
 
 def test_flake8_and_the_cli_report_the_same_under_the_projects_table(tmp_path: Path, capsys) -> None:
-    write(tmp_path / "setup.cfg", "[torchperf-lint]\nselect = TPL1\nignore = TPL101\n")
+    write(tmp_path / "setup.cfg", "[torchperf-lint]\nselect = TPL101,TPL103,TPL104\nignore = TPL101\n")
     loss = write(tmp_path / "loss.py", HOT)
     main(["--format", "json", str(loss)])
     cli = {(f["line"], f["col"], f["code"]) for f in json.loads(capsys.readouterr().out)}
@@ -550,7 +551,8 @@ def test_flake8_and_the_cli_report_the_same_under_the_projects_table(tmp_path: P
 
 
 def test_flake8_options_win_over_the_projects_table(tmp_path: Path) -> None:
-    write(tmp_path / "pyproject.toml", '[tool.torchperf-lint]\nignore = ["TPL103"]\ntorch-version = "1.13"\n')
+    table = '[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL301"]\nignore = ["TPL103"]\ntorch-version = "1.13"\n'
+    write(tmp_path / "pyproject.toml", table)
     loss = write(tmp_path / "loss.py", HOT)
     train = write(tmp_path / "train.py", TRAIN)
     assert flake8_codes(flake8(tmp_path, "--select", "TPL103", loss)) == {"TPL103"}  # named exactly

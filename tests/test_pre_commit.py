@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from pre_commit.clientlib import load_manifest
 
-pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
@@ -112,6 +111,8 @@ def user_repo(tmp_path: Path, env: dict[str, str]) -> Path:
     repo.mkdir()
     (repo / "net.py").write_text(BAD)
     (repo / "notes.txt").write_text("torch.zeros(n).cuda()\n")  # not Python: the hooks skip it
+    # the project turns on the two (off by default) rules these files exercise
+    (repo / "pyproject.toml").write_text('[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\n')
     _git("init", "-q", cwd=repo, env=env)
     _git("add", "-A", cwd=repo, env=env)
     return repo

@@ -24,8 +24,6 @@ from torchperf_lint.config import load_settings
 from torchperf_lint.engine.findings import Finding, Safety
 from torchperf_lint.rules import ALL_RULES, BY_CODE
 
-pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
-
 pytest.importorskip("pygls")
 
 ROOT = Path(__file__).resolve().parent.parent
