@@ -195,6 +195,17 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("buffers")
 
 
+EVERY_RULE = '[tool.torchperf-lint]\nextend-select = ["ALL"]\n'
+
+
+@pytest.fixture(scope="module")
+def every_rule(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory whose config turns every rule on, as a training project would."""
+    directory = tmp_path_factory.mktemp("training")
+    (directory / "pyproject.toml").write_text(EVERY_RULE, encoding="utf-8")
+    return directory
+
+
 # -- helpers --------------------------------------------------------------------------------
 
 
@@ -338,9 +349,9 @@ def test_quick_fix_writes_what_fix_writes_for_that_finding(
     server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
 
 
-def test_fix_all_applies_the_safe_fixes_only(server: Client, scratch: Path) -> None:
+def test_fix_all_applies_the_safe_fixes_only(server: Client, every_rule: Path) -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
-    path = scratch / "train.py"
+    path = every_rule / "train.py"
     uri = path.as_uri()
     server.open(uri, text)
     whole = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
@@ -348,20 +359,21 @@ def test_fix_all_applies_the_safe_fixes_only(server: Client, scratch: Path) -> N
     (fix_all,) = actions
     assert fix_all["kind"] == "source.fixAll.torchperf-lint"
     fixed = apply(text, fix_all)
-    assert fixed == api.fix_source(text, str(path), unsafe=False)
-    assert fixed != api.fix_source(text, str(path), unsafe=True)  # the example has unsafe fixes too
+    settings = load_settings(path)
+    assert fixed == api.fix_source(text, str(path), unsafe=False, settings=settings)
+    assert fixed != api.fix_source(text, str(path), unsafe=True, settings=settings)  # unsafe fixes too
     invoked = server.actions(uri, whole)
     assert [a["kind"] for a in invoked if a["kind"].startswith("source")] == [fix_all["kind"]]
     automatic = server.actions(uri, whole, trigger=2)  # the light bulb, on every cursor move
     assert not [a for a in automatic if a["kind"].startswith("source")]
 
 
-def test_noqa_action_silences_the_finding_and_merges_codes(server: Client, scratch: Path) -> None:
+def test_noqa_action_silences_the_finding_and_merges_codes(server: Client, every_rule: Path) -> None:
     text = (
         "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
         "        return x[[0, 2, 1]] + torch.ones(3).cuda()\n"
     )
-    path = scratch / "noqa_train.py"
+    path = every_rule / "noqa_train.py"
     uri = path.as_uri()
     before = server.open(uri, text)
 
@@ -382,13 +394,13 @@ def test_noqa_action_silences_the_finding_and_merges_codes(server: Client, scrat
     assert spans(after) == [s for s in spans(before) if s[0] not in ("TPL101", "TPL103")]
 
 
-def test_noqa_merges_into_the_comment_after_a_multiline_string(server: Client, scratch: Path) -> None:
+def test_noqa_merges_into_the_comment_after_a_multiline_string(server: Client, every_rule: Path) -> None:
     text = (
         "import torch\n\nfor x, y in loader:\n"
         '    x = x[range(4)] + len("""\n    text\n    """)  # noqa: E501\n'
         "    loss(x).backward()\n"
     )
-    path = scratch / "noqa_string.py"
+    path = every_rule / "noqa_string.py"
     uri = path.as_uri()
     (finding,) = server.open(uri, text)
     (action,) = [a for a in server.actions(uri, finding["range"]) if "noqa" in a["title"]]
@@ -451,7 +463,7 @@ def weighted_nll(pred, target):
 
 def test_project_file_gets_the_engines_findings_under_its_config(server: Client, tmp_path: Path) -> None:
     config = tmp_path / "pyproject.toml"
-    config.write_text('[tool.torchperf-lint]\nignore = ["TPL401"]\n', encoding="utf-8")
+    config.write_text(EVERY_RULE + 'ignore = ["TPL401"]\n', encoding="utf-8")
     (tmp_path / "losses.py").write_text(LOSSES, encoding="utf-8")
     model = tmp_path / "model.py"
     model.write_text(MODEL, encoding="utf-8")
@@ -462,7 +474,7 @@ def test_project_file_gets_the_engines_findings_under_its_config(server: Client,
     assert "TPL101" in {d["code"] for d in diagnostics}
     assert "TPL401" not in {d["code"] for d in diagnostics}
 
-    config.write_text("[tool.torchperf-lint]\n", encoding="utf-8")
+    config.write_text(EVERY_RULE, encoding="utf-8")
     mark = len(server.notifications)
     server.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": config.as_uri(), "type": 2}]})
     again = server.diagnostics(uri, 1, after=mark)
@@ -493,7 +505,7 @@ def test_a_broken_config_is_one_error_diagnostic(server: Client, tmp_path: Path)
 def test_initialization_options_name_the_config(tmp_path: Path) -> None:
     (tmp_path / "settings").mkdir()
     (tmp_path / "settings" / "lint.toml").write_text(
-        '[tool.torchperf-lint]\nignore = ["TPL101"]\n', encoding="utf-8"
+        EVERY_RULE + 'ignore = ["TPL101"]\n', encoding="utf-8"
     )
     with open(tmp_path / "stderr.log", "wb") as log:
         client = start(tmp_path, log, {"config": "settings/lint.toml"})
