@@ -363,3 +363,39 @@ def test_the_branch_where_isinstance_tensor_failed_is_not_tensor_code() -> None:
         """
     )
     assert [ctx.is_tensor(p) for p in probes] == [True, False, False, True, True, False, False, False, True, True]
+
+
+def test_a_fix_never_takes_the_device_of_a_parameter_used_as_a_string() -> None:
+    # nanoGPT's get_batch(split): `split` is "train" or "val", so `device=split.device` would crash
+    source = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def forward(self, split, x):
+                if split == "train":
+                    noise = torch.randn(8)
+                else:
+                    noise = torch.zeros(8)
+                print(f"{split} batch")
+                return x.cuda() + noise
+        """
+    )
+    fixed = fix_source(source, path="m.py", unsafe=True, select=["TPL101"])
+    assert "split.device" not in fixed
+    assert fixed.count("device=x.device") == 2
+    ctx, probes = _probes(
+        """
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, split, mode, x):
+                print(f"{mode}")
+                probe(split)
+                probe(mode)
+                probe(x)
+                return x if split != "val" else None
+        """
+    )
+    assert [ctx.is_tensor(p) for p in probes] == [False, False, True]

@@ -91,6 +91,7 @@ class TensorInference:
         self._hot = hot
         self._memo: dict[cst.CSTNode, Tensorness] = {}
         self._in_progress: set[cst.CSTNode] = set()
+        self._strings: dict[cst.FunctionDef, frozenset[str]] = {}
 
     def infer(self, expr: cst.BaseExpression) -> Tensorness:
         cached = self._memo.get(expr)
@@ -257,6 +258,8 @@ class TensorInference:
         func = binding.scope.node
         if isinstance(func, cst.FunctionDef) and self._hot.is_host_parameter(func, param.name.value):
             return Tensorness.NO  # every caller passes a string, a number or a host copy
+        if isinstance(func, cst.FunctionDef) and param.name.value in self._string_parameters(func):
+            return Tensorness.NO
         if (
             isinstance(func, cst.FunctionDef)
             and (func.name.value == "forward" or func in self._hot.hot_functions)
@@ -266,6 +269,16 @@ class TensorInference:
         ):
             return Tensorness.LIKELY
         return Tensorness.NO
+
+    def _string_parameters(self, func: cst.FunctionDef) -> frozenset[str]:
+        """Parameters the function itself treats as strings: compared with a string literal
+        (`if split == "train":`), or formatted into one (nanoGPT's `get_batch(split)`)."""
+        cached = self._strings.get(func)
+        if cached is None:
+            visitor = _StringUses()
+            func.body.visit(visitor)
+            cached = self._strings[func] = frozenset(visitor.names)
+        return cached
 
     def device_of_scope(self, node: cst.CSTNode) -> Optional[str]:
         """A tensor name in scope at `node` whose `.device` a fix can use: a tensor parameter
@@ -284,6 +297,22 @@ class TensorInference:
                 moved.append(name)
         candidates = params or moved
         return candidates[0] if candidates else None
+
+
+class _StringUses(cst.CSTVisitor):
+    """Names compared with a string literal or formatted into an f-string."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        if any(isinstance(o, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) for o in operands):
+            self.names.update(o.value for o in operands if isinstance(o, cst.Name))
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if isinstance(node.expression, cst.Name):
+            self.names.add(node.expression.value)
 
 
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
