@@ -546,6 +546,7 @@ def test_a_closed_stdout_ends_the_run_quietly(
     tmp_path: Path, args: tuple[str, ...], stdin: bytes, status: int
 ) -> None:
     hot = write(tmp_path / "hot.py", HOT)
+    write(tmp_path / "pyproject.toml", b'[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\n')
     read_end, write_end = os.pipe()
     os.close(read_end)  # closed before the command writes a byte: every write to stdout fails
     try:

@@ -72,7 +72,7 @@ def test_version_and_help_load_neither_libcst_nor_the_rules(tmp_path: Path, opti
 
 @pytest.mark.parametrize("output", [[], ["--format", "json"], ["--statistics"]], ids=["text", "json", "statistics"])
 def test_a_fully_cached_run_loads_neither_libcst_nor_the_rules(tmp_path: Path, output: list[str]) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.torchperf-lint]\nignore = ["TPL401"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\nignore = ["TPL401"]\n')
     (tmp_path / "model.py").write_text(HOT)
     (tmp_path / "plain.py").write_text("print('no torch here')\n")
     command = ["--jobs", "1", *output, "."]  # one process: what it parses, it imports
