@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from pre_commit.clientlib import load_manifest
 
-
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
 

@@ -19,8 +19,8 @@ from pygls.uris import to_fs_path
 
 from . import __version__, api
 from .config import ConfigError, Settings, load_settings
-from .evidence import measured
 from .engine.findings import Finding, Safety
+from .evidence import measured
 from .reporting.sarif import DOCS_URI, ERROR_RULE
 from .rules import lookup
 

@@ -13,7 +13,15 @@ from pathlib import Path
 from . import labels as labels_module
 from . import snapshot
 from .fixcheck import FixCheck, check_fixes, run_fixer
-from .lint import PRECISION, REPO_ROOT, describe_checkout, lint_project, listed_rules, selection, tracked_rules
+from .lint import (
+    PRECISION,
+    REPO_ROOT,
+    describe_checkout,
+    lint_project,
+    listed_rules,
+    selection,
+    tracked_rules,
+)
 from .projects import FetchError, Project, choose, count_lines, fetch, load_projects
 from .report import ProjectRun, Report, render
 

@@ -9,9 +9,9 @@ and a lost true one when it was TRUE.
 from __future__ import annotations
 
 import csv
-import json
 import dataclasses
 import io
+import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
