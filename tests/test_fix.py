@@ -329,7 +329,7 @@ from torch import nn
 class Net(nn.Module):
     def forward(self, x, n):
         s = torch.randn(n, 4, device="cuda")
-        return torch.zeros(s[range(n), 0].shape[0]).cuda()
+        return torch.zeros(s[range(len(s)), 0].shape[0]).cuda()
 """
 
 
@@ -347,7 +347,7 @@ def _fix(data: bytes, unsafe: bool = False) -> fixer.FixOutcome:
         ),
         (
             NESTED_TWO_RULES,
-            b'return torch.zeros(s[torch.arange(n, device=s.device), 0].shape[0], device="cuda")',
+            b'return torch.zeros(s[torch.arange(len(s), device=s.device), 0].shape[0], device="cuda")',
         ),
     ],
     ids=["tpl101-inside-tpl101", "tpl103-inside-tpl101"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from itertools import pairwise
 from typing import Iterator, Optional, Sequence
 
 import libcst as cst
@@ -90,7 +91,7 @@ class Progression:
         if not values:
             return None
         step = values[1] - values[0] if len(values) > 1 else 1
-        if step == 0 or any(b - a != step for a, b in zip(values, values[1:])):
+        if step == 0 or any(b - a != step for a, b in pairwise(values)):
             return None
         if (values[0] < 0) != (values[-1] < 0):
             return None
@@ -123,7 +124,7 @@ def _basic_dims(element: cst.SubscriptElement) -> Optional[int]:
     torch selects with ints before it applies an index list, unlike NumPy); -1 for `...`; None for
     anything else, which may be another advanced index (a name can hold a tensor)."""
     index = element.slice
-    if isinstance(index, cst.Slice):
+    if not isinstance(index, cst.Index):
         return 1
     if index.star is not None:
         return None
@@ -150,7 +151,7 @@ def _result_dim(elements: Sequence[cst.SubscriptElement], position: int) -> Opti
 
 
 def _use(node: cst.Subscript, ctx: Context) -> str:
-    """"assign" for a target of `=`, "augment" for one of `+=` and the like, "other" for other
+    """ "assign" for a target of `=`, "augment" for one of `+=` and the like, "other" for other
     targets (`del`, `for`, `with ... as`, annotated), "load" for a read."""
     child: cst.CSTNode = node
     parent = ctx.parent(node)
@@ -234,34 +235,41 @@ class PythonRangeIndexing(Rule):
     ## Fix safety
     `range(...)` and `list(range(...))` become `torch.arange(..., device=x.device)` with the same
     start, stop and step: the same elements are selected, and the result is a copy as before.
-    Safe when the subscripted value is certainly a tensor (built by torch); when it is only
-    assumed to be one (a function parameter), the fix is unsafe.
+    Safe when the subscripted value is certainly a tensor (built by torch) and the bounds are
+    ones `torch.arange` takes: where `range()` is empty because its stop lies behind its start
+    (`range(-2)`, `range(3, 1)`), `torch.arange` raises. So the fix is safe for literal bounds and
+    for one count that cannot be negative (`len(t)`, `x.shape[0]`, `x.size(0)`, `x.numel()`, a
+    name bound only to one); unsafe for other bounds (`range(n)` of a parameter `n`) and when the
+    value is only assumed to be a tensor (a function parameter); not offered for literal bounds
+    that `torch.arange` rejects.
 
     A list of ints that steps evenly through indices of one sign, when it is the subscript's
     only index list (the other indices are slices, `None`, `...` or int literals), becomes the
     slice that selects the same elements: `[-1]` -> `-1:`, `[2, 3]` -> `2:4`, `[0, 2]` ->
     `0:3:2` (not `0::2`: the length of the dim is not known), `[-3, -1]` -> `-3::2`. A
     descending list becomes the ascending slice and a flip of that dim: `x[:, [2, 1, 0]]` ->
-    `x[:, 0:3].flip(1)`, a copy like the original; the message adds that `x.flip(1)` alone is the
-    same when the dim has exactly 3 elements, which the linter cannot know. Where the list is a
-    valid index, these select the same values in the same shape (where it is out of range, the
-    list raises and the slice returns fewer elements).
-    - Written to (`x[:, [0, 2]] = v`), the slice writes the same elements: safe when the value is
-      certainly a tensor. With `+=` and the like the operation runs in place on a view of `x`, so
-      a right-hand side that overlaps the written elements reads them as they change: unsafe.
+    `x[:, 0:3].flip(1)`; the message adds that `x.flip(1)` alone is the same when the dim has
+    exactly 3 elements, which the linter cannot know. Where the list is a valid index for its
+    dim, these select the same values in the same shape; where it is not, the list raises (or,
+    on a tensor with no elements to read, gives an empty result of another shape) and the slice
+    returns fewer elements.
+    - Written to (`x[:, [0, 2]] = v`, or `range(...)` with literal ints), the slice writes the
+      same elements: safe when the value is certainly a tensor. With `+=` and the like the
+      operation runs in place on a view of `x`, so a right-hand side that overlaps the written
+      elements reads them as they change: unsafe.
     - Read, the slice is a view where the list made a copy: writing into the result writes into
       `x`, in-place changes of `x` show in the result, and its strides differ, so `.view()` of it
-      or of an elementwise result can fail where the copy's did not and reductions can round
-      differently. The fix is unsafe; it is not offered in a statement that writes into a
+      or of an elementwise result can fail where the copy's did not, and reductions can round
+      differently. The fix is unsafe, and it is not offered in a statement that writes into a
       subscript (`b[..., [0, 2]] = b[..., [0, 2]].clip(0, w)` fixes only the target), where the
-      view could alias what is written. The flip of a descending list is unsafe for the same
-      strides.
-    - Not fixed: `range(...)` read with only literal ints keeps its `torch.arange` fix (the
-      message names the slice, a view, as the cheaper choice); a list beside another index list
-      or tensor (`x[[0, 1], [2, 3]]`, `x[i, [0, 1]]`), where a slice would change the result's
-      shape; lists with repeated values, uneven steps or indices of both signs (`[0, -1]`: which
-      elements depends on the length); descending lists written to; list comprehensions. Their
-      message says to build the index once on the device.
+      view could alias what is written. The flip of a descending list is a copy, but laid out
+      like the slice, so `.view()` of it can fail too: unsafe.
+    - A `range(...)` with literal ints that is read keeps its `torch.arange` fix, a copy like the
+      original; the message names the slice, a view, as the cheaper choice.
+    - Not fixed: a list beside another index list or tensor (`x[[0, 1], [2, 3]]`, `x[i, [0, 1]]`),
+      where a slice would change the result's shape; lists with repeated values, uneven steps or
+      indices of both signs (`[0, -1]`: which elements depends on the length); descending lists
+      written to; list comprehensions. Their message says to build the index once on the device.
 
     ## When it stays silent
     Cold code (an index built once costs nothing per step), including branches a step does not
@@ -596,8 +604,54 @@ def _arange(node: cst.Subscript, range_call: cst.Call, ctx: Context) -> Advice:
         device = ctx.device_for(node)
     if device is None:
         return Advice(text)
+    bounds = _arange_bounds(range_call, ctx)
+    if bounds is None:
+        return Advice(ON_DEVICE)
     arange, needs_import = torch_attribute(ctx, "arange")
     args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in _range_call(range_call).args]
     call = add_keyword(cst.Call(func=arange, args=args), "device", device)
-    safety = Safety.SAFE if ctx.is_tensor(node.value, certain=True) else Safety.UNSAFE
+    safety = (
+        Safety.SAFE if bounds is Safety.SAFE and ctx.is_tensor(node.value, certain=True) else Safety.UNSAFE
+    )
     return Advice(text, Fix.replace(range_call, call, safety, "use torch.arange on the device", needs_import))
+
+
+def _arange_bounds(range_call: cst.Call, ctx: Context) -> Optional[Safety]:
+    """Whether `torch.arange` takes the bounds `range` was given: where `range()` is empty because
+    its stop lies behind its start (`range(-2)`, `range(3, 1)`), `torch.arange` raises. SAFE for
+    literals it takes and for one count that cannot be negative (`len(t)`, `x.shape[0]`,
+    `x.size(0)`, `x.numel()`); UNSAFE for other expressions; None for literals it rejects."""
+    literal = _literal_range(range_call)
+    if literal is not None:
+        stop_behind = (literal.stop - literal.start) * literal.step < 0
+        return None if stop_behind else Safety.SAFE
+    args = _range_call(range_call).args
+    if len(args) == 1 and not args[0].star and _is_count(args[0].value, ctx):
+        return Safety.SAFE
+    return Safety.UNSAFE
+
+
+def _is_count(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """`len(t)`, `x.shape[0]`, `x.size(0)`, `x.numel()`, or a name only ever bound to one."""
+    if isinstance(expr, cst.Name):
+        bindings = ctx.bindings(expr.value, expr)
+        return bool(bindings) and all(
+            b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and _is_count(b.node, ctx)
+            for b in bindings
+        )
+    if isinstance(expr, cst.Call):
+        if ctx.qualified_name(expr) == "builtins.len":
+            return True
+        func = expr.func
+        return isinstance(func, cst.Attribute) and (
+            (func.attr.value == "size" and len(expr.args) == 1)
+            or (func.attr.value == "numel" and not expr.args)
+        )
+    if (
+        isinstance(expr, cst.Subscript)
+        and len(expr.slice) == 1
+        and isinstance(expr.slice[0].slice, cst.Index)
+    ):
+        shape = expr.value
+        return isinstance(shape, cst.Attribute) and shape.attr.value == "shape"
+    return False
