@@ -443,6 +443,27 @@ def test_diff_reports_what_remains_at_its_place_in_the_file_on_disk(tmp_path: Pa
     assert path.read_bytes() == REMOVAL_ABOVE
 
 
+TWO_ON_A_LINE = b"""import torch
+from torch import nn
+
+
+class Detect(nn.Module):
+    def forward(self, x):
+        boxes = torch.sigmoid(x)
+        boxes[..., [0, 2]] = boxes[..., [0, 2]] * 2
+        return boxes
+"""
+
+
+def test_diff_reports_the_unfixed_one_of_two_findings_on_a_changed_line(tmp_path: Path, capsys) -> None:
+    # the target's fix is safe; the read beside it keeps its list (its view could alias the target)
+    path = write(tmp_path / "detect.py", TWO_ON_A_LINE)
+    assert main(["--select", "TPL103", "--diff", str(path)]) == 1
+    remaining = [line for line in capsys.readouterr().out.splitlines() if " TPL103 " in line]
+    assert len(remaining) == 1
+    assert remaining[0].startswith(f"{path}:8:30: TPL103 ")
+
+
 def test_diff_marks_a_last_line_without_a_newline(tmp_path: Path, capsys) -> None:
     path = write(tmp_path / "a_net.py", SAFE.rstrip(b"\n"))
     other = write(tmp_path / "b_net.py", SAFE)

@@ -251,3 +251,11 @@ def test_slice_fix_keeps_comments_and_spacing_around_the_index() -> None:
     fixed = fix_source(source, path="<string>", unsafe=True, select=["TPL103"])
     assert "y = y[ :,  0:3:2 ,]  # keep" in fixed
     assert fix_source(fixed, path="<string>", unsafe=True, select=["TPL103"]) == fixed
+
+
+def test_message_quotes_a_multiline_index_on_one_line() -> None:
+    source = NET.replace(
+        "{line}", "z = y[\n                ...,  # channels\n                [0, 1],\n            ]"
+    )
+    finding = _only(source)
+    assert finding.message.endswith("; index with the slice [..., 0:2] (a view, not a copy)")

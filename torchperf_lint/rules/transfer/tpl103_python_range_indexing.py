@@ -192,8 +192,9 @@ def _holds_subscript(target: cst.BaseExpression) -> bool:
 
 
 def _index_text(subscript: cst.Subscript, ctx: Context) -> str:
-    """`subscript` without its value, as the message quotes it: `[:, 0:3:2]`."""
-    return ctx.module.code_for_node(subscript.with_changes(value=cst.Name("x"), lpar=[], rpar=[]))[1:]
+    """The brackets of `subscript` on one line, as the message quotes them: `[:, 0:3:2]`."""
+    parts = (" ".join(ctx.module.code_for_node(e.slice).split()) for e in subscript.slice)
+    return f"[{', '.join(parts)}]"
 
 
 def _with_slice(node: cst.Subscript, position: int, text: str) -> cst.Subscript:
