@@ -31,9 +31,8 @@ def place_before_fix(
     A finding of the fixed text on a line the fixes left alone is the original file's finding of
     that code at the same line and column, which also has the right hot-path context and end. One
     on a line a fix changed is the original finding of its code in that changed region, the one
-    with the same message where there are several. A finding
-    with no original (a fix made it) is moved by the line offset, or to the start of the changed
-    region it sits in."""
+    with the same message where there are several. A finding with no original (a fix made it) is
+    moved by the line offset, or to the start of the changed region it sits in."""
     before_lines = _lines(before)
     blocks = difflib.SequenceMatcher(None, before_lines, _lines(after), autojunk=False).get_opcodes()
     if not blocks:
