@@ -56,6 +56,15 @@ def _measured_section(rule: type[Rule]) -> str:
     return "\n".join(lines)
 
 
+def _fix_command(rule: type[Rule], label: str) -> str:
+    """`--fix`, or `--fix --unsafe-fixes` where the safe fixes alone do not make the FIXED example."""
+    from .api import fix_source  # the API imports the rules' engine; the page needs it only here
+
+    bad = strip_expectations(textwrap.dedent(rule.BAD[label]).lstrip("\n"))
+    fixed = fix_source(bad, path="<string>", select=[rule.code])
+    return "`--fix`" if fixed == textwrap.dedent(rule.FIXED[label]).lstrip("\n") else "`--fix --unsafe-fixes`"
+
+
 def render_rule_page(rule: type[Rule]) -> str:
     default = "on" if rule.default_on else f"off (enable with `--extend-select {rule.code}`)"
     parts = [
@@ -77,7 +86,7 @@ def render_rule_page(rule: type[Rule]) -> str:
         parts += [f"## Example: {label}", "", "```python", example(strip_expectations(code)), "```", ""]
         if label in rule.FIXED:
             parts += [
-                "Use instead (what `--fix` produces):",
+                f"Use instead (what {_fix_command(rule, label)} produces):",
                 "",
                 "```python",
                 example(rule.FIXED[label]),
