@@ -20,6 +20,15 @@ def strip_expectations(code: str) -> str:
     return "\n".join(line.split(EXPECT_MARK)[0] for line in code.splitlines()) + "\n"
 
 
+def _fix_command(rule: type[Rule], label: str) -> str:
+    """`--fix`, or `--fix --unsafe-fixes` where the safe fixes alone do not make the FIXED example."""
+    from .api import fix_source  # the API imports the rules' engine; the page needs it only here
+
+    bad = strip_expectations(textwrap.dedent(rule.BAD[label]).lstrip("\n"))
+    fixed = fix_source(bad, path="<string>", select=[rule.code])
+    return "`--fix`" if fixed == textwrap.dedent(rule.FIXED[label]).lstrip("\n") else "`--fix --unsafe-fixes`"
+
+
 def example(code: str) -> str:
     return textwrap.dedent(code).strip("\n")
 
@@ -54,15 +63,6 @@ def _measured_section(rule: type[Rule]) -> str:
         lines.append("")
         lines.extend(f"- {note}" for note in notes)
     return "\n".join(lines)
-
-
-def _fix_command(rule: type[Rule], label: str) -> str:
-    """`--fix`, or `--fix --unsafe-fixes` where the safe fixes alone do not make the FIXED example."""
-    from .api import fix_source  # the API imports the rules' engine; the page needs it only here
-
-    bad = strip_expectations(textwrap.dedent(rule.BAD[label]).lstrip("\n"))
-    fixed = fix_source(bad, path="<string>", select=[rule.code])
-    return "`--fix`" if fixed == textwrap.dedent(rule.FIXED[label]).lstrip("\n") else "`--fix --unsafe-fixes`"
 
 
 def render_rule_page(rule: type[Rule]) -> str:
