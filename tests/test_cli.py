@@ -72,8 +72,8 @@ def test_text_lines_are_path_line_col_code_message_with_1_based_positions(tmp_pa
     line103, col103 = position(HOT, b"pred[range")
     assert finding_lines(out) == [
         (
-            f"{path}:{line103}:{col103}: TPL103 range() index is built on the host at every call; "
-            "use torch.arange(..., device=...)"
+            f"{path}:{line103}:{col103}: TPL103 range() index is copied to the device at every call, a full "
+            "sync (the host waits for all queued GPU work), not a small copy; use torch.arange(..., device=...)"
         ),
         (
             f"{path}:{line101}:{col101}: TPL101 [*] torch.zeros() creates its tensor on the CPU inside "

@@ -329,7 +329,7 @@ from torch import nn
 class Net(nn.Module):
     def forward(self, x, n):
         s = torch.randn(n, 4, device="cuda")
-        return torch.zeros(s[range(n), 0].shape[0]).cuda()
+        return torch.zeros(s[range(len(s)), 0].shape[0]).cuda()
 """
 
 
@@ -347,7 +347,7 @@ def _fix(data: bytes, unsafe: bool = False) -> fixer.FixOutcome:
         ),
         (
             NESTED_TWO_RULES,
-            b'return torch.zeros(s[torch.arange(n, device=s.device), 0].shape[0], device="cuda")',
+            b'return torch.zeros(s[torch.arange(len(s), device=s.device), 0].shape[0], device="cuda")',
         ),
     ],
     ids=["tpl101-inside-tpl101", "tpl103-inside-tpl101"],
@@ -441,6 +441,27 @@ def test_diff_reports_what_remains_at_its_place_in_the_file_on_disk(tmp_path: Pa
     assert [line for line in out.splitlines() if " TPL103 " in line or "hot:" in line] == lint
     assert " TPL601 " not in out  # fixed by the diff
     assert path.read_bytes() == REMOVAL_ABOVE
+
+
+TWO_ON_A_LINE = b"""import torch
+from torch import nn
+
+
+class Detect(nn.Module):
+    def forward(self, x):
+        boxes = torch.sigmoid(x)
+        boxes[..., [0, 2]] = boxes[..., [0, 2]] * 2
+        return boxes
+"""
+
+
+def test_diff_reports_the_unfixed_one_of_two_findings_on_a_changed_line(tmp_path: Path, capsys) -> None:
+    # the target's fix is safe; the read beside it keeps its list (its view could alias the target)
+    path = write(tmp_path / "detect.py", TWO_ON_A_LINE)
+    assert main(["--select", "TPL103", "--diff", str(path)]) == 1
+    remaining = [line for line in capsys.readouterr().out.splitlines() if " TPL103 " in line]
+    assert len(remaining) == 1
+    assert remaining[0].startswith(f"{path}:8:30: TPL103 ")
 
 
 def test_diff_marks_a_last_line_without_a_newline(tmp_path: Path, capsys) -> None:

@@ -71,8 +71,8 @@ def test_text_output_names_cell_line_and_column(tmp_path: Path, capsys) -> None:
         f"{path}:cell 2:7:20: TPL101 [*] torch.ones() creates its tensor on the CPU inside forward(); "
         'pass device="cuda"',
         "    hot: in Net.forward",
-        f"{path}:cell 3:3:12: TPL103 a list of ints index is built on the host at every call; "
-        "use torch.arange(..., device=...)",
+        f"{path}:cell 3:3:12: TPL103 a list of ints index is copied to the device at every call, a full sync "
+        "(the host waits for all queued GPU work), not a small copy; index with the slice [0:2] (a view, not a copy)",
         "    hot: in pick, called from loop over train_loader at cell 4, line 2",
     ]
 

@@ -338,7 +338,8 @@ def test_quick_fix_writes_what_fix_writes_for_that_finding(
     (finding,) = [f for f in api.lint_source(source, str(path)) if f.fix is not None]
     unsafe = finding.fix is not None and finding.fix.safety is Safety.UNSAFE
     diagnostics = server.open(uri, source)
-    target = of_code([d for d in diagnostics if d["range"]["start"]["line"] == finding.line - 1], code)
+    start = {"line": finding.line - 1, "character": finding.col - 1}
+    target = of_code([d for d in diagnostics if d["range"]["start"] == start], code)
     actions = server.actions(uri, target["range"], only=["quickfix"])
     (fix,) = [a for a in actions if "noqa" not in a["title"]]
     assert ("(unsafe)" in fix["title"]) == unsafe

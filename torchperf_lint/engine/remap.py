@@ -30,9 +30,9 @@ def place_before_fix(
 
     A finding of the fixed text on a line the fixes left alone is the original file's finding of
     that code at the same line and column, which also has the right hot-path context and end. One
-    on a line a fix changed is the original finding of its code in that changed region. A finding
-    with no original (a fix made it) is moved by the line offset, or to the start of the changed
-    region it sits in."""
+    on a line a fix changed is the original finding of its code in that changed region, the one
+    with the same message where there are several. A finding with no original (a fix made it) is
+    moved by the line offset, or to the start of the changed region it sits in."""
     before_lines = _lines(before)
     blocks = difflib.SequenceMatcher(None, before_lines, _lines(after), autojunk=False).get_opcodes()
     if not blocks:
@@ -50,7 +50,9 @@ def place_before_fix(
             )
         else:
             line = min(i1 + 1, max(len(before_lines), 1))
-            match = next((o for o in unused if o.code == finding.code and i1 < o.line <= i2), None)
+            # of two findings of one code on a line, the one left unfixed says what it said before
+            region = [o for o in unused if o.code == finding.code and i1 < o.line <= i2]
+            match = next((o for o in region if o.message == finding.message), region[0] if region else None)
         if match is not None:
             unused.remove(match)
             placed.append(match)
