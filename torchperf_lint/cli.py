@@ -50,13 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"torchperf-lint {__version__}")
     select = parser.add_argument_group(
         "rule selection (codes, code prefixes or rule names, comma separated; the more specific "
-        "selector wins, and ignore wins a tie)"
+        "selector wins, and ignore wins a tie; a prefix enables only default-on rules, ALL every rule)"
     )
     select.add_argument(
         "--select", type=_codes, help="only these rules (replaces the default set and the config's selection)"
     )
     select.add_argument(
-        "--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones"
+        "--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones (ALL: every rule)"
     )
     select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
     select.add_argument(
