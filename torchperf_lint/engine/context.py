@@ -158,7 +158,10 @@ class Context:
     # -- tensors and devices -----------------------------------------------------------
     @functools.cached_property
     def _host_tensors(self) -> HostTensors:
-        return HostTensors(self.names, self.is_tensor)
+        # not self.is_tensor: a bound method cached on self is a reference cycle, which keeps
+        # the tree alive until the garbage collector's next full pass
+        tensors = self.tensors
+        return HostTensors(self.names, lambda expr: tensors.infer(expr) >= Tensorness.LIKELY)
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a CPU tensor: built by a torch factory or from host data without

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import weakref
 from collections import defaultdict
 from typing import Callable, Iterator, Optional, Union
 
@@ -18,19 +19,34 @@ ScopeNode = Union[cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda]
 Loop = Union[cst.For, cst.While]
 
 
-@dataclasses.dataclass(eq=False)
 class Binding:
     """One place where a name gets a value.
 
     kind: "assign" (node is the value), "unpack" (node is the unpacked value), "augassign"
     (node is the AugAssign), "param" (node is the Param), "for" (node is the For),
     "compfor" (node is the CompFor), "with" (node is the WithItem), "import", "def", "class".
+    order: its position in the walk, to tell bindings before a use from those after.
     """
 
-    kind: str
-    node: cst.CSTNode
-    scope: Scope
-    order: int = 0  # position in the walk, to tell bindings before a use from those after
+    __slots__ = ("kind", "node", "_scope", "order")
+
+    def __init__(self, kind: str, node: cst.CSTNode, scope: Scope, order: int = 0) -> None:
+        self.kind = kind
+        self.node = node
+        # A weak reference: the scope holds its bindings, and a cycle between them would keep
+        # the whole tree alive until the garbage collector's next full pass. FileFacts holds
+        # every scope for as long as the file's analysis lives.
+        self._scope = weakref.ref(scope)
+        self.order = order
+
+    @property
+    def scope(self) -> Scope:
+        scope = self._scope()
+        assert scope is not None, "a binding outlived its file's facts"
+        return scope
+
+    def __repr__(self) -> str:
+        return f"Binding({self.kind!r}, {type(self.node).__name__}, order={self.order})"
 
 
 @dataclasses.dataclass(eq=False)
@@ -144,21 +160,6 @@ class Walker(cst.CSTVisitor):
         self._scopes: list[Scope] = [self.facts.module_scope]
         self._functions: list[FunctionInfo] = []
         self._classes: list[ClassInfo] = []
-        self._enter: dict[type, Callable[[cst.CSTNode], None]] = {
-            cst.Import: self._import,  # type: ignore[dict-item]  # handlers narrow the node type
-            cst.ImportFrom: self._import_from,  # type: ignore[dict-item]
-            cst.FunctionDef: self._function,  # type: ignore[dict-item]
-            cst.ClassDef: self._class,  # type: ignore[dict-item]
-            cst.Lambda: self._lambda,  # type: ignore[dict-item]
-            cst.Assign: self._assign,  # type: ignore[dict-item]
-            cst.AnnAssign: self._ann_assign,  # type: ignore[dict-item]
-            cst.AugAssign: self._aug_assign,  # type: ignore[dict-item]
-            cst.For: self._for,  # type: ignore[dict-item]
-            cst.While: self._while,  # type: ignore[dict-item]
-            cst.CompFor: self._comp_for,  # type: ignore[dict-item]
-            cst.WithItem: self._with_item,  # type: ignore[dict-item]
-            cst.Call: self._call,  # type: ignore[dict-item]
-        }
 
     # -- generic dispatch -------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -167,9 +168,9 @@ class Walker(cst.CSTVisitor):
         self._stack.append(node)
         self._count += 1
         kind = type(node)
-        handler = self._enter.get(kind)
+        handler = _ENTER.get(kind)
         if handler is not None:
-            handler(node)
+            handler(self, node)
         if kind in self._interest:
             self.facts.collected[kind].append(node)
             self.facts.order[node] = self._count
@@ -310,6 +311,25 @@ class Walker(cst.CSTVisitor):
             self.facts.module_calls.append(node)
         if isinstance(node.func, cst.Attribute):
             self.facts.method_calls[node.func.attr.value].append(node)
+
+
+# Handlers by node type, as plain functions: bound methods stored on the walker would make it a
+# reference cycle, which keeps the whole tree alive until the garbage collector's next full pass.
+_ENTER: dict[type, Callable[[Walker, cst.CSTNode], None]] = {
+    cst.Import: Walker._import,  # type: ignore[dict-item]  # handlers narrow the node type
+    cst.ImportFrom: Walker._import_from,  # type: ignore[dict-item]
+    cst.FunctionDef: Walker._function,  # type: ignore[dict-item]
+    cst.ClassDef: Walker._class,  # type: ignore[dict-item]
+    cst.Lambda: Walker._lambda,  # type: ignore[dict-item]
+    cst.Assign: Walker._assign,  # type: ignore[dict-item]
+    cst.AnnAssign: Walker._ann_assign,  # type: ignore[dict-item]
+    cst.AugAssign: Walker._aug_assign,  # type: ignore[dict-item]
+    cst.For: Walker._for,  # type: ignore[dict-item]
+    cst.While: Walker._while,  # type: ignore[dict-item]
+    cst.CompFor: Walker._comp_for,  # type: ignore[dict-item]
+    cst.WithItem: Walker._with_item,  # type: ignore[dict-item]
+    cst.Call: Walker._call,  # type: ignore[dict-item]
+}
 
 
 # Fields that hold only whitespace, comments and punctuation: no rule or fact needs them, and
