@@ -19,7 +19,7 @@ from ..analysis.names import Names
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_version import Declared, target_version
-from ..analysis.vocabulary import CUDA_USE
+from ..analysis.vocabulary import shows_cuda_use
 from ..settings import Settings
 from .paths import matches_path
 from .walker import Binding, FileFacts, Loop
@@ -188,6 +188,6 @@ class Context:
     def shows_cuda_use(self) -> bool:
         """`.cuda(`, `torch.cuda.` or a string literal starting with "cuda" in the file."""
         if self._shows_cuda is None:
-            self._shows_cuda = bool(CUDA_USE.search(self.source))
+            self._shows_cuda = shows_cuda_use(self.source)
         return self._shows_cuda
 

@@ -343,27 +343,44 @@ _SOURCE_ORDER: dict[type, tuple[str, ...]] = {
     cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
     cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
 }
-_child_fields: dict[type, tuple[str, ...]] = {}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
-    names = _child_fields.get(kind)
-    if names is None:
+class _ChildFields(dict[type, tuple[str, ...]]):
+    """The fields of a node type that can hold nodes, in source order; found once per type."""
+
+    def __missing__(self, kind: type) -> tuple[str, ...]:
         names = _SOURCE_ORDER.get(kind) or tuple(
             f.name for f in dataclasses.fields(kind) if not _PUNCTUATION_FIELD.search(f.name)
         )
-        _child_fields[kind] = names
-    return names
+        self[kind] = names
+        return names
+
+
+class _ValueKinds(dict[type, int]):
+    """What a field's value is, by its type: 1 a node, 2 a list or tuple (of nodes, maybe), 0
+    neither. Looked up by type, because isinstance against libcst's classes (ABCs) costs a call
+    into Python for every value that is not one."""
+
+    def __missing__(self, kind: type) -> int:
+        found = 1 if issubclass(kind, cst.CSTNode) else 2 if issubclass(kind, (list, tuple)) else 0
+        self[kind] = found
+        return found
+
+
+_child_fields = _ChildFields()
+_value_kinds = _ValueKinds()
 
 
 def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for name in _fields(type(node)):
+    kinds = _value_kinds
+    for name in _child_fields[type(node)]:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = kinds[type(value)]
+        if kind == 1:
             yield value
-        elif isinstance(value, (list, tuple)):
+        elif kind == 2:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if kinds[type(item)] == 1:
                     yield item
 
 

@@ -123,6 +123,8 @@ class Projects:
         self.settings = settings
         self.summaries = Summaries(Path(cache_dir) if cache_dir else None)
         self._built: dict[Path, Project] = {}
+        # each directory's root, looked up once (a run asks for every file of a project)
+        self._roots: dict[tuple[Path, Optional[Path], tuple[str, ...]], Optional[Path]] = {}
 
     def facts_for(self, path: str, source: Optional[str] = None, given: Optional[str] = None) -> EntryFacts:
         """What the project hands the module at `path`. `source` is the module's text when it
@@ -134,7 +136,7 @@ class Projects:
             return self._single(Path("<string>"), source)
         file = Path(os.path.abspath(path))
         exclude = tuple(p.rstrip("/") for p in (*self.settings.exclude, *self.settings.extend_exclude))
-        root = find_root(file, Path(os.path.abspath(given)) if given else None, exclude)
+        root = self._root(file, Path(os.path.abspath(given)) if given else None, exclude)
         if root is None:
             if source is None and not file.is_file():
                 return NO_FACTS
@@ -150,6 +152,14 @@ class Projects:
         if module is None:  # excluded from the project, or a notebook: a module on its own
             return self._single(file, source)
         return project.entry_facts(module)
+
+    def _root(self, file: Path, given: Optional[Path], exclude: tuple[str, ...]) -> Optional[Path]:
+        if file.is_dir():
+            return find_root(file, given, exclude)
+        key = (file.parent, given, exclude)
+        if key not in self._roots:
+            self._roots[key] = find_root(file, given, exclude)
+        return self._roots[key]
 
     def _single(self, file: Path, source: Optional[str]) -> EntryFacts:
         summary = (
