@@ -179,7 +179,7 @@ class Context:
             return None
         return cst.Attribute(value=cst.Name(name), attr=cst.Name("device"))
 
-    @property
+    @functools.cached_property
     def is_test_file(self) -> bool:
         """The path matches a test-file pattern (pytest's defaults unless configured)."""
         return any(matches_path(self.path, p) for p in self.settings.test_file_patterns)

@@ -116,11 +116,12 @@ class FileFacts:
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for Name/Attribute chains, else None."""
+    # type() rather than isinstance: libcst's classes are ABCs, and a miss costs a call into Python
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -149,23 +150,20 @@ def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
     return []
 
 
-class Walker(cst.CSTVisitor):
-    """Records facts while libcst visits every node once."""
+class Walker:
+    """Records facts while `walk` visits every node once."""
 
     def __init__(self, module: cst.Module, interest: frozenset[type]) -> None:
         self.facts = FileFacts(module)
         self._interest = interest
-        self._stack: list[cst.CSTNode] = []
         self._count = 0
         self._scopes: list[Scope] = [self.facts.module_scope]
         self._functions: list[FunctionInfo] = []
         self._classes: list[ClassInfo] = []
 
     # -- generic dispatch -------------------------------------------------------------
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self.facts.parents[node] = self._stack[-1]
-        self._stack.append(node)
+    def enter(self, node: cst.CSTNode) -> None:
+        """`node` is entered (its parent is already recorded)."""
         self._count += 1
         kind = type(node)
         handler = _ENTER.get(kind)
@@ -174,17 +172,14 @@ class Walker(cst.CSTVisitor):
         if kind in self._interest:
             self.facts.collected[kind].append(node)
             self.facts.order[node] = self._count
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
-        kind = type(original_node)
-        if kind is cst.FunctionDef or kind is cst.Lambda:
-            self._scopes.pop()
-            if kind is cst.FunctionDef:
-                self._functions.pop()
+    def leave(self, node: cst.CSTNode) -> None:
+        """A scope node (`_SCOPE_NODES`) is left."""
+        kind = type(node)
+        self._scopes.pop()
+        if kind is cst.FunctionDef:
+            self._functions.pop()
         elif kind is cst.ClassDef:
-            self._scopes.pop()
             self._classes.pop()
 
     # -- helpers ----------------------------------------------------------------------
@@ -368,6 +363,8 @@ class _ValueKinds(dict[type, int]):
 
 
 _child_fields = _ChildFields()
+# Nodes that open a scope: leaving one is all that Walker.leave records (the module's is never left).
+_SCOPE_NODES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 _value_kinds = _ValueKinds()
 
 
@@ -389,15 +386,18 @@ def walk(module: cst.Module, interest: frozenset[type]) -> FileFacts:
     code cannot exhaust the stack) and without libcst's visitor machinery, which rebuilds every
     node it passes."""
     walker = Walker(module, interest)
-    walker.on_visit(module)
+    parents = walker.facts.parents
+    walker.enter(module)
     stack: list[tuple[cst.CSTNode, Iterator[cst.CSTNode]]] = [(module, _children(module))]
     while stack:
         node, children = stack[-1]
         child = next(children, None)
         if child is None:
             stack.pop()
-            walker.on_leave(node)
+            if type(node) in _SCOPE_NODES:
+                walker.leave(node)
             continue
-        walker.on_visit(child)
+        parents[child] = node
+        walker.enter(child)
         stack.append((child, _children(child)))
     return walker.facts
