@@ -28,6 +28,7 @@ from .vocabulary import (
 
 Origin = str  # "forward" | "step-hook" | "loop"
 Owner = Union[cst.FunctionDef, cst.For, cst.While]
+_BRANCHES = frozenset({cst.If, cst.ExceptHandler, cst.Lambda})  # what crosses_cold_branch looks at
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -69,6 +70,8 @@ class HotPaths:
         self._functions = list(facts.functions)
         self._class_index = {node: i for i, node in enumerate(facts.class_of)}
         self._module_class_cache: dict[str, bool] = {}
+        self._owners: dict[cst.CSTNode, Optional[Owner]] = {}
+        self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
@@ -311,24 +314,50 @@ class HotPaths:
     def _owner(self, node: cst.CSTNode) -> Optional[Owner]:
         """The innermost step-loop body or function that holds `node`; None when `node` is in a
         branch a step does not take (analysis/cold.py) before either is reached."""
-        child, current = node, self._facts.parents.get(node)
+        owners = self._owners
+        if node in owners:
+            return owners[node]
+        parents = self._facts.parents
+        # Every node on the way up whose own walk would go on exactly as this one does has the
+        # same owner: remember it for them too (calls of one statement share their ancestors).
+        same: list[cst.CSTNode] = []
+        child, current = node, parents.get(node)
         defined_outside = False  # a default value or a decorator runs where its function is defined
+        result: Optional[Owner] = None
         while current is not None:
-            if crosses_cold_branch(child, current):
-                return None
-            if isinstance(current, cst.Param) and child is current.default:
+            if not defined_outside:
+                if child in owners:
+                    result = owners[child]
+                    break
+                same.append(child)
+            kind = type(current)
+            if kind in _BRANCHES and self._crosses_cold_branch(child, current):
+                break
+            if kind is cst.Param:
+                if child is current.default:  # type: ignore[attr-defined]
+                    defined_outside = True
+            elif kind is cst.Decorator:
                 defined_outside = True
-            elif isinstance(current, cst.Decorator):
-                defined_outside = True
-            elif isinstance(current, (cst.For, cst.While)) and current in self.step_loops:
-                if child is current.body:
-                    return current
-            elif isinstance(current, cst.FunctionDef):
+            elif kind is cst.For or kind is cst.While:
+                if current in self.step_loops and child is current.body:  # type: ignore[attr-defined]
+                    result = current  # type: ignore[assignment]
+                    break
+            elif kind is cst.FunctionDef:
                 if not defined_outside:
-                    return current
+                    result = current  # type: ignore[assignment]
+                    break
                 defined_outside = False
-            child, current = current, self._facts.parents.get(current)
-        return None
+            child, current = current, parents.get(current)
+        for each in same:
+            owners[each] = result
+        return result
+
+    def _crosses_cold_branch(self, child: cst.CSTNode, parent: cst.CSTNode) -> bool:
+        key = (child, parent)
+        crosses = self._cold_edges.get(key)
+        if crosses is None:
+            crosses = self._cold_edges[key] = crosses_cold_branch(child, parent)
+        return crosses
 
     def _roots(self) -> list[tuple[cst.FunctionDef, Reason]]:
         roots: list[tuple[cst.FunctionDef, Reason]] = []

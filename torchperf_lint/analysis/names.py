@@ -65,7 +65,7 @@ class Names:
         A call resolves through its callee. Builtins resolve as `builtins.<name>` unless the
         file rebinds the name where it is used. Local variables resolve to None.
         """
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:  # not isinstance: libcst's classes are ABCs, slow to miss
             expr = expr.func
         if expr in self._qualified:
             return self._qualified[expr]

@@ -19,7 +19,7 @@ from ..analysis.names import Names
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_version import Declared, target_version
-from ..analysis.vocabulary import CUDA_USE
+from ..analysis.vocabulary import shows_cuda_use
 from ..settings import Settings
 from .paths import matches_path
 from .walker import Binding, FileFacts, Loop
@@ -158,7 +158,10 @@ class Context:
     # -- tensors and devices -----------------------------------------------------------
     @functools.cached_property
     def _host_tensors(self) -> HostTensors:
-        return HostTensors(self.names, self.is_tensor)
+        # not self.is_tensor: a bound method cached on self is a reference cycle, which keeps
+        # the tree alive until the garbage collector's next full pass
+        tensors = self.tensors
+        return HostTensors(self.names, lambda expr: tensors.infer(expr) >= Tensorness.LIKELY)
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a CPU tensor: built by a torch factory or from host data without
@@ -176,7 +179,7 @@ class Context:
             return None
         return cst.Attribute(value=cst.Name(name), attr=cst.Name("device"))
 
-    @property
+    @functools.cached_property
     def is_test_file(self) -> bool:
         """The path matches a test-file pattern (pytest's defaults unless configured)."""
         return any(matches_path(self.path, p) for p in self.settings.test_file_patterns)
@@ -185,6 +188,6 @@ class Context:
     def shows_cuda_use(self) -> bool:
         """`.cuda(`, `torch.cuda.` or a string literal starting with "cuda" in the file."""
         if self._shows_cuda is None:
-            self._shows_cuda = bool(CUDA_USE.search(self.source))
+            self._shows_cuda = shows_cuda_use(self.source)
         return self._shows_cuda
 

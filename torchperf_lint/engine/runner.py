@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..settings import Settings
@@ -19,6 +18,7 @@ from .errors import ERROR_CODE, deep_recursion, error_finding, internal_error
 from .findings import Finding, Fix, Report, Safety, TextEdit
 from .noqa import NoqaIndex
 from .paths import matches_path
+from .positions import node_ranges
 from .walker import walk
 
 if TYPE_CHECKING:
@@ -187,8 +187,18 @@ def run_rules(
 def _place(
     module: cst.Module, source: str, path: str, reports: list[Report], settings: Settings
 ) -> list[Finding]:
-    # Positions cost a second pass over the tree, so only files with findings pay it.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    # Positions cost a code generation of the tree, so only files with findings pay it, and only
+    # for the nodes that findings and their reasons point at.
+    placed: list[cst.CSTNode] = [report.node for report in reports]
+
+    def wanted(node: cst.CSTNode) -> int:
+        placed.append(node)
+        return 0
+
+    for report in reports:
+        if report.reason is not None:
+            report.reason.render(wanted)  # type: ignore[attr-defined]
+    positions = node_ranges(module, placed)
     noqa = NoqaIndex(source) if settings.noqa else None
     exempt = noqa is not None and noqa.file_is_exempt()
     ignored = tuple(

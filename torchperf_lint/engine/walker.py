@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import weakref
 from collections import defaultdict
 from typing import Callable, Iterator, Optional, Union
 
@@ -18,19 +19,34 @@ ScopeNode = Union[cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda]
 Loop = Union[cst.For, cst.While]
 
 
-@dataclasses.dataclass(eq=False)
 class Binding:
     """One place where a name gets a value.
 
     kind: "assign" (node is the value), "unpack" (node is the unpacked value), "augassign"
     (node is the AugAssign), "param" (node is the Param), "for" (node is the For),
     "compfor" (node is the CompFor), "with" (node is the WithItem), "import", "def", "class".
+    order: its position in the walk, to tell bindings before a use from those after.
     """
 
-    kind: str
-    node: cst.CSTNode
-    scope: Scope
-    order: int = 0  # position in the walk, to tell bindings before a use from those after
+    __slots__ = ("kind", "node", "_scope", "order")
+
+    def __init__(self, kind: str, node: cst.CSTNode, scope: Scope, order: int = 0) -> None:
+        self.kind = kind
+        self.node = node
+        # A weak reference: the scope holds its bindings, and a cycle between them would keep
+        # the whole tree alive until the garbage collector's next full pass. FileFacts holds
+        # every scope for as long as the file's analysis lives.
+        self._scope = weakref.ref(scope)
+        self.order = order
+
+    @property
+    def scope(self) -> Scope:
+        scope = self._scope()
+        assert scope is not None, "a binding outlived its file's facts"
+        return scope
+
+    def __repr__(self) -> str:
+        return f"Binding({self.kind!r}, {type(self.node).__name__}, order={self.order})"
 
 
 @dataclasses.dataclass(eq=False)
@@ -100,11 +116,12 @@ class FileFacts:
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for Name/Attribute chains, else None."""
+    # type() rather than isinstance: libcst's classes are ABCs, and a miss costs a call into Python
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -133,57 +150,36 @@ def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
     return []
 
 
-class Walker(cst.CSTVisitor):
-    """Records facts while libcst visits every node once."""
+class Walker:
+    """Records facts while `walk` visits every node once."""
 
     def __init__(self, module: cst.Module, interest: frozenset[type]) -> None:
         self.facts = FileFacts(module)
         self._interest = interest
-        self._stack: list[cst.CSTNode] = []
         self._count = 0
         self._scopes: list[Scope] = [self.facts.module_scope]
         self._functions: list[FunctionInfo] = []
         self._classes: list[ClassInfo] = []
-        self._enter: dict[type, Callable[[cst.CSTNode], None]] = {
-            cst.Import: self._import,  # type: ignore[dict-item]  # handlers narrow the node type
-            cst.ImportFrom: self._import_from,  # type: ignore[dict-item]
-            cst.FunctionDef: self._function,  # type: ignore[dict-item]
-            cst.ClassDef: self._class,  # type: ignore[dict-item]
-            cst.Lambda: self._lambda,  # type: ignore[dict-item]
-            cst.Assign: self._assign,  # type: ignore[dict-item]
-            cst.AnnAssign: self._ann_assign,  # type: ignore[dict-item]
-            cst.AugAssign: self._aug_assign,  # type: ignore[dict-item]
-            cst.For: self._for,  # type: ignore[dict-item]
-            cst.While: self._while,  # type: ignore[dict-item]
-            cst.CompFor: self._comp_for,  # type: ignore[dict-item]
-            cst.WithItem: self._with_item,  # type: ignore[dict-item]
-            cst.Call: self._call,  # type: ignore[dict-item]
-        }
 
     # -- generic dispatch -------------------------------------------------------------
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self.facts.parents[node] = self._stack[-1]
-        self._stack.append(node)
+    def enter(self, node: cst.CSTNode) -> None:
+        """`node` is entered (its parent is already recorded)."""
         self._count += 1
         kind = type(node)
-        handler = self._enter.get(kind)
+        handler = _ENTER.get(kind)
         if handler is not None:
-            handler(node)
+            handler(self, node)
         if kind in self._interest:
             self.facts.collected[kind].append(node)
             self.facts.order[node] = self._count
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
-        kind = type(original_node)
-        if kind is cst.FunctionDef or kind is cst.Lambda:
-            self._scopes.pop()
-            if kind is cst.FunctionDef:
-                self._functions.pop()
+    def leave(self, node: cst.CSTNode) -> None:
+        """A scope node (`_SCOPE_NODES`) is left."""
+        kind = type(node)
+        self._scopes.pop()
+        if kind is cst.FunctionDef:
+            self._functions.pop()
         elif kind is cst.ClassDef:
-            self._scopes.pop()
             self._classes.pop()
 
     # -- helpers ----------------------------------------------------------------------
@@ -312,6 +308,25 @@ class Walker(cst.CSTVisitor):
             self.facts.method_calls[node.func.attr.value].append(node)
 
 
+# Handlers by node type, as plain functions: bound methods stored on the walker would make it a
+# reference cycle, which keeps the whole tree alive until the garbage collector's next full pass.
+_ENTER: dict[type, Callable[[Walker, cst.CSTNode], None]] = {
+    cst.Import: Walker._import,  # type: ignore[dict-item]  # handlers narrow the node type
+    cst.ImportFrom: Walker._import_from,  # type: ignore[dict-item]
+    cst.FunctionDef: Walker._function,  # type: ignore[dict-item]
+    cst.ClassDef: Walker._class,  # type: ignore[dict-item]
+    cst.Lambda: Walker._lambda,  # type: ignore[dict-item]
+    cst.Assign: Walker._assign,  # type: ignore[dict-item]
+    cst.AnnAssign: Walker._ann_assign,  # type: ignore[dict-item]
+    cst.AugAssign: Walker._aug_assign,  # type: ignore[dict-item]
+    cst.For: Walker._for,  # type: ignore[dict-item]
+    cst.While: Walker._while,  # type: ignore[dict-item]
+    cst.CompFor: Walker._comp_for,  # type: ignore[dict-item]
+    cst.WithItem: Walker._with_item,  # type: ignore[dict-item]
+    cst.Call: Walker._call,  # type: ignore[dict-item]
+}
+
+
 # Fields that hold only whitespace, comments and punctuation: no rule or fact needs them, and
 # skipping them halves the walk.
 _PUNCTUATION_FIELD = re.compile(
@@ -323,27 +338,46 @@ _SOURCE_ORDER: dict[type, tuple[str, ...]] = {
     cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
     cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
 }
-_child_fields: dict[type, tuple[str, ...]] = {}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
-    names = _child_fields.get(kind)
-    if names is None:
+class _ChildFields(dict[type, tuple[str, ...]]):
+    """The fields of a node type that can hold nodes, in source order; found once per type."""
+
+    def __missing__(self, kind: type) -> tuple[str, ...]:
         names = _SOURCE_ORDER.get(kind) or tuple(
             f.name for f in dataclasses.fields(kind) if not _PUNCTUATION_FIELD.search(f.name)
         )
-        _child_fields[kind] = names
-    return names
+        self[kind] = names
+        return names
+
+
+class _ValueKinds(dict[type, int]):
+    """What a field's value is, by its type: 1 a node, 2 a list or tuple (of nodes, maybe), 0
+    neither. Looked up by type, because isinstance against libcst's classes (ABCs) costs a call
+    into Python for every value that is not one."""
+
+    def __missing__(self, kind: type) -> int:
+        found = 1 if issubclass(kind, cst.CSTNode) else 2 if issubclass(kind, (list, tuple)) else 0
+        self[kind] = found
+        return found
+
+
+_child_fields = _ChildFields()
+# Nodes that open a scope: leaving one is all that Walker.leave records (the module's is never left).
+_SCOPE_NODES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
+_value_kinds = _ValueKinds()
 
 
 def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for name in _fields(type(node)):
+    kinds = _value_kinds
+    for name in _child_fields[type(node)]:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = kinds[type(value)]
+        if kind == 1:
             yield value
-        elif isinstance(value, (list, tuple)):
+        elif kind == 2:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if kinds[type(item)] == 1:
                     yield item
 
 
@@ -352,15 +386,18 @@ def walk(module: cst.Module, interest: frozenset[type]) -> FileFacts:
     code cannot exhaust the stack) and without libcst's visitor machinery, which rebuilds every
     node it passes."""
     walker = Walker(module, interest)
-    walker.on_visit(module)
+    parents = walker.facts.parents
+    walker.enter(module)
     stack: list[tuple[cst.CSTNode, Iterator[cst.CSTNode]]] = [(module, _children(module))]
     while stack:
         node, children = stack[-1]
         child = next(children, None)
         if child is None:
             stack.pop()
-            walker.on_leave(node)
+            if type(node) in _SCOPE_NODES:
+                walker.leave(node)
             continue
-        walker.on_visit(child)
+        parents[child] = node
+        walker.enter(child)
         stack.append((child, _children(child)))
     return walker.facts

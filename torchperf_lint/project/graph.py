@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Union
 
 from ..analysis.entry import EntryFacts, ExternalReason
 from ..analysis.vocabulary import (
@@ -109,6 +109,10 @@ class Project:
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._cuda: Optional[dict[int, str]] = None
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        # the two tables above by module (id -> [(index, value)]), so that handing each module its
+        # facts does not scan the whole project's
+        self._hot_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._host_by_module: dict[int, list[tuple[int, Any]]] = {}
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -546,11 +550,7 @@ class Project:
         module_classes = frozenset(
             i for i in range(len(module.summary.classes)) if self.is_module_class(ClassRef(module, i))
         )
-        hot_functions = tuple(
-            (index, reason)
-            for (owner, index), reason in sorted(hot.items(), key=lambda item: item[0][1])
-            if owner == key
-        )
+        hot_functions = tuple(sorted(_of_module(hot, self._hot_by_module).get(key, ()), key=_first))
         entry_points: list[int] = []
         for index in module_classes:
             ref = ClassRef(module, index)
@@ -564,11 +564,7 @@ class Project:
             for name in set(module.summary.contexts)
             if isinstance(found := self.resolve_dotted(module, name), FunctionRef) and found.info.no_grad
         )
-        host = tuple(
-            (index, params)
-            for (owner, index), params in sorted(self.host_parameters().items(), key=lambda i: i[0][1])
-            if owner == key
-        )
+        host = tuple(sorted(_of_module(self.host_parameters(), self._host_by_module).get(key, ()), key=_first))
         return EntryFacts(
             module_classes=module_classes,
             hot_functions=hot_functions,
@@ -580,6 +576,18 @@ class Project:
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )
+
+
+def _of_module(table: dict[tuple[int, int], Any], index: dict[int, list[tuple[int, Any]]]) -> dict[int, list[tuple[int, Any]]]:
+    """`table` ((module id, index) -> value) grouped by module, filled into `index` once."""
+    if table and not index:
+        for (owner, position), value in table.items():
+            index.setdefault(owner, []).append((position, value))
+    return index
+
+
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
 
 
 def _host_parameter_names(call: Call, callee: Function) -> set[str]:

@@ -15,13 +15,13 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 from ..analysis.vocabulary import (
     COMPILING,
-    CUDA_USE,
     DEBUG_FLAGS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
     SPECIAL_MODES,
     is_loader_name,
     is_optimizer_name,
+    shows_cuda_use,
 )
 
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
@@ -213,7 +213,7 @@ def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
 
 class _Summarizer:
     def __init__(self, source: str) -> None:
-        self.summary = Summary(shows_cuda=bool(CUDA_USE.search(source)))
+        self.summary = Summary(shows_cuda=shows_cuda_use(source))
         self.function_index: dict[ast.AST, int] = {}
         self.class_stack: list[int] = []
         self.function_stack: list[tuple[int, _Locals]] = []  # (index or -1, locals)
@@ -259,15 +259,26 @@ class _Summarizer:
 
     # -- walking ------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> None:
-        handler = getattr(self, f"_{type(node).__name__}", None)
+        kind = type(node)
+        try:
+            handler = _HANDLERS[kind]
+        except KeyError:
+            handler = _HANDLERS[kind] = getattr(_Summarizer, f"_{kind.__name__}", None)
         if handler is not None:
-            handler(node)
+            handler(self, node)
         else:
             self.children(node)
 
     def children(self, node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            self.visit(child)
+        # ast.iter_child_nodes, without its two generators per node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, ast.AST):
+                self.visit(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
 
     def _Import(self, node: ast.Import) -> None:
         if self.function_stack:
@@ -599,6 +610,10 @@ class _Summarizer:
                 if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
                     return name
         return None
+
+
+# The handler of each node type (`_Summarizer._Call`), or None: found once per type, not per node.
+_HANDLERS: dict[type, Optional[Callable[[_Summarizer, Any], None]]] = {}
 
 
 def summarize(source: str) -> Optional[Summary]:

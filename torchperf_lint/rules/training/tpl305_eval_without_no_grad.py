@@ -34,6 +34,7 @@ _EVAL_WORDS = frozenset(
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_COMPREHENSION_TYPES = frozenset(_COMPREHENSIONS)
 _EvalLoop = Union[cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp]
 
 
@@ -236,12 +237,13 @@ class EvalWithoutNoGrad(Rule):
         """The innermost loop or comprehension of the same function that repeats `node`."""
         child: cst.CSTNode = node
         for ancestor in ctx.ancestors(node):
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            kind = type(ancestor)  # asked for every call: no isinstance against libcst's ABCs
+            if kind is cst.FunctionDef or kind is cst.Lambda:
                 return None
-            if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
-                return ancestor
-            if isinstance(ancestor, _COMPREHENSIONS) and child is not ancestor.for_in:
-                return ancestor
+            if (kind is cst.For or kind is cst.While) and child is ancestor.body:  # type: ignore[attr-defined]
+                return ancestor  # type: ignore[return-value]
+            if kind in _COMPREHENSION_TYPES and child is not ancestor.for_in:  # type: ignore[attr-defined]
+                return ancestor  # type: ignore[return-value]
             child = ancestor
         return None
 
