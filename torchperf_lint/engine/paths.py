@@ -7,12 +7,12 @@ import functools
 from pathlib import PurePath
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=8192)
 def _posix(path: str) -> tuple[str, str]:
-    """The path with forward slashes, and its last part: a walk matches each path against every
-    exclude pattern, so this is computed once per path, not once per pattern."""
-    pure = PurePath(path.replace("\\", "/"))  # `a\b.py` is `a/b.py` on every OS
-    return pure.as_posix(), pure.name
+    """The path with `/` separators (`a\\b.py` is `a/b.py` on every OS), and its last part: once
+    per path, not once per pattern (discovery asks every exclude pattern about every file)."""
+    posix = PurePath(path.replace("\\", "/")).as_posix()
+    return posix, PurePath(posix).name
 
 
 @functools.lru_cache(maxsize=4096)  # asked per node by rules (ctx.is_test_file): keep it O(1)
