@@ -7,6 +7,7 @@ every default-on rule to them."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from importlib import resources
@@ -19,6 +20,7 @@ _PEAK = re.compile(r"peak memory ([\d.]+) (GB|MB) before, ([\d.]+) (GB|MB) after
 _UNIT = {"MB": 1.0, "GB": 1024.0}
 
 
+@functools.lru_cache(maxsize=None)  # read once per process: a page, a row, a test each ask
 def _read(name: str) -> Any:
     try:
         text = resources.files("torchperf_lint").joinpath(name).read_text(encoding="utf-8")

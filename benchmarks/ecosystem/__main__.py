@@ -72,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         print(f"ecosystem: error: {error}", file=sys.stderr)
         return 2
-    rules = tracked_rules()
+    listed = listed_rules()  # one linter process answers both questions
+    rules = tracked_rules(listed=listed)
     runs: list[ProjectRun] = []
     not_fetched: list[tuple[Project, str]] = []
     fix_checks: list[FixCheck] | None = None if args.no_fix_check else []
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fix_checks,
         time.perf_counter() - start,
         describe_checkout(),
-        frozenset(code for code, _, on in listed_rules() if on),
+        frozenset(code for code, _, on in listed if on),
     )
     sys.stdout.write(render(report))
     if args.markdown:

@@ -217,11 +217,7 @@ class TensorInference:
         child: cst.CSTNode = name
         parent = self._facts.parents.get(child)
         while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Lambda)):
-            if isinstance(parent, cst.If) and child is not parent.test:
-                test_holds = _isinstance_tensor_test(parent.test, name.value, self._names)
-                if test_holds is not None and (child is parent.orelse) == test_holds:
-                    return True
-            if isinstance(parent, cst.IfExp) and child is not parent.test:
+            if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test:
                 test_holds = _isinstance_tensor_test(parent.test, name.value, self._names)
                 if test_holds is not None and (child is parent.orelse) == test_holds:
                     return True
