@@ -43,6 +43,21 @@ def test_key_changes_with_bytes_path_settings_rules_and_version(tmp_path: Path, 
     assert Cache(tmp_path, Settings(), ["TPL101"]).key("a.py", b"x") != base
 
 
+def test_an_edit_to_the_tools_own_sources_changes_its_identity_and_every_key(tmp_path: Path, monkeypatch) -> None:
+    package = tmp_path / "package"
+    (package / "rules").mkdir(parents=True)
+    (package / "__pycache__").mkdir()
+    (package / "rules" / "rule.py").write_text("LIMIT = 1\n")
+    before = cache_module.source_identity(package)
+    (package / "__pycache__" / "rule.cpython-311.pyc").write_bytes(b"compiled")  # not a source
+    assert cache_module.source_identity(package) == before
+    (package / "rules" / "rule.py").write_text("LIMIT = 10\n")  # a developer edits a rule
+    assert cache_module.source_identity(package) != before
+    key = Cache(tmp_path, Settings(), ["TPL101"]).key("a.py", b"x")
+    monkeypatch.setattr(cache_module, "tool_identity", lambda: "0.1.0+edited")
+    assert Cache(tmp_path, Settings(), ["TPL101"]).key("a.py", b"x") != key
+
+
 def test_corrupt_entry_is_a_miss_and_leaves_no_temp_files(tmp_path: Path) -> None:
     cache = Cache(tmp_path, Settings(), ["TPL101"])
     key = cache.key("a.py", b"x")

@@ -40,9 +40,11 @@ def test_warm_run_reports_what_the_cold_run_did(project: Path, capsys, monkeypat
     cold = _run(capsys, "--cache-dir", str(cache), "--jobs", "1", str(project))
     entries = sorted(p.name for p in cache.rglob("*.json"))
     summaries = [p for p in cache.rglob("*.json") if "summaries" in p.parts]
-    # one findings entry and one project summary per module
+    projects = [p for p in cache.rglob("*.json") if "projects" in p.parts]
+    # one findings entry and one project summary per module, and the project's facts
     assert len(summaries) == len(list(project.glob("*.py")))
-    assert len(entries) == 2 * len(list(project.glob("*.py")))
+    assert len(projects) == 1
+    assert len(entries) == 2 * len(list(project.glob("*.py"))) + 1
     warm = _run(capsys, "--cache-dir", str(cache), "--jobs", "1", str(project))
     assert warm == cold
     assert "[*]" in warm[1]  # fixability survives the cache
@@ -57,7 +59,7 @@ def test_changed_file_misses_the_cache(project: Path, capsys, monkeypatch, tmp_p
     target.write_text(target.read_text() + "\nEXTRA = torch.zeros(3)\n")
     second = _run(capsys, "--cache-dir", str(cache), str(target))
     assert first == second  # the new line is cold, so the findings are the same...
-    findings = [p for p in cache.rglob("*.json") if "summaries" not in p.parts]
+    findings = [p for p in cache.rglob("*.json") if not {"summaries", "projects"} & set(p.parts)]
     assert len(findings) == 2  # ...but they were computed again
 
 

@@ -1,6 +1,7 @@
-"""Start-up: --version, --help and a run whose files are all cached load neither libcst nor the rules
-(issue 17, item 13); they are imported only when a file must be parsed. Checked on the modules a
-fresh interpreter holds at the end of the command, never on timings."""
+"""Start-up: --version, --help and a run whose files are all cached load neither libcst, the rules
+nor the project pass (issue 17, item 13); they are imported only when a file must be parsed or a
+project has changed. Checked on the modules a fresh interpreter holds at the end of the command,
+never on timings."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from torchperf_lint.docs import CATALOG, render_catalog
 from torchperf_lint.rules import ALL_RULES
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("libcst", "torchperf_lint.rules", "torchperf_lint.engine.runner")  # and their submodules
+HEAVY = (  # and their submodules
+    "libcst",
+    "torchperf_lint.rules",
+    "torchperf_lint.engine.runner",
+    "torchperf_lint.project.graph",
+    "torchperf_lint.project.summary",
+)
 
 # Runs the command in this interpreter, then prints (as the last line of stderr) the modules of
 # HEAVY that it loaded; SystemExit (--version, --help) ends the command, not the script.
@@ -71,13 +78,14 @@ def test_version_and_help_load_neither_libcst_nor_the_rules(tmp_path: Path, opti
 
 
 @pytest.mark.parametrize("output", [[], ["--format", "json"], ["--statistics"]], ids=["text", "json", "statistics"])
-def test_a_fully_cached_run_loads_neither_libcst_nor_the_rules(tmp_path: Path, output: list[str]) -> None:
+def test_a_fully_cached_run_loads_neither_libcst_the_rules_nor_the_project_pass(tmp_path: Path, output: list[str]) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\nignore = ["TPL401"]\n')
     (tmp_path / "model.py").write_text(HOT)
     (tmp_path / "plain.py").write_text("print('no torch here')\n")
     command = ["--jobs", "1", *output, "."]  # one process: what it parses, it imports
     cold_code, cold_out, cold_modules = loaded(*command, cwd=tmp_path)
-    assert cold_code == 1 and "libcst" in cold_modules  # the probe sees a parse
+    # the probe sees a parse and a project pass
+    assert cold_code == 1 and {"libcst", "torchperf_lint.project.graph"} <= set(cold_modules)
     warm_code, warm_out, warm_modules = loaded(*command, cwd=tmp_path)
     assert (warm_code, warm_out) == (cold_code, cold_out)
     assert warm_modules == []
@@ -87,7 +95,20 @@ def test_an_edited_file_is_parsed_again(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text(HOT)
     loaded("--jobs", "1", ".", cwd=tmp_path)
     (tmp_path / "model.py").write_text(HOT + "\n")
-    assert "libcst" in loaded("--jobs", "1", ".", cwd=tmp_path)[2]
+    assert {"libcst", "torchperf_lint.project.graph"} <= set(loaded("--jobs", "1", ".", cwd=tmp_path)[2])
+
+
+def test_an_edit_to_another_module_runs_the_project_pass_again(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(HOT)
+    (tmp_path / "other.py").write_text("import torch\n")
+    command = ("--jobs", "1", "--extend-select", "TPL101", "model.py")
+    first = loaded(*command, cwd=tmp_path)
+    (tmp_path / "other.py").write_text("import torch\n\n")
+    code, out, modules = loaded(*command, cwd=tmp_path)
+    # what model.py is handed may have changed: the pass runs, and model.py's result, keyed on
+    # the same facts, still comes from the cache
+    assert (code, out) == first[:2] and "TPL101" in out
+    assert "torchperf_lint.project.graph" in modules and "libcst" not in modules
 
 
 def test_the_rule_catalog_is_current() -> None:

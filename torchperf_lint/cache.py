@@ -1,8 +1,9 @@
 """A content-addressed cache of lint results: an unchanged file under an unchanged tool and
 configuration is not parsed again.
 
-The key hashes the tool version, the effective settings and enabled rules, the path (findings
-name it, and some rules look at it) and the file's bytes, so any change invalidates the entry.
+The key hashes the tool (its version and its source files: see `tool_identity`), the effective
+settings and enabled rules, the path (findings name it, and some rules look at it) and the file's
+bytes, so any change invalidates the entry.
 Entries are written atomically (temp file + os.replace), so concurrent runs never read a torn
 entry; a corrupt or unreadable entry is a miss.
 """
@@ -10,6 +11,7 @@ entry; a corrupt or unreadable entry is a miss.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -51,6 +53,7 @@ class Cache:
         self.directory = directory / __version__
         identity = {
             "version": __version__,
+            "tool": tool_identity(),
             "settings": repr(dataclasses.replace(settings, config_file=None)),
             "rules": sorted(rule_codes),
             "extra": extra,
@@ -77,6 +80,28 @@ class Cache:
 
     def put(self, key: str, findings: Sequence[Finding]) -> None:
         write_entry(self.directory.parent, self._file(key), [finding_to_record(f) for f in findings])
+
+
+def source_identity(package: Path) -> str:
+    """A digest of the path, size and mtime of every source and data file under `package`."""
+    digest = hashlib.sha256()
+    for directory, subdirs, files in os.walk(package):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".json")):
+                path = os.path.join(directory, name)
+                stat = os.stat(path)
+                relative = os.path.relpath(path, package)
+                digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def tool_identity() -> str:
+    """The tool's version and the identity of its installed sources. A release never changes
+    once installed; a checkout someone edits (a rule, the analysis) does, so cached results,
+    summaries and project facts of the code before the edit are never served after it."""
+    return f"{__version__}+{source_identity(Path(__file__).parent)}"
 
 
 def write_entry(cache_root: Path, target: Path, data: Any) -> None:

@@ -33,6 +33,8 @@ def check_paths(
     with collected_between_files():
         # The project pass runs here, once: workers get each file's facts with its path.
         facts = [checkers[index].facts(path) for path, index in zip(paths, which, strict=True)]
+        for checker in checkers:
+            checker.projects.save()
         # What lives from here to the end of the run (the project's summaries, the rules) leaves
         # the collector's view, once collected: every full collection would walk it again.
         gc.collect()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from typing import Optional
+from typing import Any, Iterable, Optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +40,40 @@ class EntryFacts:
         return self.counts == (-1, -1, -1) or self.counts == (functions, classes, loops)
 
     def digest(self) -> str:
-        """Stable across processes and runs: the findings cache keys on it."""
-        data = dataclasses.asdict(self)
-        text = json.dumps(data, sort_keys=True, default=sorted)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        """Stable across processes and runs: the findings cache keys on it. Worked out once
+        (the facts are frozen), or given by `from_json`."""
+        known = self.__dict__.get("_digest")
+        if known is None:
+            known = digest_of(self.to_json())
+            object.__setattr__(self, "_digest", known)
+        return known
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data (sets are written sorted by `json.dumps(..., default=sorted)`)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EntryFacts:
+        """The facts `to_json` gave, read back from JSON; raises on anything else."""
+        facts = cls(
+            module_classes=frozenset(_ints(data["module_classes"])),
+            hot_functions=tuple(
+                (int(index), ExternalReason(str(reason["origin"]), str(reason["callers"])))
+                for index, reason in data["hot_functions"]
+            ),
+            entry_points=tuple(_ints(data["entry_points"])),
+            step_loops=frozenset(_ints(data["step_loops"])),
+            no_grad_callables=frozenset(map(str, data["no_grad_callables"])),
+            host_parameters=tuple(
+                (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
+            ),
+            runs_on_cuda=None if data["runs_on_cuda"] is None else str(data["runs_on_cuda"]),
+            display_name=str(data["display_name"]),
+            counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
+        )
+        # the digest of what was read is the digest of what was written, without asdict's copy
+        object.__setattr__(facts, "_digest", digest_of(data))
+        return facts
 
     @property
     def reaches_hot_code(self) -> bool:
@@ -58,3 +88,16 @@ class EntryFacts:
 
 
 NO_FACTS = EntryFacts()
+
+
+def digest_of(data: dict[str, Any]) -> str:
+    """The digest of facts as `to_json` gives them, or as they were read back from JSON."""
+    text = json.dumps(data, sort_keys=True, default=sorted)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _ints(values: Iterable[Any]) -> list[int]:
+    # bool is an int to Python, and JSON's true is not an index
+    if any(isinstance(value, bool) or not isinstance(value, int) for value in values):
+        raise TypeError("not a list of integers")
+    return list(values)

@@ -1,0 +1,170 @@
+"""What the project pass handed each module, kept under the cache directory (project/store.py,
+KnownFacts): a run over an unchanged project builds no pass and hands out the same facts; an
+edit to any module, a module added or removed, or a module that changes during the run, never
+hands out facts of another state of the project."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchperf_lint.analysis.entry import EntryFacts, ExternalReason
+from torchperf_lint.project import store
+from torchperf_lint.project.store import Projects, Summaries
+from torchperf_lint.settings import Settings
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "project"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".torchperf_lint_cache", "__pycache__"))
+    return root
+
+
+def _facts(projects: Projects, root: Path) -> dict[str, EntryFacts]:
+    """Every module's facts, as a run over the whole project asks for them."""
+    return {path.relative_to(root).as_posix(): projects.facts_for(str(path)) for path in sorted(root.rglob("*.py"))}
+
+
+def _saved_run(root: Path, cache: Path) -> dict[str, EntryFacts]:
+    projects = Projects(Settings(), str(cache))
+    facts = _facts(projects, root)
+    projects.save()
+    return facts
+
+
+def _no_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: object) -> None:
+        raise AssertionError("the project pass ran")
+
+    monkeypatch.setattr(Projects, "_build", fail)
+
+
+def _kept_files(cache: Path) -> list[Path]:
+    return sorted(cache.rglob("projects/*/*.json"))
+
+
+def test_an_unchanged_project_hands_out_the_kept_facts_without_a_pass(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    first = _saved_run(project, cache)
+    assert first["detector/kernels.py"].hot_functions  # hot only through other modules
+    assert len(_kept_files(cache)) == 1
+    _no_pass(monkeypatch)
+    again = _facts(Projects(Settings(), str(cache)), project)
+    assert again == first
+    assert {name: facts.digest() for name, facts in again.items()} == {
+        name: facts.digest() for name, facts in first.items()
+    }
+
+
+def test_another_build_of_the_tool_runs_the_pass_again(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's edit to the analysis changes the tool's identity: nothing it kept is used."""
+    cache = tmp_path / "cache"
+    _saved_run(project, cache)
+    monkeypatch.setattr(store, "tool_identity", lambda: "0.1.0+edited")
+    ran = []
+    build = Projects._build
+    monkeypatch.setattr(Projects, "_build", lambda self, *args: ran.append(1) or build(self, *args))
+    _facts(Projects(Settings(), str(cache)), project)
+    assert ran
+
+
+def _stop_calling_shuffle(root: Path) -> None:
+    net = root / "detector" / "models" / "net.py"
+    net.write_text(net.read_text().replace("x = shuffle_channels(self.body(x))", "x = self.body(x)"))
+
+
+def _remove_the_caller(root: Path) -> None:
+    (root / "detector" / "models" / "net.py").unlink()
+
+
+def _add_a_caller(root: Path) -> None:
+    (root / "detector" / "heads.py").write_text(
+        "from torch import nn\n\nfrom .utils import record\n\n\n"
+        "class Head(nn.Module):\n    def forward(self, x):\n        return record(x, ['a'])\n"
+    )
+
+
+@pytest.mark.parametrize("change", [_stop_calling_shuffle, _remove_the_caller, _add_a_caller])
+def test_a_changed_project_runs_the_pass_again(project: Path, tmp_path: Path, change) -> None:
+    cache = tmp_path / "cache"
+    before = _saved_run(project, cache)
+    change(project)
+    truth = _facts(Projects(Settings()), project)  # no cache: the pass over the project as it is now
+    assert _saved_run(project, cache) == truth
+    assert {k: v for k, v in before.items() if k in truth} != {k: v for k, v in truth.items() if k in before}
+    assert _facts(Projects(Settings(), str(cache)), project) == truth  # and what it kept is the new state
+
+
+def test_a_module_edited_during_the_run_leaves_its_project_unsaved(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key hashes the bytes read before the pass; the pass reads them again: an editor saving
+    in between would otherwise keep facts of the new bytes under the old bytes' key."""
+    cache = tmp_path / "cache"
+    read = Summaries.of_file
+
+    def edited_first(self: Summaries, path: Path):  # type: ignore[no-untyped-def]
+        if path.name == "net.py" and "shuffle_channels(self.body" in path.read_text():
+            _stop_calling_shuffle(project)
+        return read(self, path)
+
+    monkeypatch.setattr(Summaries, "of_file", edited_first)
+    _saved_run(project, cache)
+    assert _kept_files(cache) == []
+    monkeypatch.undo()
+    assert _saved_run(project, cache) == _facts(Projects(Settings()), project)
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda kept: "not json",
+        lambda kept: json.dumps({**kept, "modules": []}),
+        lambda kept: json.dumps(
+            {**kept, "modules": {name: {**facts, "module_classes": [True]} for name, facts in kept["modules"].items()}}
+        ),
+        lambda kept: json.dumps({**kept, "modules": {name: {} for name in kept["modules"]}}),
+    ],
+    ids=["not-json", "modules-not-a-table", "an-index-not-an-int", "fields-missing"],
+)
+def test_a_spoiled_facts_file_is_a_miss(project: Path, tmp_path: Path, spoil) -> None:
+    cache = tmp_path / "cache"
+    truth = _saved_run(project, cache)
+    [kept] = _kept_files(cache)
+    kept.write_text(spoil(json.loads(kept.read_text())))
+    assert _facts(Projects(Settings(), str(cache)), project) == truth
+
+
+_ints = st.integers(min_value=0, max_value=10_000)
+_names = st.text(min_size=1, max_size=12)
+_facts_strategy = st.builds(
+    EntryFacts,
+    module_classes=st.frozensets(_ints),
+    hot_functions=st.lists(st.tuples(_ints, st.builds(ExternalReason, _names, st.text()))).map(tuple),
+    entry_points=st.lists(_ints).map(tuple),
+    step_loops=st.frozensets(_ints),
+    no_grad_callables=st.frozensets(_names),
+    host_parameters=st.lists(st.tuples(_ints, st.frozensets(_names))).map(tuple),
+    runs_on_cuda=st.none() | st.text(),
+    display_name=st.text(),
+    counts=st.tuples(_ints, _ints, _ints),
+)
+
+
+@given(_facts_strategy)
+def test_facts_read_back_from_json_are_the_facts_with_their_digest(facts: EntryFacts) -> None:
+    data = json.loads(json.dumps(facts.to_json(), default=sorted))
+    read = EntryFacts.from_json(data)
+    assert read == facts
+    assert read.digest() == facts.digest() == dataclasses.replace(facts).digest()  # read, kept, afresh
