@@ -126,6 +126,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     for index, root in enumerate(roots):
         copy = work / f"corpus{index}" / root.name
         shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        # a root marker, so that a file named alone below is still checked inside its project
+        (copy / "pyproject.toml").write_text("")
         copies.append(str(copy))
     cache = work / "cache"
     record("torchperf-lint cold --jobs 1", *run_command(cli + ["--no-cache", "--jobs", "1", *copies]))
