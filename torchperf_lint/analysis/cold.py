@@ -1,15 +1,17 @@
-"""Branches a training step does not take, read from an `if` test: special modes (TorchScript,
-tracing, export), eager-only code kept out of compiled graphs, CPU-only branches, debug and verbose
-switches, and work done once every N steps. Their code is cold whatever function holds it."""
+"""Branches a training step does not take, read from an `if` test (or an if-expression's): special
+modes (TorchScript, tracing, export), eager-only code kept out of compiled graphs, branches for CPU
+or MPS tensors, debug and verbose switches, and work done once every N steps. Their code is cold
+whatever function holds it, and so is the code after a guard that leaves the block unless the
+step is in such a mode (`if x.device.type != "cpu": return`)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import libcst as cst
 
 from ..engine.walker import dotted_name
-from .vocabulary import COMPILING, DEBUG_FLAGS, SPECIAL_MODES
+from .vocabulary import COMPILING, DEBUG_FLAGS, NON_CUDA_DEVICE_TYPES, SPECIAL_MODES
 
 
 def _last_name(expr: cst.BaseExpression) -> Optional[str]:
@@ -18,8 +20,23 @@ def _last_name(expr: cst.BaseExpression) -> Optional[str]:
     return dotted.split(".")[-1] if dotted else None
 
 
-def _is_cpu_literal(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.SimpleString) and expr.evaluated_value == "cpu"
+def _names_non_cuda_type(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.SimpleString) and expr.evaluated_value in NON_CUDA_DEVICE_TYPES
+
+
+def _is_non_cuda_device(expr: cst.BaseExpression) -> bool:
+    """`"cpu"`, `torch.device("cpu")` (or "mps")."""
+    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "device" and expr.args:
+        return _names_non_cuda_type(expr.args[0].value)
+    return _names_non_cuda_type(expr)
+
+
+def _holds_only_off_cuda(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`x.device.type == "cpu"`, `x.device == torch.device("cpu")`, `x.device == "mps"`."""
+    name = _last_name(left)
+    if name == "type":
+        return _names_non_cuda_type(right)
+    return name == "device" and _is_non_cuda_device(right)
 
 
 def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
@@ -44,7 +61,7 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
         left, right, operator = test.left, comparison.comparator, comparison.operator
-        if _last_name(left) == "type" and _is_cpu_literal(right):  # x.device.type == "cpu"
+        if _holds_only_off_cuda(left, right):
             if isinstance(operator, cst.Equal):
                 return True, False
             if isinstance(operator, cst.NotEqual):
@@ -60,9 +77,33 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     return False, False
 
 
+def _always_leaves(body: cst.BaseSuite) -> bool:
+    """The block ends by leaving it: `return`, `raise`, `continue` or `break`."""
+    last: Optional[cst.CSTNode] = body.body[-1] if body.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def cold_from(statements: Sequence[cst.BaseStatement]) -> int:
+    """The index of the first statement that runs only when a guard before it did not leave,
+    where the guard leaves in every training step: `if x.device.type != "cpu": return ...`. The
+    length of `statements` when there is none."""
+    for index, statement in enumerate(statements):
+        if (
+            isinstance(statement, cst.If)
+            and statement.orelse is None
+            and cold_sides(statement.test)[1]
+            and _always_leaves(statement.body)
+        ):
+            return index + 1
+    return len(statements)
+
+
 def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode) -> bool:
-    """Stepping from `child` up to `parent` leaves a branch a training step does not take."""
-    if isinstance(parent, cst.If):
+    """Stepping from `child` up to `parent` leaves a branch a training step does not take (for
+    a statement in a block, hotpath.py asks `cold_from` once per block)."""
+    if isinstance(parent, (cst.If, cst.IfExp)):
         body, orelse = cold_sides(parent.test)
         return (body and child is parent.body) or (orelse and child is parent.orelse)
     if isinstance(parent, cst.ExceptHandler):

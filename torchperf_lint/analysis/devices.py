@@ -17,6 +17,17 @@ from .names import Names
 GENERATING_FACTORIES = frozenset(
     "randperm zeros ones empty full arange rand randn randint normal eye linspace logspace".split()
 )
+# Where each generating factory takes its size: every positional argument (sizes may be given
+# one by one), the first, or the one at an index; and the keyword that can name it instead.
+_SIZE_ARGUMENTS: dict[str, tuple[slice, str]] = {
+    **{name: (slice(None), "size") for name in ("zeros", "ones", "empty", "rand", "randn")},
+    "full": (slice(0, 1), "size"),
+    "randint": (slice(-1, None), "size"),  # randint(high, size) or randint(low, high, size)
+    "randperm": (slice(0, 1), "n"),
+    "eye": (slice(0, 1), "n"),
+    "linspace": (slice(2, 3), "steps"),
+    "logspace": (slice(2, 3), "steps"),
+}
 # Builders of tensors from host data.
 _FROM_HOST_DATA = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
@@ -142,3 +153,22 @@ def _host_read(name: cst.Name, facts: FileFacts) -> bool:
     if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in _HOST_READS:
         return isinstance(facts.parents.get(parent), cst.Call)
     return False
+
+
+def builds_no_elements(call: cst.Call, factory: str) -> bool:
+    """`torch.empty(0)`, `torch.zeros(0, 4, 2)`, `torch.randperm(0)`: a size with a literal 0
+    dimension. The tensor holds nothing to generate or copy (a typed placeholder, the result for
+    an empty input, a way to read the default device)."""
+    where = _SIZE_ARGUMENTS.get(factory)
+    if where is None:
+        return False
+    positions, name = where
+    sizes = [arg.value for arg in call.args if arg.keyword is None and not arg.star][positions]
+    sizes += [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == name]
+    dimensions: list[cst.BaseExpression] = []
+    for size in sizes:
+        if isinstance(size, (cst.Tuple, cst.List)):
+            dimensions.extend(element.value for element in size.elements)
+        else:
+            dimensions.append(size)
+    return any(isinstance(d, cst.Integer) and d.evaluated_value == 0 for d in dimensions)

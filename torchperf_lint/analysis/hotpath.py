@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..engine.walker import ClassInfo, FileFacts, Loop, dotted_name
-from .cold import crosses_cold_branch
+from .cold import cold_from, crosses_cold_branch
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -28,7 +28,8 @@ from .vocabulary import (
 
 Origin = str  # "forward" | "step-hook" | "loop"
 Owner = Union[cst.FunctionDef, cst.For, cst.While]
-_BRANCHES = frozenset({cst.If, cst.ExceptHandler, cst.Lambda})  # what crosses_cold_branch looks at
+# what crosses_cold_branch and cold_from look at
+_BRANCHES = frozenset({cst.If, cst.IfExp, cst.ExceptHandler, cst.Lambda, cst.IndentedBlock})
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -356,7 +357,14 @@ class HotPaths:
         key = (child, parent)
         crosses = self._cold_edges.get(key)
         if crosses is None:
-            crosses = self._cold_edges[key] = crosses_cold_branch(child, parent)
+            if isinstance(parent, cst.IndentedBlock):
+                # after a guard that leaves in every step: the block's statements from there on
+                start = cold_from(parent.body)
+                for index, statement in enumerate(parent.body):
+                    self._cold_edges[(statement, parent)] = index >= start
+                crosses = self._cold_edges.get(key, False)
+            else:
+                crosses = self._cold_edges[key] = crosses_cold_branch(child, parent)
         return crosses
 
     def _roots(self) -> list[tuple[cst.FunctionDef, Reason]]:

@@ -122,3 +122,6 @@ def is_optimizer_name(dotted: str) -> bool:
 SPECIAL_MODES = frozenset({"is_scripting", "is_tracing", "is_in_onnx_export", "is_exporting"})
 COMPILING = frozenset({"is_compiling", "is_dynamo_compiling"})
 DEBUG_FLAGS = frozenset({"debug", "verbose", "debugging", "DEBUG", "VERBOSE", "_debug", "_verbose"})
+# Device types a CUDA training step never runs on: a branch taken only there is cold
+# (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
+NON_CUDA_DEVICE_TYPES = frozenset({"cpu", "mps"})

@@ -18,6 +18,7 @@ from ..analysis.vocabulary import (
     DEBUG_FLAGS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
+    NON_CUDA_DEVICE_TYPES,
     SPECIAL_MODES,
     is_loader_name,
     is_optimizer_name,
@@ -166,8 +167,7 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, right, operator = test.left, test.comparators[0], test.ops[0]
-        is_cpu = isinstance(right, ast.Constant) and right.value == "cpu"
-        if isinstance(left, ast.Attribute) and left.attr == "type" and is_cpu:
+        if _holds_only_off_cuda(left, right):
             if isinstance(operator, ast.Eq):
                 return True, False
             if isinstance(operator, ast.NotEq):
@@ -181,6 +181,34 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         ):
             return True, False
     return False, False
+
+
+def _names_non_cuda_type(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in NON_CUDA_DEVICE_TYPES
+
+
+def _holds_only_off_cuda(left: ast.AST, right: ast.AST) -> bool:
+    """`x.device.type == "cpu"`, `x.device == torch.device("cpu")`, `x.device == "mps"`."""
+    if not isinstance(left, ast.Attribute):
+        return False
+    if left.attr == "type":
+        return _names_non_cuda_type(right)
+    if left.attr != "device":
+        return False
+    if isinstance(right, ast.Call) and (dotted(right.func) or "").split(".")[-1] == "device" and right.args:
+        return _names_non_cuda_type(right.args[0])
+    return _names_non_cuda_type(right)
+
+
+def _cold_guard(statement: ast.stmt) -> bool:
+    """`if test: ... return` (or raise, continue, break) without else, where every training step
+    takes the body: what follows it is cold."""
+    return (
+        isinstance(statement, ast.If)
+        and not statement.orelse
+        and isinstance(statement.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+        and cold_sides(statement.test)[1]
+    )
 
 
 class _Locals:
@@ -276,6 +304,9 @@ class _Summarizer:
             if isinstance(value, ast.AST):
                 self.visit(value)
             elif isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    self.statements(value)
+                    continue
                 for item in value:
                     if isinstance(item, ast.AST):
                         self.visit(item)
@@ -356,8 +387,7 @@ class _Summarizer:
         self.class_stack = saved_classes if cls >= 0 else []
         self.function_stack.append((index, _Locals(node)))
         self.loop_stack.append([])
-        for statement in node.body:
-            self.visit(statement)
+        self.statements(node.body)
         self.loop_stack.pop()
         self.function_stack.pop()
         self.class_stack = saved_classes
@@ -384,18 +414,26 @@ class _Summarizer:
             self.visit(node.target)
             self.visit(node.iter)
         self.loop_stack[-1].append(index)
-        for statement in node.body:
-            self.visit(statement)
+        self.statements(node.body)
         self.loop_stack[-1].pop()
-        for statement in node.orelse:
-            self.visit(statement)
+        self.statements(node.orelse)
 
     _For = _AsyncFor = _While = _loop
 
     def _in_cold(self, nodes: list[ast.stmt], cold: bool) -> None:
         self.cold += cold
+        self.statements(nodes)
+        self.cold -= cold
+
+    def statements(self, nodes: list[ast.stmt]) -> None:
+        """A block's statements; those after a guard that leaves in every training step are
+        cold (`if x.device.type != "cpu": return`), as analysis/cold.py's cold_from says."""
+        cold = False
         for statement in nodes:
             self.visit(statement)
+            if not cold and _cold_guard(statement):
+                cold = True
+                self.cold += 1
         self.cold -= cold
 
     def _If(self, node: ast.If) -> None:
@@ -403,6 +441,15 @@ class _Summarizer:
         self.visit(node.test)
         self._in_cold(node.body, body)
         self._in_cold(node.orelse, orelse)
+
+    def _IfExp(self, node: ast.IfExp) -> None:
+        body, orelse = cold_sides(node.test)
+        self.visit(node.test)
+        self.cold += body
+        self.visit(node.body)
+        self.cold += orelse - body
+        self.visit(node.orelse)
+        self.cold -= orelse
 
     def _ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.type is not None:

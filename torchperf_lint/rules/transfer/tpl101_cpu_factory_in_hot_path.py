@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ...analysis.devices import GENERATING_FACTORIES, consumed_on_host
+from ...analysis.devices import GENERATING_FACTORIES, builds_no_elements, consumed_on_host
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
@@ -59,7 +59,8 @@ class CpuFactoryInHotPath(Rule):
     ## When it stays silent
     Cold code (`__init__`, module level, setup functions); `*_like` factories, which inherit their
     argument's device; calls with `device=` or `generator=` (a CPU generator is deliberate);
-    results sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`); CPU-only files.
+    results sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`); empty tensors
+    (a literal 0 in the size: `torch.empty(0)`, `torch.zeros(0, 4)`); CPU-only files.
     """
 
     code = "TPL101"
@@ -152,6 +153,17 @@ class CpuFactoryInHotPath(Rule):
             """,
     }
     GOOD = {
+        "empty-tensors": """
+            import torch
+            from torch import nn
+
+            class Boxes(nn.Module):
+                def forward(self, boxes: list):
+                    if not boxes:  # nothing to generate or copy
+                        return torch.zeros(0, 4, 2).to(self.anchor.device)
+                    placeholder = torch.empty(0)
+                    return torch.cat([b.cuda() for b in boxes]) + placeholder.sum()
+            """,
         "same-call-in-init": """
             import torch
             from torch import nn
@@ -232,7 +244,7 @@ class CpuFactoryInHotPath(Rule):
         if qualified is None or not qualified.startswith("torch."):
             return
         factory = qualified[len("torch.") :]
-        if factory not in GENERATING_FACTORIES:
+        if factory not in GENERATING_FACTORIES or builds_no_elements(node, factory):
             return
         if keyword(node, "device") is not None or keyword(node, "generator") is not None:
             return

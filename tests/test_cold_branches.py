@@ -1,0 +1,116 @@
+"""Branches a CUDA training step does not take (analysis/cold.py, and the project pass's copy in
+project/summary.py): tests of the device a tensor is on (CPU or MPS), in an `if` or an
+if-expression, and the code after a guard that leaves the block in every step. From real code:
+kornia's equalization (`clip.cpu() if clip.device.type == "mps" else ...`) and blur (a guard
+`if input.device.type != "cpu" or ...: return False` before a host check), torchmetrics'
+`if tensor.device == torch.device("cpu"):`."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchperf_lint.api import lint_source
+
+SYNC = "TPL105"  # a host read of a device value: hot code reports it, cold code does not
+
+
+def lint(body: str) -> list[int]:
+    """The lines of SYNC findings in `forward(self, x)` with `body`, in a module that uses CUDA."""
+    source = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+    source += textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8) + "\n"
+    return [f.line for f in lint_source(source, path="m.py", select=[SYNC])]
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        'x.device.type == "cpu"',
+        'x.device.type == "mps"',
+        'x.device == "cpu"',
+        'x.device == torch.device("cpu")',
+        "x.device == torch.device('mps')",
+    ],
+)
+def test_a_branch_for_cpu_or_mps_tensors_is_cold_and_its_else_is_not(test: str) -> None:
+    assert lint(f"if {test}:\n    print(x.max().item())\nreturn x") == []
+    negated = test.replace("==", "!=")
+    assert lint(f"if {negated}:\n    return x\nelse:\n    print(x.max().item())\nreturn x") == []
+    assert lint(f"if {negated}:\n    print(x.max().item())\nreturn x") == [7]
+
+
+def test_a_cuda_branch_is_hot() -> None:
+    assert lint('if x.device.type == "cuda":\n    print(x.max().item())\nreturn x') == [7]
+
+
+def test_an_if_expression_is_cold_on_its_cold_side_only() -> None:
+    assert lint('peak = x.max().item() if x.device.type == "mps" else 0.0\nreturn x * peak') == []
+    assert lint('peak = 0.0 if x.device.type == "mps" else x.max().item()\nreturn x * peak') == [6]
+
+
+@pytest.mark.parametrize("leave", ["return x", "raise ValueError('on the device')"])
+def test_the_code_after_a_guard_that_leaves_on_the_device_is_cold(leave: str) -> None:
+    body = f"""
+        if x.device.type != "cpu" or torch.jit.is_scripting():
+            {leave}
+        peak = x.max().item()
+        return x / peak
+        """
+    assert lint(body) == []
+
+
+def test_the_code_after_a_guard_that_leaves_only_on_the_cpu_is_hot() -> None:
+    body = """
+        if x.device.type == "cpu":
+            return x
+        peak = x.max().item()
+        return x / peak
+        """
+    assert lint(body) == [8]
+
+
+def test_a_guard_that_does_not_leave_keeps_what_follows_hot() -> None:
+    body = """
+        if x.device.type != "cpu":
+            x = x.float()
+        peak = x.max().item()
+        return x / peak
+        """
+    assert lint(body) == [8]
+
+
+def test_a_loop_guard_that_continues_on_the_device_makes_the_rest_of_the_body_cold() -> None:
+    body = """
+        for i in range(3):
+            if x.device.type != "cpu":
+                continue
+            print(x[i].max().item())
+        return x
+        """
+    assert lint(body) == []
+    assert lint(body.replace("continue", "pass")) == [9]
+
+
+def test_the_project_pass_reads_guards_as_the_file_does(tmp_path: Path) -> None:
+    """A helper in another module called only after a device guard is not hot."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "helpers.py").write_text("def peak(x):\n    return x.max().item()\n")
+    model = (
+        "import torch\nfrom torch import nn\n\nfrom helpers import peak\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n{guard}        return x / peak(x)\n"
+    )
+    helpers = tmp_path / "helpers.py"
+
+    def findings_in_helpers(guard: str) -> list[int]:
+        (tmp_path / "model.py").write_text(model.format(guard=guard))
+        return [f.line for f in lint_source(helpers.read_text(), path=str(helpers), select=[SYNC])]
+
+    assert findings_in_helpers("") == [2]  # hot through forward in model.py
+    assert findings_in_helpers('        if x.device.type != "cpu":\n            return x\n') == []
+    # and in an if-expression
+    (tmp_path / "model.py").write_text(
+        model.format(guard="").replace("return x / peak(x)", 'return x / (peak(x) if x.device.type == "cpu" else 1)')
+    )
+    assert [f.line for f in lint_source(helpers.read_text(), path=str(helpers), select=[SYNC])] == []
