@@ -90,13 +90,18 @@ class Summaries:
         remembered = self._hashes.get(path)
         if remembered is not None and remembered[:2] == stamp:
             return remembered[2]
+        read = self._read(path, stamp)
+        return read[1] if read is not None else ""
+
+    def _read(self, path: Path, stamp: tuple[int, int]) -> Optional[tuple[bytes, str]]:
+        """The file's bytes and their hash, remembered as the last bytes read of it."""
         try:
             data = path.read_bytes()
         except OSError:
-            return ""
+            return None
         key = hashlib.sha256(data).hexdigest()
         self._hashes[path] = (*stamp, key)
-        return key
+        return data, key
 
     def last_hash(self, path: Path) -> str:
         """The hash of the bytes last read of the file, without touching it."""
@@ -112,13 +117,10 @@ class Summaries:
         remembered = self._memory.get(path)
         if remembered is not None and remembered[:2] == stamp:
             return remembered[2]
-        try:
-            data = path.read_bytes()
-        except OSError:
+        read = self._read(path, stamp)
+        if read is None:
             return Summary()
-        key = hashlib.sha256(data).hexdigest()
-        self._hashes[path] = (*stamp, key)
-        summary = self.of_bytes(data, key)
+        summary = self.of_bytes(*read)
         self._memory[path] = (*stamp, summary)
         return summary
 
