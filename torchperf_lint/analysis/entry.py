@@ -49,8 +49,9 @@ class EntryFacts:
         return known
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data (sets are written sorted by `json.dumps(..., default=sorted)`)."""
-        return dataclasses.asdict(self)
+        """Plain JSON data: tuples and sets become lists, sets sorted."""
+        data: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(self), default=sorted))
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EntryFacts:

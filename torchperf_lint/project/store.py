@@ -199,8 +199,7 @@ class KnownFacts:
         self.added = True
 
     def save(self) -> None:
-        data = {"key": self.key, "modules": self._facts}
-        write_entry(self._root, self.file, json.loads(json.dumps(data, default=sorted)))
+        write_entry(self._root, self.file, {"key": self.key, "modules": self._facts})
         self.added = False
 
 
