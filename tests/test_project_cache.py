@@ -1,21 +1,27 @@
 """What the project pass handed each module, kept under the cache directory (project/store.py,
 KnownFacts): a run over an unchanged project builds no pass and hands out the same facts; an
 edit to any module, a module added or removed, or a module that changes during the run, never
-hands out facts of another state of the project."""
+hands out facts of another state of the project. The editor (the library API) reads the summaries
+the command line kept, and writes none."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from torchperf_lint import api
 from torchperf_lint.analysis.entry import EntryFacts, ExternalReason
-from torchperf_lint.project import store
+from torchperf_lint.api import lint_source
+from torchperf_lint.cli import main
+from torchperf_lint.project import store, summary
 from torchperf_lint.project.store import Projects, Summaries
 from torchperf_lint.settings import Settings
 
@@ -168,3 +174,85 @@ def test_facts_read_back_from_json_are_the_facts_with_their_digest(facts: EntryF
     read = EntryFacts.from_json(data)
     assert read == facts
     assert read.digest() == facts.digest() == dataclasses.replace(facts).digest()  # read, kept, afresh
+
+
+# -- the editor (the library API the language server lints through) ----------------------------
+def _counting_summaries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fresh per-process state for the API, and the sources `summarize` is asked to read."""
+    monkeypatch.setattr(api, "_projects", {})
+    monkeypatch.setattr(api, "_summaries", {})
+    read: list[str] = []
+    original = summary.summarize
+
+    def counting(source: str):  # type: ignore[no-untyped-def]
+        read.append(source)
+        return original(source)
+
+    monkeypatch.setattr(summary, "summarize", counting)
+    return read
+
+
+def _files_under(directory: Path) -> set[Path]:
+    return set(directory.rglob("*")) if directory.exists() else set()
+
+
+def test_the_editor_reads_the_summaries_the_command_line_kept_and_writes_none(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("TORCHPERF_LINT_NO_CACHE")
+    main(["--exit-zero", str(project)])  # keeps the summaries at the project root
+    capsys.readouterr()
+    kept = _files_under(project / ".torchperf_lint_cache")
+    read = _counting_summaries(monkeypatch)
+    kernels = project / "detector" / "kernels.py"
+    found = lint_source(kernels.read_text(), str(kernels), select=["TPL105"])
+    assert [f.line for f in found] == [3]  # hot through three other modules
+    assert read == []  # every module's summary came from the kept cache
+    assert _files_under(project / ".torchperf_lint_cache") == kept
+
+
+def test_without_a_kept_cache_the_editor_reads_every_module_once_and_writes_nothing(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TORCHPERF_LINT_NO_CACHE")
+    read = _counting_summaries(monkeypatch)
+    kernels = project / "detector" / "kernels.py"
+    lint_source(kernels.read_text(), str(kernels), select=["TPL105"])
+    modules = len(list(project.rglob("*.py")))
+    assert len(read) == modules
+    api.forget_project_files()  # an edited config: the passes go, the summaries stay
+    lint_source(kernels.read_text() + "\n", str(kernels), select=["TPL105"])
+    assert len(read) == modules + 1  # only the edited buffer is read again
+    assert not (project / ".torchperf_lint_cache").exists()
+
+
+def test_under_no_cache_the_editor_reads_no_kept_summaries(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("TORCHPERF_LINT_NO_CACHE")
+    main(["--exit-zero", str(project)])
+    capsys.readouterr()
+    monkeypatch.setenv("TORCHPERF_LINT_NO_CACHE", "1")
+    read = _counting_summaries(monkeypatch)
+    kernels = project / "detector" / "kernels.py"
+    lint_source(kernels.read_text(), str(kernels), select=["TPL105"])
+    assert len(read) == len(list(project.rglob("*.py")))
+
+
+@pytest.mark.parametrize("turned_off", [False, True], ids=["cache", "TORCHPERF_LINT_NO_CACHE"])
+def test_flake8_keeps_summaries_where_the_command_line_does_unless_told_not_to(
+    project: Path, monkeypatch: pytest.MonkeyPatch, turned_off: bool
+) -> None:
+    if not turned_off:
+        monkeypatch.delenv("TORCHPERF_LINT_NO_CACHE")
+    kernels = project / "detector" / "kernels.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "TPL", str(kernels)],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+    assert done.returncode == 1 and "TPL105" in done.stdout, done.stderr
+    kept = list((project / ".torchperf_lint_cache").rglob("summaries/*/*.json"))
+    assert bool(kept) is not turned_off

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from .analysis.entry import EntryFacts
@@ -11,22 +12,42 @@ from .config import Settings
 from .engine.findings import Finding, allowed
 from .engine.fixer import apply_fix, fix_bytes
 from .engine.runner import FileResult, lint_bytes
-from .project.store import Projects
+from .project.store import Projects, Summaries, find_root
 from .rules import select_rules
+from .settings import DEFAULT_CACHE_DIRECTORY, cache_turned_off
 
 
 def _encode(source: Union[str, bytes]) -> bytes:
     return source.encode("utf-8") if isinstance(source, str) else source
 
 
-_projects: dict[Settings, Projects] = {}
+# Per process (the language server): each settings' project passes, and the module summaries,
+# which depend on a file's bytes only and so outlive a change of config.
+_projects: dict[tuple[Settings, Optional[str]], Projects] = {}
+_summaries: dict[Optional[str], Summaries] = {}
+
+
+def _kept_summaries(settings: Settings, path: str) -> Optional[str]:
+    """The cache the command line, pre-commit and flake8 keep for the project of `path`, whose
+    summaries spare the editor an `ast` parse of every module; read, never written. None under
+    TORCHPERF_LINT_NO_CACHE or outside a project."""
+    if cache_turned_off() or path in ("-", "<string>", "<stdin>", ""):
+        return None
+    if settings.cache_dir != DEFAULT_CACHE_DIRECTORY:
+        return settings.cache_dir
+    root = find_root(Path(path).resolve())
+    return str(root / DEFAULT_CACHE_DIRECTORY) if root is not None else None
 
 
 def project_facts(source: Union[str, bytes], path: str, settings: Settings) -> EntryFacts:
     """What the project of `path` (read from disk, with `source` for that file) hands it."""
-    projects = _projects.get(settings)
+    cache = _kept_summaries(settings, path)
+    projects = _projects.get((settings, cache))
     if projects is None:
-        projects = _projects[settings] = Projects(settings)
+        summaries = _summaries.get(cache)
+        if summaries is None:
+            summaries = _summaries[cache] = Summaries(Path(cache) if cache else None, writes=False)
+        projects = _projects[(settings, cache)] = Projects(settings, summaries=summaries)
     text = source if isinstance(source, str) else source.decode("utf-8", errors="replace")
     return projects.facts_for(path, text)
 
@@ -102,6 +123,7 @@ def fix_source(
 
 def forget_project_files() -> None:
     """Make a long-lived process (the language server) read the project again: the torch
-    version a project declares is cached per directory, and each project's pass per process."""
+    version a project declares is cached per directory, and each project's pass per process.
+    Module summaries stay: they are checked against each file's size and mtime."""
     declared_version.cache_clear()
     _projects.clear()

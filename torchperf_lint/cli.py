@@ -12,11 +12,10 @@ from typing import TextIO
 
 from . import __version__
 from .reporting import FORMATS
-from .settings import DEFAULT_CACHE_DIRECTORY
+from .settings import DEFAULT_CACHE_DIRECTORY, NO_CACHE_VARIABLE
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
-NO_CACHE_VARIABLE = "TORCHPERF_LINT_NO_CACHE"
 
 
 def _codes(text: str) -> list[str]:

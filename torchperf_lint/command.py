@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .analysis.torch_version import declared_version
 from .checking import Checker, FileOutcome, Job, read_file
-from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, NO_CACHE_VARIABLE, emit, usage_error
+from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, usage_error
 from .config import ConfigError, ConfigFinder, Settings, parse_version, read_config_file, settings_from
 from .engine.errors import ERROR_CODE, error_finding
 from .engine.findings import Finding
@@ -21,6 +21,7 @@ from .parallel import check_paths, default_jobs
 from .project.store import default_cache_dir
 from .reporting import STATISTICS_FORMATS, ReportOptions, reporter
 from .selection import Selection, resolve_codes
+from .settings import cache_turned_off
 from .writer import NotWritable, write_atomic
 
 # the options that change a setting, by setting
@@ -267,9 +268,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(f"path not found: {', '.join(missing)}")
     first = next((p for p in paths if p != "-"), args.stdin_filename or ".")
     # Fixing always re-lints what it writes; TORCHPERF_LINT_NO_CACHE=1 is --no-cache for CI and tests.
-    no_cache = (
-        args.no_cache or args.fix or args.diff or os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
-    )
+    no_cache = args.no_cache or args.fix or args.diff or cache_turned_off()
     discovery_errors: list[tuple[str, str]] = []
     stdin_output: bytes | None = None
     files: list[str] = []

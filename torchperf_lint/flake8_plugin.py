@@ -13,6 +13,7 @@ from .engine.runner import error_finding, internal_error, lint_bytes
 from .project.store import Projects, default_cache_dir
 from .rules import Selection, lookup, resolve, select_rules
 from .rules.base import Rule
+from .settings import cache_turned_off
 
 
 def _config_start(options: argparse.Namespace) -> Path:
@@ -87,7 +88,7 @@ class TorchPerfPlugin:
     def _projects(cls, filename: str) -> Projects:
         """One project pass per worker process; its summaries cached where the CLI keeps them."""
         if cls._project_pass is None or cls._project_pass.settings != cls._settings:
-            cache_dir = default_cache_dir(cls._settings, Path(filename))
+            cache_dir = None if cache_turned_off() else default_cache_dir(cls._settings, Path(filename))
             cls._project_pass = Projects(cls._settings, cache_dir)
         return cls._project_pass
 

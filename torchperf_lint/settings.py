@@ -5,10 +5,17 @@ the engine, the rules and the config loader never import one another in a circle
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
 DEFAULT_CACHE_DIRECTORY = ".torchperf_lint_cache"
+NO_CACHE_VARIABLE = "TORCHPERF_LINT_NO_CACHE"  # set (not "0"): no cache is read or written, as --no-cache
+
+
+def cache_turned_off() -> bool:
+    """The environment says --no-cache, for CI and tests (the CLI, flake8 and the editor alike)."""
+    return os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
 DEFAULT_EXCLUDE = (
     ".git",
     ".hg",

@@ -64,10 +64,12 @@ def default_cache_dir(settings: Settings, first: Path) -> str:
 
 class Summaries:
     """Module summaries, from memory when the file's size and mtime are unchanged, else from the
-    on-disk cache keyed by its bytes, else read anew."""
+    on-disk cache keyed by its bytes, else read anew (and written there, unless `writes` is
+    off: the editor reads what the command line kept, and writes nothing)."""
 
-    def __init__(self, cache_dir: Optional[Path]) -> None:
+    def __init__(self, cache_dir: Optional[Path], writes: bool = True) -> None:
         self._root = cache_dir
+        self._writes = writes
         self._directory = cache_dir / __version__ / "summaries" if cache_dir is not None else None
         self._memory: dict[Path, tuple[int, int, Summary]] = {}
         self._hashes: dict[Path, tuple[int, int, str]] = {}  # the last bytes read of each file
@@ -158,7 +160,7 @@ class Summaries:
 
     def _store(self, key: str, summary: Summary) -> None:
         file = self._file(key)
-        if file is not None and self._root is not None:
+        if file is not None and self._root is not None and self._writes:
             write_entry(self._root, file, summary.to_json())
 
 
@@ -206,10 +208,14 @@ class KnownFacts:
 class Projects:
     """The projects of one process (a CLI run, a flake8 worker, the language server)."""
 
-    def __init__(self, settings: Settings, cache_dir: Optional[str] = None) -> None:
+    def __init__(
+        self, settings: Settings, cache_dir: Optional[str] = None, summaries: Optional[Summaries] = None
+    ) -> None:
+        """`cache_dir`: where summaries and the passes' results are kept; `summaries`: another
+        source of summaries instead (one that outlives this object)."""
         self.settings = settings
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.summaries = Summaries(self.cache_dir)
+        self.summaries = summaries or Summaries(self.cache_dir)
         self._built: dict[Path, Project] = {}
         self._roots: dict[tuple[Path, Optional[str]], Optional[Path]] = {}
         self._listings: dict[Path, list[tuple[Path, str, bool]]] = {}
