@@ -12,9 +12,9 @@ from .config import Settings
 from .engine.findings import Finding, allowed
 from .engine.fixer import apply_fix, fix_bytes
 from .engine.runner import FileResult, lint_bytes
-from .project.store import Projects, Summaries, find_root
+from .project.store import Projects, Summaries, default_cache_dir
 from .rules import select_rules
-from .settings import DEFAULT_CACHE_DIRECTORY, cache_turned_off
+from .settings import cache_turned_off
 
 
 def _encode(source: Union[str, bytes]) -> bytes:
@@ -28,15 +28,12 @@ _summaries: dict[Optional[str], Summaries] = {}
 
 
 def _kept_summaries(settings: Settings, path: str) -> Optional[str]:
-    """The cache the command line, pre-commit and flake8 keep for the project of `path`, whose
-    summaries spare the editor an `ast` parse of every module; read, never written. None under
-    TORCHPERF_LINT_NO_CACHE or outside a project."""
+    """The cache the command line, pre-commit and flake8 keep for `path`, whose summaries spare
+    the editor an `ast` parse of every module; read, never written. None under
+    TORCHPERF_LINT_NO_CACHE or for text without a file."""
     if cache_turned_off() or path in ("-", "<string>", "<stdin>", ""):
         return None
-    if settings.cache_dir != DEFAULT_CACHE_DIRECTORY:
-        return settings.cache_dir
-    root = find_root(Path(path).resolve())
-    return str(root / DEFAULT_CACHE_DIRECTORY) if root is not None else None
+    return default_cache_dir(settings, Path(path))
 
 
 def project_facts(source: Union[str, bytes], path: str, settings: Settings) -> EntryFacts:

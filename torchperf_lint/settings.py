@@ -16,6 +16,8 @@ NO_CACHE_VARIABLE = "TORCHPERF_LINT_NO_CACHE"  # set (not "0"): no cache is read
 def cache_turned_off() -> bool:
     """The environment says --no-cache, for CI and tests (the CLI, flake8 and the editor alike)."""
     return os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0")
+
+
 DEFAULT_EXCLUDE = (
     ".git",
     ".hg",
