@@ -33,10 +33,9 @@ def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 # were written with them on, as the rules to watch; those tests turn them back on, since what
 # they check does not depend on which rules the evidence keeps on (tests/test_evidence.py does).
 def _below_the_bar() -> frozenset[str]:
-    from torchperf_lint.evidence import precision_of, precision_table
+    from torchperf_lint.evidence import meets_precision, tracked_codes
 
-    rows = {code: precision_of(code) for code in precision_table().get("rules", {})}
-    return frozenset(code for code, row in rows.items() if row is not None and not row.meets_bar)
+    return frozenset(code for code in tracked_codes() if not meets_precision(code))
 
 
 PRECISION_OFF = _below_the_bar()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -327,6 +328,8 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     assert rows["TPL702"][1:3] == ["unfused-optimizer", "on"]
     assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "off"]
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
+    assert out.splitlines()[0].split()[4:6] == ["training", "library"]
+    assert re.fullmatch(r"\d+%/\d+%|-", rows["TPL101"][5])  # right / FALSE share on libraries
 
 
 def test_list_rules_as_json(capsys, monkeypatch) -> None:
@@ -341,7 +344,10 @@ def test_list_rules_as_json(capsys, monkeypatch) -> None:
         "default_on": True,
         "fix": "unsafe",
         "summary": rows["TPL702"]["summary"],
+        "precision": rows["TPL702"]["precision"],
     }
+    assert set(rows["TPL702"]["precision"]) == {"training", "library"}
+    assert set(rows["TPL702"]["precision"]["library"]) == {"findings", "labelled", "true", "small", "debatable", "false"}
     assert rows["TPL199"]["default_on"] is False and rows["TPL199"]["fix"] == "none"
 
 

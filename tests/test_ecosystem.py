@@ -4,6 +4,7 @@ report, and a whole run over a project already in the cache. Nothing here downlo
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import subprocess
@@ -30,7 +31,10 @@ from benchmarks.ecosystem.projects import (
     ROOT_MARKER,
     Project,
     choose,
+    fetch,
     load_projects,
+    load_training,
+    parse_pins,
     parse_projects,
     project_dir,
     unpack,
@@ -217,7 +221,7 @@ def test_precision_counts_labelled_findings_and_gone_labels_per_rule() -> None:
     tpl101 = rows["TPL101"]
     assert (tpl101.findings, tpl101.labelled, tpl101.true, tpl101.debatable, tpl101.false) == (5, 3, 1, 1, 1)
     assert (tpl101.false_total, tpl101.gone) == (1, 0)
-    assert tpl101.precision == pytest.approx(1 / 3)
+    assert tpl101.evidence().good_share == pytest.approx(1 / 3)
     tpl103 = rows["TPL103"]
     assert (tpl103.findings, tpl103.labelled, tpl103.false, tpl103.false_total, tpl103.gone) == (
         1,
@@ -226,7 +230,7 @@ def test_precision_counts_labelled_findings_and_gone_labels_per_rule() -> None:
         1,
         1,
     )
-    assert tpl103.precision is None
+    assert tpl103.evidence().good_share is None
     assert (rows["TPL501"].findings, rows["TPL501"].gone, rows["TPL501"].true) == (0, 1, 0)
     assert rows["TPL202"].findings == 0
 
@@ -343,6 +347,7 @@ def test_lint_project_reports_paths_relative_to_the_root_with_their_line(tmp_pat
     run = lint_project(PROJECT, root)
     assert run.failure is None
     assert [(f.path, f.line, f.code, f.source) for f in run.findings] == [
+        ("tiny/train.py", 6, "TPL502", "loader = DataLoader(dataset, batch_size=32, num_workers=4)"),
         ("tiny/train.py", 8, "TPL106", "x = x.cuda()"),
         ("tiny/train.py", 11, "TPL701", "loss.backward()"),
     ]
@@ -387,9 +392,9 @@ def test_report_prints_each_part_as_text() -> None:
     assert "+ TPL502 tiny:tiny/b.py:7  x" in text
     assert "- TPL103 tiny:tiny/c.py:1  x[[0, 1]]" in text
     # no label matches these findings: every label of the sample is gone
-    assert re.search(r"TPL101\s+on\s+1\s+0\s+0\s+0\s+0\s+-\s+0/1\s+3", text)
+    assert re.search(r"TPL101\s+on\s+1\s+0\s+0\s+0\s+0\s+0\s+-\s+-\s+-\s+-\s+0/1\s+3", text)
     assert re.search(r"TPL502\s+off\s+1\s+0", text)
-    assert "FALSE-labelled findings a default run still reports: 0 of 2." in text
+    assert "FALSE-labelled findings a default run still reports: 0 of 2 (0 of the 0 labelled" in text
     assert re.search(r"tiny\s+1\s+1\s+1.2", text)  # the fix check's row: files fixed, failures, seconds
     assert "FAILED: 1 problems." in text
     assert "tiny:tiny/a.py: new pyflakes message: UndefinedName('torch')" in text
@@ -426,12 +431,13 @@ def test_whole_run_over_a_cached_project_writes_markdown_and_template(
     status = ecosystem_main.main([*args, "--markdown", str(markdown), "--labels-template", str(template)])
     assert status == 0
     out = capsys.readouterr().out
-    assert "1 projects, 1 files, 12 lines; 2 findings" in out
+    assert "1 projects, 1 files, 12 lines; 3 findings" in out
     assert "Linter: this checkout at " in out
     assert "Passed: every fixed file compiles" in out
     assert "## Fix check" in markdown.read_text(encoding="utf-8")
     rows = template.read_text(encoding="utf-8").splitlines()[1:]
     assert [row.split(",")[:5] for row in rows] == [
+        ["x-transformers", listed.version, "tiny/train.py", "6", "TPL502"],
         ["x-transformers", listed.version, "tiny/train.py", "8", "TPL106"],
         ["x-transformers", listed.version, "tiny/train.py", "11", "TPL701"],
     ]
@@ -458,35 +464,107 @@ def test_a_failed_download_is_one_line_and_the_other_projects_still_run(
     error = f"ecosystem: error: timm {timm}: pip download timm=={timm} failed: ERROR: No matching distribution found for timm"
     assert error in captured.err.splitlines()
     assert f"timm {timm}: not fetched: pip download" in captured.out
-    assert "1 projects, 1 files, 12 lines; 2 findings" in captured.out
+    assert "1 projects, 1 files, 12 lines; 3 findings" in captured.out
     assert not (tmp_path / "cache" / "projects" / f"timm-{timm}").exists()
 
 
-def test_tracked_rules_are_the_default_ones_and_those_tracked_before(tmp_path: Path) -> None:
+def test_tracked_rules_are_every_rule_on_or_off() -> None:
     from benchmarks.ecosystem.lint import listed_rules, tracked_rules
 
     listed = listed_rules()
-    on = {code for code, _, default in listed if default}
-    off = sorted(code for code, _, default in listed if not default)
-    table = tmp_path / "precision.json"
-    table.write_text('{"rules": {"%s": {}}}' % off[0], encoding="utf-8")
-    assert {code for code, _ in tracked_rules(table)} == on | {off[0]}
-    assert {code for code, _ in tracked_rules(tmp_path / "missing.json")} == on
+    assert {code for code, _, on in listed if not on}  # some rule is off by default, and is tracked
+    assert tracked_rules(listed) == [(code, name) for code, name, _ in listed]
 
 
-def test_published_precision_has_one_row_per_tracked_rule() -> None:
+def test_published_precision_has_one_row_per_tracked_rule_and_population() -> None:
     import json
 
-    found = [finding("a.py", 1, "TPL101"), finding("a.py", 2, "TPL101"), finding("b.py", 3, "TPL103")]
+    train = Project("trainer", "abc", (".",), population="training")
+    found = [
+        finding("a.py", 1, "TPL101"),
+        finding("a.py", 2, "TPL101"),
+        finding("b.py", 3, "TPL103"),
+        dataclasses.replace(finding("t.py", 4, "TPL101"), project="trainer", version="abc"),
+    ]
     labelled = labels.parse_labels(
         "project,version,path,line,code,verdict,reason\n"
         "tiny,1.0,a.py,1,TPL101,TRUE,r\n"
         "tiny,1.0,a.py,2,TPL101,DEBATABLE,r\n"
         "tiny,1.0,gone.py,9,TPL101,FALSE,r\n"
+        "trainer,abc,t.py,4,TPL101,SMALL,[tiny] r\n"
     )
-    table = json.loads(labels.published(found, labelled, [("TPL101", "a"), ("TPL702", "b")], 1))
-    assert table["rules"] == {
-        "TPL101": {"findings": 2, "labelled": 2, "true": 1, "debatable": 1, "false": 0},
-        "TPL702": {"findings": 0, "labelled": 0, "true": 0, "debatable": 0, "false": 0},
+    rules = [("TPL101", "a"), ("TPL702", "b")]
+    table = json.loads(labels.published(found, labelled, rules, [PROJECT, train]))["populations"]
+    assert table["library"]["rules"] == {
+        "TPL101": {"findings": 2, "labelled": 2, "true": 1, "small": 0, "debatable": 1, "false": 0},
+        "TPL702": {"findings": 0, "labelled": 0, "true": 0, "small": 0, "debatable": 0, "false": 0},
     }
-    assert "1 pinned real projects" in table["corpus"]
+    assert table["training"]["rules"]["TPL101"] == {
+        "findings": 1, "labelled": 1, "true": 0, "small": 1, "debatable": 0, "false": 0,
+    }  # fmt: skip
+    assert table["library"]["corpus"].startswith("1 libraries")
+    assert table["training"]["corpus"].startswith("1 training repositories")
+
+
+# -- the training population ------------------------------------------------------------------
+
+PINS = "repo\tcommit\tpy_files\tpy_lines\nowner/Some-Repo\t" + "a" * 40 + "\t2\t10\n"
+
+
+def test_training_pins_become_projects_of_the_training_population() -> None:
+    (project,) = parse_pins(PINS)
+    assert (project.name, project.version, project.population, project.origin) == (
+        "some-repo",
+        "a" * 12,
+        "training",
+        "owner+Some-Repo",
+    )
+
+
+@pytest.mark.parametrize("text", ["repo\tcommit\nowner/x\tabc\n", "name\tsha\n"])
+def test_malformed_pins_are_an_error(text: str) -> None:
+    with pytest.raises(ValueError, match="PINS.tsv"):
+        parse_pins(text)
+
+
+def test_a_training_repository_is_copied_writable_with_its_own_pyproject_kept(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    source = corpus / "owner+Some-Repo"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "train.py").write_text("import torch\n", encoding="utf-8")
+    (source / "pyproject.toml").write_text('[project]\ndependencies = ["torch>=1.8"]\n', encoding="utf-8")
+    (corpus / "PINS.tsv").write_text(PINS, encoding="utf-8")
+    for path in [source / "pkg", source]:
+        path.chmod(0o555)  # the shared corpus is read-only
+    try:
+        (project,) = load_training(corpus)
+        root = fetch(project, tmp_path / "cache", corpus)
+    finally:
+        for path in [source, source / "pkg"]:
+            path.chmod(0o755)
+    assert root == tmp_path / "cache" / "training" / f"some-repo-{'a' * 12}"
+    assert (root / "pkg" / "train.py").read_text(encoding="utf-8") == "import torch\n"
+    config = (root / "pyproject.toml").read_text(encoding="utf-8")
+    assert config.startswith('[project]\ndependencies = ["torch>=1.8"]\n') and "[tool.torchperf-lint]" in config
+    (root / "pkg" / "new.py").write_text("", encoding="utf-8")  # writable, for the fix check
+
+
+def test_a_missing_training_corpus_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = ecosystem_main.main(["--training-corpus", str(tmp_path / "nowhere"), "--no-fix-check"])
+    assert status == 2
+    assert "PINS.tsv: not found; pass --training-corpus DIR" in capsys.readouterr().err
+
+
+def test_report_shows_each_population_in_its_own_tables() -> None:
+    report = sample_report(None)
+    train = Project("trainer", "abc", (".",), population="training")
+    report.runs.append(
+        ProjectRun(train, 1, 10, 0.1, [dataclasses.replace(finding("t.py", 4, "TPL101"), project="trainer")])
+    )
+    report.fix_checks = None
+    text = render(report)
+    for title in ("Projects", "Findings per rule", "Changes since the snapshot", "Precision per rule (labels.csv)"):
+        assert text.index(f"{title}: training code") < text.index(f"{title}: libraries")
+    training = text[text.index("Projects: training code") : text.index("Projects: libraries")]
+    assert "trainer" in training and "tiny" not in training
+    assert "1 projects, 1 files, 10 lines; 1 findings" in training

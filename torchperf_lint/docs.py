@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .evidence import measured, precision_of, precision_table, why_off
+from .evidence import POPULATION_NAMES, POPULATIONS, corpus, measured, precision_of, why_off
 from .rules import ALL_RULES
 from .rules.base import Rule
 
@@ -45,14 +45,19 @@ def _measured_section(rule: type[Rule]) -> str:
 
 
 def _precision_section(rule: type[Rule]) -> str:
-    precision = precision_of(rule.code)
-    if precision is None:
-        return "Not tracked by the ecosystem check (it runs the rules that are on by default or were)."
-    corpus = precision_table().get("corpus", "the ecosystem check's corpus")
-    return (
-        f"On {corpus}: {precision.describe()}. TRUE: a performance engineer would make the change "
-        "in that code; DEBATABLE: a real cost nobody can or should remove there; FALSE: wrong. "
-        "The labels are in benchmarks/ecosystem/labels.csv."
+    rows = [(population, precision_of(rule.code, population)) for population in POPULATIONS]
+    if all(row is None for _, row in rows):
+        return "Not tracked by the ecosystem check yet."
+    lines = [
+        f"- {POPULATION_NAMES[population].capitalize()} ({corpus(population)}): "
+        + ("not tracked" if row is None else row.describe())
+        + "."
+        for population, row in rows
+    ]
+    return "\n".join(lines) + (
+        "\n\nTRUE: a performance engineer would make the change in that code; SMALL: right, and the fix is "
+        "free and safe, but the gain there is small; DEBATABLE: a real cost nobody can or should remove "
+        "there; FALSE: wrong. The labels are in benchmarks/ecosystem/labels.csv."
     )
 
 
@@ -99,24 +104,23 @@ def render_rule_page(rule: type[Rule]) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def _precision_cell(code: str) -> str:
-    precision = precision_of(code)
-    if precision is None or precision.share is None:
-        return "-"
-    return f"{precision.share:.0%} of {precision.labelled}"
+def _precision_cell(code: str, population: str) -> str:
+    precision = precision_of(code, population)
+    return "-" if precision is None else precision.cell()
 
 
 def render_index() -> str:
     lines = [
         "# Rules",
         "",
-        "| code | name | default | fix | real-code precision | summary |",
-        "|---|---|---|---|---|---|",
+        "| code | name | default | fix | training code | libraries | summary |",
+        "|---|---|---|---|---|---|---|",
     ]
     for rule in ALL_RULES:
         lines.append(
             f"| [{rule.code}]({rule.code}.md) | {rule.name} | {'on' if rule.default_on else 'off'} "
-            f"| {rule.fix_safety.value} | {_precision_cell(rule.code)} | {rule.summary} |"
+            f"| {rule.fix_safety.value} | {_precision_cell(rule.code, 'training')} "
+            f"| {_precision_cell(rule.code, 'library')} | {rule.summary} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -129,16 +133,16 @@ def render_speedup_summary() -> str:
     """One line per rule for the README: its largest measured speedup and the regime of that
     case, and a regime where it does not matter (the low end of the 95% interval under 1.05x)."""
     lines = [
-        "| rule | name | default | real-code precision | largest measured speedup | where it pays "
+        "| rule | name | default | training code | libraries | largest measured speedup | where it pays "
         "| where it does not matter |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     table = measured()
     for rule in ALL_RULES:
         rows = table.get(rule.code)
         link = (
             f"| [{rule.code}](docs/rules/{rule.code}.md) | {rule.name} | {'on' if rule.default_on else 'off'} "
-            f"| {_precision_cell(rule.code)}"
+            f"| {_precision_cell(rule.code, 'training')} | {_precision_cell(rule.code, 'library')}"
         )
         if not rows:
             reason = "not measured on a GPU yet" if rule.benchmark else "nothing to time"
@@ -215,6 +219,13 @@ def write_readme(path: Path) -> bool:
 
 
 if __name__ == "__main__":
+    asks_help = sys.argv[1:2] in (["-h"], ["--help"])
+    if len(sys.argv) > 2 or asks_help or sys.argv[1:2] and sys.argv[1].startswith("-"):
+        print(
+            "usage: python -m torchperf_lint.docs [DIR]  (default docs/rules): write the rule pages, "
+            "the README's generated table and the catalog"
+        )
+        sys.exit(0 if asks_help else 2)
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/rules")
     for path in write(target):
         print(f"wrote {path}")

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 
 def rule_table(as_json: bool) -> str:
-    """--list-rules: every rule with its default and the best safety of its fixes."""
+    """--list-rules: every rule with its default, the best safety of its fixes, and its precision on the
+    ecosystem check's two populations: right (TRUE+SMALL) / FALSE shares of the labelled findings on
+    training code and on libraries (`--explain CODE` gives the counts)."""
+    from .evidence import POPULATIONS, precision_of
     from .rules import ALL_RULES  # the rule classes: only --list-rules needs them here
+
+    def precision(code: str, population: str) -> dict[str, int] | None:
+        row = precision_of(code, population)
+        return None if row is None else dataclasses.asdict(row)
+
     if as_json:
         rows: list[dict[str, Any]] = [
             {
@@ -18,14 +27,22 @@ def rule_table(as_json: bool) -> str:
                 "default_on": rule.default_on,
                 "fix": rule.fix_safety.value,
                 "summary": rule.summary,
+                "precision": {population: precision(rule.code, population) for population in POPULATIONS},
             }
             for rule in ALL_RULES
         ]
         return json.dumps(rows, indent=2) + "\n"
-    lines = [f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}summary"]
+    def cell(code: str, population: str) -> str:
+        row = precision_of(code, population)
+        return "-" if row is None or not row.labelled else f"{row.good_share:.0%}/{row.false_share:.0%}"
+
+    lines = [f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}{'training':<10}{'library':<10}summary"]
     for rule in ALL_RULES:
         default = "on" if rule.default_on else "off"
-        lines.append(f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}{rule.summary}")
+        lines.append(
+            f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}"
+            f"{cell(rule.code, 'training'):<10}{cell(rule.code, 'library'):<10}{rule.summary}"
+        )
     return "\n".join(lines) + "\n"
 
 

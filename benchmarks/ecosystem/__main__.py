@@ -1,5 +1,5 @@
-"""`python -m benchmarks.ecosystem [--only NAME,...] [--update-snapshot] [--no-fix-check]
-[--markdown FILE] [--labels-template FILE] [--cache-dir DIR]`."""
+"""`python -m benchmarks.ecosystem [--only NAME,...] [--population training|library] [--update-snapshot]
+[--no-fix-check] [--markdown FILE] [--labels-template FILE] [--cache-dir DIR] [--training-corpus DIR]`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,17 @@ from .lint import (
     selection,
     tracked_rules,
 )
-from .projects import FetchError, Project, choose, count_lines, fetch, load_projects
+from .projects import (
+    LIBRARY,
+    POPULATIONS,
+    FetchError,
+    Project,
+    choose,
+    count_lines,
+    fetch,
+    load_projects,
+    load_training,
+)
 from .report import ProjectRun, Report, render
 
 HERE = Path(__file__).resolve().parent
@@ -30,17 +40,31 @@ PROJECTS = HERE / "projects.toml"
 SNAPSHOT = HERE / "snapshot.jsonl"
 LABELS = HERE / "labels.csv"
 DEFAULT_CACHE = REPO_ROOT / ".ecosystem_cache"
+# The training-code population: the shared corpus beside the checkout (../shared/training-corpus).
+DEFAULT_TRAINING_CORPUS = REPO_ROOT.parent / "shared" / "training-corpus"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.ecosystem",
-        description="Lint pinned real projects with this checkout's linter: findings per rule, changes "
-        "since the snapshot, precision over the labels, and a check of every fix.",
+        description="Lint pinned real projects with this checkout's linter, every rule on: training "
+        "repositories (the training corpus) and libraries (PyPI), each population with its own tables: "
+        "findings per rule, changes since the snapshot, precision over the labels, and a check of every fix.",
         epilog="Exit status: 0 fine, 1 the fix check failed, 2 a project could not be fetched or linted.",
     )
-    parser.add_argument("--only", metavar="NAME[,NAME]", help="only these projects (names in projects.toml)")
+    parser.add_argument(
+        "--only", metavar="NAME[,NAME]", help="only these projects (names in projects.toml or the training corpus)"
+    )
+    parser.add_argument("--population", choices=POPULATIONS, help="only the projects of one population")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="where projects are unpacked")
+    parser.add_argument(
+        "--training-corpus",
+        type=Path,
+        default=DEFAULT_TRAINING_CORPUS,
+        metavar="DIR",
+        help="the training repositories, one folder each, pinned in DIR/PINS.tsv (default: %(default)s); "
+        "read from there, never from the network",
+    )
     parser.add_argument(
         "--update-snapshot", action="store_true", help=f"write the findings to {SNAPSHOT.name}"
     )
@@ -58,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _all_listed(only: str, projects: Sequence[Project]) -> bool:
+    names = {p.name.lower() for p in projects}
+    return all(n.strip().lower() in names for n in only.split(",") if n.strip())
+
+
 def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -66,7 +95,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     start = time.perf_counter()
     try:
-        projects = choose(load_projects(PROJECTS), args.only)
+        listed_projects = load_projects(PROJECTS)
+        if args.population != LIBRARY:
+            try:
+                listed_projects = load_training(args.training_corpus) + listed_projects
+            except ValueError:  # needed unless --only names library projects alone
+                if not args.only or not _all_listed(args.only, listed_projects):
+                    raise
+        if args.population:
+            listed_projects = [p for p in listed_projects if p.population == args.population]
+        projects = choose(listed_projects, args.only)
         labels = labels_module.load_labels(LABELS)
         old = snapshot.read(SNAPSHOT)
     except ValueError as error:
@@ -79,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fix_checks: list[FixCheck] | None = None if args.no_fix_check else []
     for project in projects:
         try:
-            root = fetch(project, args.cache_dir.resolve())
+            root = fetch(project, args.cache_dir.resolve(), args.training_corpus.resolve())
         except FetchError as error:
             print(f"ecosystem: error: {project.label}: {error}", file=sys.stderr)
             not_fetched.append((project, str(error)))
@@ -118,10 +156,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not_fetched or any(run.failure for run in runs):
         return 2
     if args.publish_precision:
-        if args.only:
-            print("ecosystem: error: --publish-precision needs every project (drop --only)", file=sys.stderr)
+        if args.only or args.population:
+            print(
+                "ecosystem: error: --publish-precision needs every project (drop --only and --population)",
+                file=sys.stderr,
+            )
             return 2
-        PRECISION.write_text(labels_module.published(report.findings, labels, rules, len(runs)), encoding="utf-8")
+        PRECISION.write_text(labels_module.published(report.findings, labels, rules, projects), encoding="utf-8")
     return 1 if report.fix_failures else 0
 
 

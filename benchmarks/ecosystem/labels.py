@@ -1,9 +1,11 @@
 """Hand labels of findings (labels.csv) and the precision per rule they give.
 
-A label names a finding by (project, version, path, line, code) and judges it TRUE (worth changing
-there), FALSE (wrong, or not worth it) or DEBATABLE, with a one-line reason. A label whose finding no
-longer fires is "gone": the rule stopped reporting it, which is a fixed false positive when it was FALSE
-and a lost true one when it was TRUE.
+A label names a finding by (project, version, path, line, code) and judges it, with a one-line reason
+(RULES.md, "Defaults follow evidence"): TRUE (a performance engineer would make the change there),
+SMALL (right, the fix free and safe, the gain there small), DEBATABLE (a real cost nobody can or should
+remove there) or FALSE (wrong). A non-TRUE reason starts with a class tag in brackets (`[checkpoint]`).
+A label whose finding no longer fires is "gone": the rule stopped reporting it, which is a fixed false
+positive when it was FALSE and a lost true one when it was TRUE.
 """
 
 from __future__ import annotations
@@ -13,13 +15,21 @@ import dataclasses
 import io
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from torchperf_lint.evidence import Precision
+
 from .lint import Finding, Key
+from .projects import LIBRARY, POPULATIONS, TRAINING, Project
+
+CORPUS = {
+    TRAINING: "{count} training repositories (the training corpus, pinned in its PINS.tsv)",
+    LIBRARY: "{count} libraries and tools from PyPI (benchmarks/ecosystem/projects.toml)",
+}
 
 COLUMNS = ("project", "version", "path", "line", "code", "verdict", "reason")
-VERDICTS = ("TRUE", "DEBATABLE", "FALSE")
+VERDICTS = ("TRUE", "SMALL", "DEBATABLE", "FALSE")
 # The template adds what a labeller reads to judge; extra columns are ignored when labels are loaded,
 # so filled-in template rows can be moved into labels.csv as they are.
 TEMPLATE_COLUMNS = (*COLUMNS, "source", "context", "message")
@@ -84,15 +94,15 @@ class RulePrecision:
     findings: int = 0
     labelled: int = 0  # labels whose finding fires now
     true: int = 0
+    small: int = 0
     debatable: int = 0
     false: int = 0  # labelled FALSE and still firing
     false_total: int = 0  # labelled FALSE, firing or gone
     gone: int = 0  # labels whose finding no longer fires
 
-    @property
-    def precision(self) -> float | None:
-        """TRUE over labelled: a DEBATABLE finding counts against the rule."""
-        return self.true / self.labelled if self.labelled else None
+    def evidence(self) -> Precision:
+        """The counts the default policy (torchperf_lint/evidence.py) judges."""
+        return Precision(self.findings, self.labelled, self.true, self.small, self.debatable, self.false)
 
 
 def precision_per_rule(
@@ -115,6 +125,8 @@ def precision_per_rule(
         row.labelled += 1
         if label.verdict == "TRUE":
             row.true += 1
+        elif label.verdict == "SMALL":
+            row.small += 1
         elif label.verdict == "DEBATABLE":
             row.debatable += 1
         else:
@@ -138,23 +150,32 @@ def template(findings: Iterable[Finding], labels: Iterable[Label]) -> str:
 
 
 def published(
-    findings: Iterable[Finding], labels: Iterable[Label], rules: Iterable[tuple[str, str]], projects: int
+    findings: Iterable[Finding], labels: Iterable[Label], rules: Iterable[tuple[str, str]], projects: Sequence[Project]
 ) -> str:
-    """precision.json: the labelled findings per tracked rule, as the rule pages quote them."""
-    rows = precision_per_rule(findings, labels, (code for code, _ in rules))
-    tracked = {code for code, _ in rules}
-    table = {
-        "corpus": f"the ecosystem check's {projects} pinned real projects (benchmarks/ecosystem/projects.toml)",
-        "rules": {
-            row.code: {
-                "findings": row.findings,
-                "labelled": row.labelled,
-                "true": row.true,
-                "debatable": row.debatable,
-                "false": row.false,
-            }
-            for row in rows
-            if row.code in tracked
-        },
-    }
-    return json.dumps(table, indent=2, sort_keys=True) + "\n"
+    """precision.json: the labelled findings per tracked rule and population, as the rule pages, the
+    rule list and the default policy read them."""
+    findings, labels, codes = list(findings), list(labels), [code for code, _ in rules]
+    table: dict[str, object] = {}
+    for population in POPULATIONS:
+        names = {p.name for p in projects if p.population == population}
+        if not names:
+            continue
+        rows = precision_per_rule(
+            (f for f in findings if f.project in names), (label for label in labels if label.project in names), codes
+        )
+        table[population] = {
+            "corpus": CORPUS[population].format(count=len(names)),
+            "rules": {
+                row.code: {
+                    "findings": row.findings,
+                    "labelled": row.labelled,
+                    "true": row.true,
+                    "small": row.small,
+                    "debatable": row.debatable,
+                    "false": row.false,
+                }
+                for row in rows
+                if row.code in codes
+            },
+        }
+    return json.dumps({"populations": table}, indent=2, sort_keys=True) + "\n"

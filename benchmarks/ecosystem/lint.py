@@ -137,18 +137,12 @@ def listed_rules() -> list[tuple[str, str, bool]]:
     return rules
 
 
-def tracked_rules(
-    precision_file: Path = PRECISION, listed: Sequence[tuple[str, str, bool]] | None = None
-) -> list[tuple[str, str]]:
-    """(code, name) of the rules the check lints with: those on by default, and those it tracked
-    before (precision.json), so a rule turned off for its precision keeps its evidence current and
-    can come back on. `listed`: `listed_rules()`, when the caller has it already."""
-    try:
-        tracked = set(json.loads(precision_file.read_text(encoding="utf-8")).get("rules", {}))
-    except FileNotFoundError:
-        tracked = set()
+def tracked_rules(listed: Sequence[tuple[str, str, bool]] | None = None) -> list[tuple[str, str]]:
+    """(code, name) of the rules the check lints with: every rule, on by default or not, so each one's
+    evidence is current and a rule off by default can earn its way on. `listed`: `listed_rules()`, when
+    the caller has it already."""
     rules = listed_rules() if listed is None else listed
-    return [(code, name) for code, name, on in rules if on or code in tracked]
+    return [(code, name) for code, name, _ in rules]
 
 
 def selection(rules: Sequence[tuple[str, str]]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -25,6 +26,15 @@ ROOT_MARKER = "pyproject.toml"
 ROOT_MARKER_TEXT = "# written by the ecosystem check: the project root, linted with the default settings\n[tool.torchperf-lint]\n"
 
 
+# The two populations precision is measured on (RULES.md, "Defaults follow evidence"), in the order
+# the report shows them: training code, whose authors are the linter's users, and libraries.
+TRAINING = "training"
+LIBRARY = "library"
+POPULATIONS = (TRAINING, LIBRARY)
+TITLES = {TRAINING: "Training code", LIBRARY: "Libraries"}
+PINS = "PINS.tsv"
+
+
 class FetchError(Exception):
     """A project that could not be downloaded or unpacked; the message is one line."""
 
@@ -35,6 +45,8 @@ class Project:
     version: str
     paths: tuple[str, ...]  # directories or files inside the distribution, relative to its top
     exclude: tuple[str, ...] = ()
+    population: str = LIBRARY
+    origin: str = ""  # training code: the folder of the training corpus it is copied from
 
     @property
     def label(self) -> str:
@@ -85,6 +97,30 @@ def parse_projects(text: str, where: str = "projects.toml") -> list[Project]:
 
 def load_projects(path: Path) -> list[Project]:
     return parse_projects(path.read_text(encoding="utf-8"), str(path))
+
+
+def parse_pins(text: str, where: str = PINS) -> list[Project]:
+    """The training corpus's pinned repositories (a TSV with `repo` and `commit` columns) as projects of
+    the training population: named after the repository, versioned by the commit's first 12 digits, read
+    from the folder `owner+name`."""
+    rows = [line.split("\t") for line in text.splitlines() if line.strip()]
+    if not rows or rows[0][:2] != ["repo", "commit"]:
+        raise ValueError(f"{where}: the first line must start with the columns repo and commit")
+    projects = []
+    for number, row in enumerate(rows[1:], start=2):
+        repo, commit = (row + ["", ""])[:2]
+        if repo.count("/") != 1 or len(commit) != 40:
+            raise ValueError(f"{where}:{number}: expected owner/name and a 40-digit commit, got {row[:2]!r}")
+        name = repo.split("/")[1].lower()
+        projects.append(Project(name, commit[:12], (".",), population=TRAINING, origin=repo.replace("/", "+")))
+    return projects
+
+
+def load_training(corpus: Path) -> list[Project]:
+    pins = corpus / PINS
+    if not pins.is_file():
+        raise ValueError(f"{pins}: not found; pass --training-corpus DIR (the shared training corpus)")
+    return parse_pins(pins.read_text(encoding="utf-8"), str(pins))
 
 
 def choose(projects: list[Project], only: str | None) -> list[Project]:
@@ -138,8 +174,50 @@ def project_dir(cache_dir: Path, project: Project) -> Path:
     return cache_dir / "projects" / f"{project.name}-{project.version}"
 
 
-def fetch(project: Project, cache_dir: Path) -> Path:
-    """The project's unpacked root in the cache, downloading it first when it is not there."""
+def training_dir(cache_dir: Path, project: Project) -> Path:
+    return cache_dir / "training" / f"{project.name}-{project.version}"
+
+
+def mark_root(root: Path) -> None:
+    """Make `root` the project root, linted with the default settings: a repository's own
+    pyproject.toml is kept (its build and dependency tables matter: which torch it needs) and given an
+    empty config table."""
+    marker = root / ROOT_MARKER
+    if not marker.exists():
+        marker.write_text(ROOT_MARKER_TEXT, encoding="utf-8")
+        return
+    text = marker.read_text(encoding="utf-8")
+    if "[tool.torchperf-lint]" not in text:
+        marker.write_text(text.rstrip("\n") + "\n\n" + ROOT_MARKER_TEXT, encoding="utf-8")
+
+
+def copy_training(project: Project, corpus: Path, cache_dir: Path) -> Path:
+    """A writable copy of a training repository of the corpus in the cache (the corpus is read-only and
+    shared; the copy gets the root marker), made once."""
+    root = training_dir(cache_dir, project)
+    if root.is_dir():
+        return root
+    source = corpus / project.origin
+    if not source.is_dir():
+        raise FetchError(f"{source}: not found in the training corpus (PINS.tsv lists it)")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root.parent, prefix=".copy-") as scratch:
+        staging = Path(scratch) / "project"
+        shutil.copytree(source, staging, copy_function=shutil.copyfile)  # not the corpus's read-only modes
+        for folder in [staging, *(p for p in staging.rglob("*") if p.is_dir())]:
+            folder.chmod(0o755)
+        mark_root(staging)
+        os.replace(staging, root)
+    return root
+
+
+def fetch(project: Project, cache_dir: Path, corpus: Path | None = None) -> Path:
+    """The project's root in the cache: a PyPI project is downloaded and unpacked, a training
+    repository copied from the corpus, when it is not there yet."""
+    if project.population == TRAINING:
+        if corpus is None:
+            raise FetchError("no training corpus given")
+        return copy_training(project, corpus, cache_dir)
     root = project_dir(cache_dir, project)
     if root.is_dir():
         return root

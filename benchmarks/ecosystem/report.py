@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from .fixcheck import FixCheck
 from .labels import Label, precision_per_rule
 from .lint import Finding
-from .projects import Project
+from .projects import POPULATIONS, TITLES, TRAINING, Project
 from .snapshot import diff
 
 _NUMBER = re.compile(r"-?[\d.]+%?|-")
@@ -38,6 +38,21 @@ class Report:
     seconds: float
     checkout: str = ""  # which linter produced the findings
     default_on: frozenset[str] | None = None  # codes on by default; None: not known
+    population: str = ""  # the population this report is a part of; "" for a whole run
+
+    def part(self, population: str) -> Report:
+        """The runs, snapshot, labels and fix checks of one population's projects."""
+        names = {r.project.name for r in self.runs if r.project.population == population}
+        names |= {p.name for p, _ in self.not_fetched if p.population == population}
+        return dataclasses.replace(
+            self,
+            runs=[r for r in self.runs if r.project.name in names],
+            not_fetched=[(p, why) for p, why in self.not_fetched if p.name in names],
+            snapshot=None if self.snapshot is None else [f for f in self.snapshot if f.project in names],
+            labels=[label for label in self.labels if label.project in names],
+            fix_checks=None if self.fix_checks is None else [c for c in self.fix_checks if c.project in names],
+            population=population,
+        )
 
     @property
     def findings(self) -> list[Finding]:
@@ -63,7 +78,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bo
     return [line(headers), line(["-" * w for w in widths]), *map(line, cells)]
 
 
-def heading(title: str, markdown: bool) -> list[str]:
+def heading(title: str, markdown: bool, population: str = "") -> list[str]:
+    if population:
+        title = f"{title}: {TITLES[population].lower()}"
     return ["", f"## {title}", ""] if markdown else ["", title, "=" * len(title)]
 
 
@@ -72,18 +89,21 @@ def block(lines: list[str], markdown: bool) -> list[str]:
     return ["```", *lines, "```"] if markdown and lines else lines
 
 
-def summary(report: Report, markdown: bool) -> list[str]:
-    findings = report.findings
+def _totals(report: Report) -> str:
     files = sum(run.files for run in report.runs)
     lines = sum(run.lines for run in report.runs)
+    return f"{len(report.runs)} projects, {files} files, {lines} lines; {len(report.findings)} findings"
+
+
+def summary(report: Report, markdown: bool) -> list[str]:
     out = ["# Ecosystem check" if markdown else "Ecosystem check", ""]
     if report.checkout:
         out += [report.checkout, ""]
-    out += [
-        f"{len(report.runs)} projects, {files} files, {lines} lines; {len(findings)} findings; "
-        f"wall time {report.seconds:.0f} s",
-        "",
-    ]
+    return out + [f"{_totals(report)}; wall time {report.seconds:.0f} s"]
+
+
+def projects(report: Report, markdown: bool) -> list[str]:
+    out = heading("Projects", markdown, report.population) + [_totals(report), ""]
     rows = [
         [r.project.name, r.project.version, r.files, r.lines, len(r.findings), f"{r.seconds:.1f}"]
         for r in report.runs
@@ -104,7 +124,7 @@ def per_rule(report: Report, markdown: bool) -> list[str]:
     projects = Counter(code for code, _ in {(f.code, f.project) for f in findings})
     rows = [[code, names[code], counts[code], files[code], projects[code]] for code in sorted(names)]
     rows.append(["all", "", len(findings), len({(f.project, f.path) for f in findings}), ""])
-    return heading("Findings per rule", markdown) + table(
+    return heading("Findings per rule", markdown, report.population) + table(
         ["code", "name", "findings", "files", "projects"], rows, markdown
     )
 
@@ -114,7 +134,7 @@ def _entry(sign: str, f: Finding) -> str:
 
 
 def snapshot_diff(report: Report, markdown: bool) -> list[str]:
-    out = heading("Changes since the snapshot", markdown)
+    out = heading("Changes since the snapshot", markdown, report.population)
     if report.snapshot is None:
         return out + ["No snapshot yet: --update-snapshot writes one."]
     added, removed = diff(report.snapshot, report.findings)
@@ -130,50 +150,68 @@ def _percent(value: float | None) -> str:
 
 
 def precision(report: Report, markdown: bool) -> list[str]:
-    out = heading("Precision per rule (labels.csv)", markdown)
+    out = heading("Precision per rule (labels.csv)", markdown, report.population)
     if not report.labels:
         out += ["No labels yet for these projects; --labels-template writes the findings to label.", ""]
     def default(code: str) -> str:
         return "?" if report.default_on is None else ("on" if code in report.default_on else "off")
 
-    rows = [
-        [
-            row.code,
-            default(row.code),
-            row.findings,
-            row.labelled,
-            row.true,
-            row.debatable,
-            row.false,
-            _percent(row.precision),
-            f"{row.false}/{row.false_total}",
-            row.gone,
-        ]
-        for row in precision_per_rule(report.findings, report.labels, (code for code, _ in report.rules))
-    ]
+    population = report.population or TRAINING
+    rows = []
+    for row in precision_per_rule(report.findings, report.labels, (code for code, _ in report.rules)):
+        counts = row.evidence()
+        missed = counts.misses(population)
+        rows.append(
+            [
+                row.code,
+                default(row.code),
+                row.findings,
+                row.labelled,
+                row.true,
+                row.small,
+                row.debatable,
+                row.false,
+                _percent(counts.good_share),
+                _percent(counts.false_share),
+                _percent(counts.noise_share),
+                "-" if not row.labelled else ("meets" if missed is None else "misses"),
+                f"{row.false}/{row.false_total}",
+                row.gone,
+            ]
+        )
     headers = [
         "code",
         "default",
         "findings",
         "labelled",
         "TRUE",
+        "SMALL",
         "DEBATABLE",
         "FALSE",
-        "precision",
+        "right",
+        "FALSE%",
+        "DEB+FALSE%",
+        "bar",
         "FALSE firing",
         "gone",
     ]
     out += table(headers, rows, markdown)
+    out += ["", f"right: TRUE+SMALL. bar: {BARS[population]}."]
     if report.default_on is not None:
         firing = {f.key for f in report.findings if f.code in report.default_on}
+        labelled = [label for label in report.labels if label.key in {f.key for f in report.findings}]
         false = [label for label in report.labels if label.verdict == "FALSE"]
         shown = sum(1 for label in false if label.key in firing)
-        out += ["", f"FALSE-labelled findings a default run still reports: {shown} of {len(false)}."]
+        reported = sum(1 for label in labelled if label.key in firing)
+        out += [
+            f"FALSE-labelled findings a default run still reports: {shown} of {len(false)} "
+            f"({shown} of the {reported} labelled findings a default run reports)."
+        ]
     return out
 
 
 def fix_check(report: Report, markdown: bool) -> list[str]:
-    out = heading("Fix check (--fix --unsafe-fixes)", markdown)
+    out = heading("Fix check (--fix --unsafe-fixes)", markdown, report.population)
     if report.fix_checks is None:
         return out + ["Skipped (--no-fix-check)."]
     rows = [[c.project, c.changed, len(c.failures), f"{c.seconds:.1f}"] for c in report.fix_checks]
@@ -189,8 +227,20 @@ def fix_check(report: Report, markdown: bool) -> list[str]:
     return out + ["", verdict] + ([""] + block(failures, markdown) if failures else [])
 
 
+BARS = {
+    "training": "TRUE+SMALL at least 90% and FALSE at most 5% of the labelled findings",
+    "library": "FALSE at most 10% and DEBATABLE+FALSE at most 30% of the labelled findings",
+}
+
+
 def render(report: Report, markdown: bool = False) -> str:
+    """The header, then every table once per population (training code first), each population's
+    findings, diff, precision and fix check on their own."""
     lines = summary(report, markdown)
-    for part in (per_rule, snapshot_diff, precision, fix_check):
-        lines += part(report, markdown)
+    for population in POPULATIONS:
+        part = report.part(population)
+        if not part.runs and not part.not_fetched:
+            continue
+        for section in (projects, per_rule, snapshot_diff, precision, fix_check):
+            lines += section(part, markdown)
     return "\n".join(lines) + "\n"
