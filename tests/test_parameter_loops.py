@@ -241,3 +241,47 @@ def test_fixed_ema_keeps_a_float32_average_of_a_bfloat16_model() -> None:
     fixed(by_fix, model, 0.9)
     for a, b in zip(by_loop.parameters(), by_fix.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_ema_over_mapping_keys_and_buffer_copies_are_named_for_what_they_do() -> None:
+    assert _messages(
+        """
+        import torch
+        from torch import nn
+
+        class LitEma(nn.Module):
+            def forward(self, model):
+                with torch.no_grad():
+                    m_param = dict(model.named_parameters())
+                    shadow = dict(self.named_buffers())
+                    for key in m_param:
+                        shadow[self.names[key]].sub_(self.rate * (shadow[self.names[key]] - m_param[key]))
+                    for name, buf in dict(model.named_buffers()).items():
+                        shadow[name].copy_(buf)
+        """
+    ) == [
+        "loop over m_param in forward() updates an EMA one tensor at a time; use one torch._foreach_lerp_ over "
+        "lists of both models' tensors (or torch.optim.swa_utils.AveragedModel with get_ema_multi_avg_fn)",
+        "loop over dict(model.named_buffers()).items() in forward() copies tensors one at a time; "
+        "use one torch._foreach_copy_ over lists (torch 2.1)",
+    ]
+
+
+def test_a_header_written_over_several_lines_is_shown_on_one() -> None:
+    (message,) = _messages(
+        """
+        import torch
+        from torch import nn
+
+        class MoCo(nn.Module):
+            def forward(self, x):
+                for q, k in zip(
+                    self.encoder_q.parameters(), self.encoder_k.parameters()
+                ):
+                    k.mul_(0.9).add_(q * 0.2)
+                return x
+        """
+    )
+    assert message.startswith(
+        "loop over zip(self.encoder_q.parameters(), self.encoder_k.parameters()) in forward() updates an EMA"
+    )

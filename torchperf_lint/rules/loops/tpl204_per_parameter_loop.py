@@ -36,6 +36,10 @@ _REMEDIES = {
         "computes gradient norms one tensor at a time",
         "use torch.nn.utils.clip_grad_norm_(..., foreach=True) or torch.nn.utils.get_total_norm",
     ),
+    "copy": (
+        "copies tensors one at a time",
+        "use one torch._foreach_copy_ over lists (torch 2.1)",
+    ),
     "other": (
         "launches kernels for each tensor",
         "use the multi-tensor torch._foreach_* ops (_foreach_mul_, _foreach_add_, _foreach_lerp_) over lists",
@@ -49,7 +53,7 @@ class _Body:
 
     launches: bool
     sync: Optional[str]  # the first host sync in the body, as written
-    kind: str  # "ema" | "norm" | "other"
+    kind: str  # "ema" | "norm" | "copy" | "other"
 
 
 def _body_nodes(loop: cst.For) -> Iterator[cst.CSTNode]:
@@ -88,17 +92,20 @@ def _scan(loop: cst.For, ctx: Context) -> _Body:
     blends = any(
         isinstance(n, cst.BaseSmallStatement) and _ema_form(n, tensors, ctx) for n in _body_nodes(loop)
     )
-    if blends or names & {"lerp", "lerp_"} or (two_models and names & {"mul_", "copy_", "sub_", "add_"}):
+    if blends or names & {"lerp", "lerp_"} or (two_models and names & {"mul_", "sub_", "add_"}):
         kind = "ema"
     elif names & _NORM_CALLS:
         kind = "norm"
+    elif "copy_" in names:
+        kind = "copy"
     else:
         kind = "other"
     return _Body(launches or sync is not None, sync, kind)
 
 
 def _callee_name(call: cst.Call) -> str:
-    return (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "")
 
 
 def _launches(call: cst.Call, ctx: Context) -> bool:
@@ -671,7 +678,7 @@ class PerParameterLoop(Rule):
             node,
             reason=ctx.hot_reason(node),
             fix=fix,
-            over=ctx.code(node.iter),
+            over=" ".join(ctx.code(node.iter).split()).replace("( ", "(").replace(" )", ")"),
             place=hot_place(node, ctx),
             does=does,
             sync=sync,
