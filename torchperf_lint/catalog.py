@@ -14,6 +14,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL201", "loop-over-tensor-dim", False),
     ("TPL202", "cat-in-loop", False),
     ("TPL203", "tensor-from-tensor-list", False),
+    ("TPL204", "per-parameter-loop", False),
     ("TPL301", "zero-grad-without-set-to-none", False),
     ("TPL302", "module-in-hot-path", False),
     ("TPL303", "hand-written-fused-op", True),

@@ -19,6 +19,7 @@ import libcst as cst
 from ..engine.walker import Binding, FileFacts, dotted_name
 from .hotpath import HotPaths
 from .names import Names
+from .parameters import ParameterSequences
 
 
 class Tensorness(enum.IntEnum):
@@ -92,6 +93,7 @@ class TensorInference:
         self._memo: dict[cst.CSTNode, Tensorness] = {}
         self._in_progress: set[cst.CSTNode] = set()
         self._strings: dict[cst.FunctionDef, frozenset[str]] = {}
+        self.parameters = ParameterSequences(names, hot)
 
     def infer(self, expr: cst.BaseExpression) -> Tensorness:
         cached = self._memo.get(expr)
@@ -122,6 +124,8 @@ class TensorInference:
         if isinstance(expr, cst.Subscript):
             if isinstance(expr.value, cst.Attribute) and expr.value.attr.value in (NON_TENSOR_ATTRIBUTES):
                 return Tensorness.NO
+            if self.parameters.is_tensor_mapping(expr.value):
+                return Tensorness.LIKELY  # `shadow[name]` of `shadow = dict(ema.named_buffers())`
             if isinstance(expr.value, cst.Name):
                 # a value that is not a Tensor may hold tensors: `edge_index[0]` of a tuple
                 return self._name(expr.value, narrow=False)
@@ -204,7 +208,7 @@ class TensorInference:
         bindings = self._names.lookup(name.value, name)
         if not bindings or (narrow and self._narrowed_to_non_tensor(name)):
             return Tensorness.NO
-        levels = [self._binding(b) for b in bindings]
+        levels = [self._binding(b, name.value) for b in bindings]
         if all(level == Tensorness.CERTAIN for level in levels):
             return Tensorness.CERTAIN
         return Tensorness.LIKELY if any(levels) else Tensorness.NO
@@ -224,7 +228,7 @@ class TensorInference:
             child, parent = parent, self._facts.parents.get(parent)
         return False
 
-    def _binding(self, binding: Binding) -> Tensorness:
+    def _binding(self, binding: Binding, name: str) -> Tensorness:
         node = binding.node
         if binding.kind in ("assign", "unpack") and isinstance(node, cst.BaseExpression):
             return self.infer(node)
@@ -233,10 +237,12 @@ class TensorInference:
         if binding.kind == "param" and isinstance(node, cst.Param):
             return self._param(node, binding)
         if binding.kind == "for" and isinstance(node, cst.For):
-            if self._hot.iterates_loader(node) is not None:
+            if self._hot.iterates_loader(node) is not None or name in self.parameters.tensor_targets(node):
                 return Tensorness.LIKELY
             return Tensorness.NO
         if binding.kind == "compfor" and isinstance(node, cst.CompFor):
+            if name in self.parameters.tensor_targets(node):
+                return Tensorness.LIKELY
             source: cst.BaseExpression = node.iter
             if (
                 isinstance(source, cst.Call)
@@ -287,7 +293,7 @@ class TensorInference:
         moved: list[str] = []
         for name, bindings in scope.bindings.items():
             first = bindings[0]
-            if first.kind == "param" and self._binding(first) >= Tensorness.LIKELY:
+            if first.kind == "param" and self._binding(first, name) >= Tensorness.LIKELY:
                 params.append(name)
             elif all(b.order < order and _is_device_move(b) for b in bindings):
                 moved.append(name)

@@ -16,6 +16,7 @@ from ..analysis.grad_mode import GradMode
 from ..analysis.hotpath import HotPaths, Reason
 from ..analysis.iteration import Iterations
 from ..analysis.names import Names
+from ..analysis.parameters import ParameterSequence
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_version import Declared, target_version
@@ -171,6 +172,17 @@ class Context:
     def is_tensor(self, expr: cst.BaseExpression, certain: bool = False) -> bool:
         wanted = Tensorness.CERTAIN if certain else Tensorness.LIKELY
         return self.tensors.infer(expr) >= wanted
+
+    def parameter_sequence(self, expr: cst.BaseExpression) -> Optional[ParameterSequence]:
+        """`expr` iterates a module's parameters, buffers or state-dict tensors
+        (`model.parameters()`, `zip(ema.parameters(), model.parameters())`, a list built from one),
+        and which of its elements are those tensors; None otherwise."""
+        return self.tensors.parameters.of(expr)
+
+    def parameter_targets(self, loop: cst.For) -> dict[str, str]:
+        """The names `loop` binds to a module's tensors, each with its source (`parameters`,
+        `buffers`, `state_dict`): `p_ema` and `p` of `for p_ema, p in zip(ema.parameters(), ...)`."""
+        return self.tensors.parameters.tensor_targets(loop)
 
     def device_for(self, node: cst.CSTNode) -> Optional[cst.BaseExpression]:
         """`<tensor in scope>.device` for a fix that needs a device, or None."""
