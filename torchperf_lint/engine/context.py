@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..analysis.batches import Batches
+from ..analysis.batches import Batches, movers
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
 from ..analysis.devices import HostTensors
@@ -163,6 +163,19 @@ class Context:
     def is_whole_batch(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a loader loop's item itself (`for batch in loader`), not an element of it."""
         return self._batches.is_whole_item(expr)
+
+    @functools.cached_property
+    def _movers(self) -> dict[str, bool]:
+        return movers(self.facts, self.hot)
+
+    def custom_move_takes_non_blocking(self, receiver: cst.BaseExpression) -> Optional[bool]:
+        """What `receiver.to(...)`/`.cuda(...)` may call besides a tensor's method. None: the
+        receiver is certainly a tensor, or the project has no class with a `to`/`cuda` of its
+        own. Else whether every such class's method takes `non_blocking`: the receiver may be
+        one of them (a batch collated into a `NestedTensor` in another module)."""
+        if not self._movers or self.is_tensor(receiver, certain=True):
+            return None
+        return all(self._movers.values())
 
     @functools.cached_property
     def _host_constants(self) -> HostConstants:

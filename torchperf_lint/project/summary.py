@@ -58,6 +58,7 @@ class Function:
     calls: list[Call] = dataclasses.field(default_factory=list)
     steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
+    varkw: bool = False  # takes **kwargs
 
 
 @dataclasses.dataclass
@@ -377,7 +378,9 @@ class _Summarizer:
             d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d
         ]
         self.summary.functions.append(
-            Function(node.name, qualname, node.lineno, cls, parent, params, decorators)
+            Function(
+                node.name, qualname, node.lineno, cls, parent, params, decorators, varkw=args.kwarg is not None
+            )
         )
         self.function_index[node] = index
         # defaults are evaluated once, where the function is defined
