@@ -377,11 +377,9 @@ class _Summarizer:
         decorators = [
             d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d
         ]
-        self.summary.functions.append(
-            Function(
-                node.name, qualname, node.lineno, cls, parent, params, decorators, varkw=args.kwarg is not None
-            )
-        )
+        function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators)
+        function.varkw = args.kwarg is not None
+        self.summary.functions.append(function)
         self.function_index[node] = index
         # defaults are evaluated once, where the function is defined
         for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
