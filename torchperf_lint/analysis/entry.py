@@ -35,6 +35,8 @@ class EntryFacts:
     # the project's own classes (not modules) with a `to`/`cuda` of their own: a batch may be one
     # (DETR's NestedTensor); name -> whether that method takes non_blocking
     movers: tuple[tuple[str, bool], ...] = ()
+    cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
+    imported: bool = False  # another module of the project imports this one: not a script
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -73,6 +75,8 @@ class EntryFacts:
             ),
             runs_on_cuda=None if data["runs_on_cuda"] is None else str(data["runs_on_cuda"]),
             movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
+            cudnn_decided=bool(data["cudnn_decided"]),
+            imported=bool(data["imported"]),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
