@@ -3,11 +3,14 @@ project's own torch requirement, else the newest."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from torchperf_lint.analysis.torch_version import (
+    admitted_range,
     declared_version,
     lowest_admitted,
     target_version,
@@ -177,3 +180,200 @@ def test_given_version_reaches_the_rule_and_its_context() -> None:
     assert [f.context for f in findings] == [
         "in loop over loader at line 4; torch 1.13 from --torch-version 1.13"
     ]
+
+
+# -- the oldest supported torch and the runtime's upper bound --------------------------------
+
+
+@pytest.mark.parametrize(
+    "specifier, oldest, below",
+    [
+        (">=1.8", (1, 8), None),  # a lower bound: the runtime is the newest
+        (">=1.13,<2.1", (1, 13), (2, 1)),
+        ("==1.12.1", (1, 12), (1, 13)),
+        ("==2.*", (2, 0), (3, 0)),
+        ("~=1.13", (1, 13), (2, 0)),
+        ("~=1.13.1", (1, 13), (1, 14)),
+        ("^1.10", (1, 10), (2, 0)),  # poetry caret
+        ("~1.13", (1, 13), (1, 14)),  # poetry tilde
+        ("<2", (1, 0), (2, 0)),
+        ("<=1.13", (1, 0), (1, 14)),
+        ("<1.13.1", (1, 0), (1, 14)),  # 1.13.0 is admitted
+        (">=1.10.1, < 1.13.0", (1, 10), (1, 13)),
+        ("!=2.0.1", None, None),
+    ],
+)
+def test_oldest_supported_and_runtime_bound_of_a_specifier(
+    specifier: str, oldest: object, below: object
+) -> None:
+    assert admitted_range(specifier) == (oldest, below, True)
+
+
+def test_given_version_is_the_oldest_and_the_runtime() -> None:
+    found = target_version("<string>", (1, 13), "--torch-version 1.13")
+    assert (found.version, found.below) == ((1, 13), (1, 14))
+
+
+def test_a_lower_bound_alone_does_not_make_zero_grad_old(tmp_path: Path) -> None:
+    """`torch>=1.8` is the oldest torch supported; the runtime is the newest, where
+    set_to_none=True is already the default."""
+    (tmp_path / "requirements.txt").write_text("torch>=1.8\n")
+    assert lint_source(PLAIN_ZERO_GRAD, path=_file_in(tmp_path), select=["TPL301"]) == []
+
+
+def test_zero_grad_on_a_range_below_2_gets_no_fix_when_the_oldest_lacks_set_to_none(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "requirements.txt").write_text("torch>=1.4,<2\n")
+    findings = lint_source(PLAIN_ZERO_GRAD, path=_file_in(tmp_path), select=["TPL301"])
+    assert [f.code for f in findings] == ["TPL301"]
+    assert findings[0].fix is None
+    assert "on torch older than 2.0" in findings[0].message
+    assert "needs torch 1.7; the project supports torch 1.4" in findings[0].message
+
+
+def test_zero_grad_is_silent_where_set_to_none_does_not_exist(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch==1.4.0\n")
+    assert lint_source(PLAIN_ZERO_GRAD, path=_file_in(tmp_path), select=["TPL301"]) == []
+
+
+def test_given_version_with_set_to_none_gets_the_fix() -> None:
+    settings = Settings(torch_version=(1, 13), torch_version_source="--torch-version 1.13")
+    findings = lint_source(PLAIN_ZERO_GRAD, path="train.py", settings=settings, select=["TPL301"])
+    assert [f.fix is not None for f in findings] == [True]
+
+
+OPTIMIZERS = """\
+import torch
+
+def build(model):
+    model.cuda()
+    adam = torch.optim.Adam(model.parameters())
+    adamw = torch.optim.AdamW(model.parameters())
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    return adam, adamw, sgd
+"""
+
+
+@pytest.mark.parametrize(
+    "requirement, fixed, needs",
+    [
+        ("torch>=1.8", [], {"Adam": "1.13", "AdamW": "2.0", "SGD": "2.3"}),
+        ("torch>=1.13", ["Adam"], {"AdamW": "2.0", "SGD": "2.3"}),
+        ("torch>=2.3", ["Adam", "AdamW", "SGD"], {}),
+    ],
+)
+def test_fused_is_written_only_for_optimizers_whose_oldest_supported_torch_has_it(
+    tmp_path: Path, requirement: str, fixed: list[str], needs: dict[str, str]
+) -> None:
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    findings = lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"])
+    names = {f.message.split("torch.optim.")[1].split(" ")[0]: f for f in findings}
+    assert sorted(names) == ["Adam", "AdamW", "SGD"]
+    assert sorted(name for name, f in names.items() if f.fix is not None) == fixed
+    for name, version in needs.items():
+        assert f"needs torch {version}" in names[name].message
+
+
+def test_fused_is_not_advised_where_the_runtime_cannot_have_it(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch==1.12.1\n")
+    assert lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"]) == []
+
+
+FP32_TRAINING = """\
+import torch
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for x, y in loader:
+        loss = model(x.cuda(), y.cuda())
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_matmul_precision_fix_needs_torch_1_12(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch>=1.8\n")
+    findings = lint_source(FP32_TRAINING, path=_file_in(tmp_path), select=["TPL701"])
+    assert [(f.code, f.fix) for f in findings] == [("TPL701", None)]
+    assert "needs torch 1.12; the project supports torch 1.8" in findings[0].message
+
+
+def test_fp32_training_is_silent_where_tf32_matmuls_were_the_default(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch==1.11\n")
+    assert lint_source(FP32_TRAINING, path=_file_in(tmp_path), select=["TPL701"]) == []
+
+
+ATTENTION = """\
+import torch
+from torch import nn
+
+class Attention(nn.Module):
+    def forward(self, q, k, v):
+        att = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+        return att @ v
+"""
+
+
+def test_attention_on_an_old_oldest_torch_names_the_version_and_writes_no_fix(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch>=1.8\n")
+    findings = lint_source(ATTENTION, path=_file_in(tmp_path), select=["TPL306"])
+    assert [(f.code, f.fix) for f in findings] == [("TPL306", None)]
+    assert "needs torch 2.0; the project supports torch 1.8" in findings[0].message
+
+
+RELOADED_LOADER = """\
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, dataset, optimizer, epochs):
+    loader = DataLoader(dataset, batch_size=64, num_workers=8, pin_memory=True)
+    for epoch in range(epochs):
+        for x, y in loader:
+            model(x.cuda(), y.cuda()).backward()
+            optimizer.step()
+"""
+
+
+def test_persistent_workers_fix_needs_torch_1_7(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch>=1.4\n")
+    findings = lint_source(RELOADED_LOADER, path=_file_in(tmp_path), select=["TPL503"])
+    assert [(f.code, f.fix) for f in findings] == [("TPL503", None)]
+    assert "needs torch 1.7" in findings[0].message
+
+
+def test_a_torch_1_8_project_gets_no_newer_api_from_any_fix(tmp_path: Path) -> None:
+    """The acceptance check of issue 25: `--fix --unsafe-fixes` with every rule on writes no
+    API that torch 1.8 lacks."""
+    (tmp_path / "requirements.txt").write_text("torch>=1.8\n")
+    sources = {
+        "optim.py": OPTIMIZERS,
+        "train.py": FP32_TRAINING,
+        "attention.py": ATTENTION,
+        "data.py": RELOADED_LOADER,
+        "loop.py": PLAIN_ZERO_GRAD,
+    }
+    for name, source in sources.items():
+        (tmp_path / name).write_text(source)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchperf_lint",
+            "--no-cache",
+            "--extend-select",
+            "ALL",
+            "--fix",
+            "--unsafe-fixes",
+            "--exit-zero",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "TPL70" in run.stdout  # the findings are still reported
+    fixed = "".join((tmp_path / name).read_text() for name in sources)
+    # persistent_workers (1.7) and set_to_none (1.7) exist in 1.8: only newer APIs are barred
+    for newer in ("fused=", "set_float32_matmul_precision", "scaled_dot_product_attention", "_foreach_lerp_"):
+        assert newer not in fixed, newer

@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import Binding, FileFacts, dotted_name
+from ..engine.walker import Binding, FileFacts, all_params, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES
@@ -188,3 +188,23 @@ class Batches:
                             return self.loop_of(source.value)
             return None
         return self.loop_of(value)
+
+
+def movers(facts: FileFacts, hot: HotPaths) -> dict[str, bool]:
+    """The project's classes, other than modules, with a `to`/`cuda` of their own (DETR's
+    `NestedTensor.to(self, device)`), and whether that method takes `non_blocking` (by name or
+    through `**kwargs`): the project pass's answer (EntryFacts.movers) and this file's classes,
+    so that one file linted alone answers the same."""
+    found = dict(hot.entry.movers)
+    for info in facts.classes.values():
+        if hot.is_module_class(info):
+            continue
+        for name in ("to", "cuda"):
+            method = info.methods.get(name)
+            if method is not None:
+                params = method.params
+                takes = params.star_kwarg is not None or any(
+                    p.name.value == "non_blocking" for p in all_params(params)
+                )
+                found[info.name] = found.get(info.name, True) and takes
+    return found

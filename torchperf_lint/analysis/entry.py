@@ -32,6 +32,11 @@ class EntryFacts:
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
     runs_on_cuda: Optional[str] = None  # why, when a module that shows CUDA use reaches this one
+    # the project's own classes (not modules) with a `to`/`cuda` of their own: a batch may be one
+    # (DETR's NestedTensor); name -> whether that method takes non_blocking
+    movers: tuple[tuple[str, bool], ...] = ()
+    cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
+    imported: bool = False  # another module of the project imports this one: not a script
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -69,6 +74,9 @@ class EntryFacts:
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
             runs_on_cuda=None if data["runs_on_cuda"] is None else str(data["runs_on_cuda"]),
+            movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
+            cudnn_decided=bool(data["cudnn_decided"]),
+            imported=bool(data["imported"]),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )

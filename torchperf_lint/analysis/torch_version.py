@@ -1,13 +1,16 @@
-"""The torch version the linted code targets (RULES.md, TPL301).
+"""Which torch the linted code runs on (RULES.md, "Which torch the code runs on").
 
-`--torch-version` / config `torch-version` wins. Otherwise the linted project's own `torch`
-requirement decides: the nearest directory at or above the linted file that holds a
-`pyproject.toml`, `setup.cfg` or `requirements*.txt` is the project root, and the lowest version
-its requirement admits is the target (`torch>=1.13,<2.1` -> 1.13, `torch==1.12.1` -> 1.12,
-`torch~=2.0` -> 2.0, poetry's `^1.13` -> 1.13). A requirement with only an upper bound
-(`torch<2`) admits every 1.x release and targets 1.0. A requirement with no bound at all
-(`torch`, `torch!=2.0.1`, a URL) installs the newest release, and so does a project that
-declares nothing: the target is then the newest.
+A project's `torch` requirement says two things. Its lower bound (`torch>=1.8`) is the oldest
+torch the project supports, not the one it runs on: a fix may only write an API that release
+has. An upper bound or an exact pin (`torch<2`, `torch==1.13.1`, poetry's `^1.13`) bounds the
+runtime: advice that depends on the version (TPL301: `set_to_none=True` is the default from 2.0)
+applies only where the runtime may be older than the change. Without an upper bound the
+runtime is the newest release. `--torch-version` / config `torch-version` fixes both to one
+release.
+
+The nearest directory at or above the linted file that holds a `pyproject.toml`, `setup.cfg` or
+`requirements*.txt` is the project root. A requirement with no bound at all (`torch`,
+`torch!=2.0.1`, a URL) installs the newest release, and so does a project that declares nothing.
 
 Specifiers are parsed by hand: `packaging` is not among the linter's dependencies.
 """
@@ -32,40 +35,83 @@ Version = tuple[int, int]
 # The first torch release that anyone still targets; an upper bound alone admits it.
 OLDEST = (1, 0)
 _NAME = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?=[<>=!~(;@]|$)", re.IGNORECASE)
-_CLAUSE = re.compile(r"^\s*(===|==|~=|!=|<=|>=|<|>|\^|~|=)?\s*v?(\d+)(?:\.(\d+|\*))?[\w.*+!-]*\s*$")
+_CLAUSE = re.compile(
+    r"^\s*(===|==|~=|!=|<=|>=|<|>|\^|~|=)?\s*v?(\d+)(?:\.(\d+|\*))?(?:\.(\d+|\*))?[\w.*+!-]*\s*$"
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class Declared:
-    """What a project says: the version (None: the newest) and where it says it."""
+    """What a project says, and where it says it: `version` is the oldest torch it supports (None:
+    only the newest), `below` the release the runtime is older than (None: no upper bound, the
+    runtime is the newest)."""
 
     version: Optional[Version]
     source: str
+    below: Optional[Version] = None
+
+    def has(self, first: Version) -> bool:
+        """An API that arrived in `first` exists in the oldest supported torch: a fix may write it."""
+        return self.version is None or self.version >= first
+
+    def may_run(self, first: Version) -> bool:
+        """The runtime may be `first` or newer: advice to use an API of `first` can be followed."""
+        return self.below is None or self.below > first
+
+    def may_run_older_than(self, change: Version) -> bool:
+        """The runtime may be older than `change`: only an upper bound or a pin says so."""
+        return self.below is not None and self.version is not None and self.version < change
 
 
-def lowest_admitted(specifier: str) -> tuple[Optional[Version], bool]:
-    """The lowest (major, minor) a PEP 440 / poetry specifier admits, and whether it could be
-    read. `(None, True)` means no bound at all (the newest is installed)."""
+def _next_minor(major: int, minor: int) -> Version:
+    return (major, minor + 1)
+
+
+def admitted_range(specifier: str) -> tuple[Optional[Version], Optional[Version], bool]:
+    """(the lowest (major, minor) a PEP 440 / poetry specifier admits, the release every admitted
+    version is older than, whether it could be read). `(None, None, True)`: no bound at all."""
     lower: Optional[Version] = None
-    upper_only = False
+    below: Optional[Version] = None
     text = specifier.strip().strip("()")
     if text in ("", "*"):
-        return None, True
+        return None, None, True
     for clause in text.split(","):
         if not clause.strip():
             continue
         match = _CLAUSE.match(clause)
         if match is None:
-            return None, False
-        operator, major_text, minor_text = match.groups()
-        version = (int(major_text), 0 if minor_text in (None, "*") else int(minor_text))
-        if operator in (None, "=", "==", "===", ">=", ">", "~=", "^", "~"):
+            return None, None, False
+        operator, major_text, minor_text, patch_text = match.groups()
+        major = int(major_text)
+        minor = 0 if minor_text in (None, "*") else int(minor_text)
+        patch = 0 if patch_text in (None, "*") else int(patch_text)
+        version = (major, minor)
+        bound: Optional[Version] = None
+        if operator in (None, "=", "==", "==="):
+            bound = (major + 1, 0) if minor_text in (None, "*") else _next_minor(major, minor)
+        elif operator == "~=":  # ~=1.13 admits 1.x from 1.13, ~=1.13.1 admits 1.13.x
+            bound = _next_minor(major, minor) if patch_text is not None else (major + 1, 0)
+        elif operator == "^":  # poetry: up to the next major (next minor for 0.x)
+            bound = (major + 1, 0) if major > 0 else _next_minor(major, minor)
+        elif operator == "~":  # poetry: up to the next minor
+            bound = _next_minor(major, minor)
+        elif operator == "<":
+            bound = _next_minor(major, minor) if patch > 0 else version
+        elif operator == "<=":
+            bound = _next_minor(major, minor)
+        if operator not in ("<", "<=", "!="):
             lower = version if lower is None else max(lower, version)
-        elif operator in ("<", "<="):
-            upper_only = True
-    if lower is not None:
-        return lower, True
-    return (OLDEST, True) if upper_only else (None, True)
+        if bound is not None:
+            below = bound if below is None else min(below, bound)
+    if lower is None and below is not None:
+        lower = OLDEST  # an upper bound alone admits every older release
+    return lower, below, True
+
+
+def lowest_admitted(specifier: str) -> tuple[Optional[Version], bool]:
+    """The lowest (major, minor) a specifier admits, and whether it could be read."""
+    lower, _, readable = admitted_range(specifier)
+    return lower, readable
 
 
 def torch_requirement(line: str) -> Optional[str]:
@@ -82,13 +128,13 @@ def torch_requirement(line: str) -> Optional[str]:
 
 
 def _declared(requirement: str, specifier: str, where: str) -> Optional[Declared]:
-    version, readable = lowest_admitted(specifier)
+    version, below, readable = admitted_range(specifier)
     if not readable:
         return None
     shown = requirement.strip()
     if version is None:
         return Declared(None, f"`{shown}` in {where} sets no lower bound: assuming the newest")
-    return Declared(version, f"{where} (`{shown}`)")
+    return Declared(version, f"{where} (`{shown}`)", below)
 
 
 def _from_lines(lines: Iterator[str], where: str) -> Optional[Declared]:
@@ -168,11 +214,12 @@ def declared_version(directory: Path) -> Optional[Declared]:
 
 
 def target_version(path: str, given: Optional[Version], given_source: str) -> Declared:
-    """The version a file is linted for: the one given, else its project's, else the newest.
+    """The torch a file is linted for: the one given (oldest and runtime alike), else its
+    project's requirement, else the newest.
 
     Paths that are not files on disk (`<string>`, stdin, examples) have no project."""
     if given is not None:
-        return Declared(given, given_source)
+        return Declared(given, given_source, _next_minor(*given))
     file = Path(path)
     if file.is_file():
         found = declared_version(file.resolve().parent)

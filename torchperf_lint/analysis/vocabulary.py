@@ -125,3 +125,14 @@ DEBUG_FLAGS = frozenset({"debug", "verbose", "debugging", "DEBUG", "VERBOSE", "_
 # Device types a CUDA training step never runs on: a branch taken only there is cold
 # (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
 NON_CUDA_DEVICE_TYPES = frozenset({"cpu", "mps"})
+
+
+def is_cudnn_decision(dotted: str) -> bool:
+    """`torch.backends.cudnn.benchmark`, `cudnn.deterministic` (any import alias of the module):
+    assigning either shows cuDNN's algorithm choice was thought about (TPL403)."""
+    return dotted.rsplit(".", 2)[-2:] in (["cudnn", "benchmark"], ["cudnn", "deterministic"])
+
+
+def is_cudnn_decision_call(dotted: str) -> bool:
+    """`torch.use_deterministic_algorithms(...)`, `torch.backends.cudnn.flags(...)`."""
+    return dotted.endswith("use_deterministic_algorithms") or dotted.rsplit(".", 2)[-2:] == ["cudnn", "flags"]

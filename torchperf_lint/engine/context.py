@@ -7,18 +7,20 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..analysis.batches import Batches
+from ..analysis.batches import Batches, movers
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
 from ..analysis.devices import HostTensors
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..analysis.grad_mode import GradMode
+from ..analysis.gradients import accumulates_into_grad
 from ..analysis.hotpath import HotPaths, Reason
 from ..analysis.iteration import Iterations
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.tensors import TensorInference, Tensorness
+from ..analysis.torch_apis import ApiSupport, support
 from ..analysis.torch_version import Declared, target_version
 from ..analysis.vocabulary import shows_cuda_use
 from ..settings import Settings
@@ -128,10 +130,26 @@ class Context:
         call site in the file of the function that holds it."""
         return self.grad_mode.disabled_by(node) is not None
 
+    @functools.cached_property
+    def accumulates_into_grad(self) -> bool:
+        """The file adds into gradients in place (`p.grad += g`): they must exist, so zeroing
+        them is deliberate and setting them to None would break the next addition."""
+        return accumulates_into_grad(self.facts)
+
     def target_torch_version(self) -> Declared:
-        """The torch version the file targets (`.version` None: the newest) and where that
-        comes from (`.source`): --torch-version/config, else the project's requirement."""
+        """The torch the file targets: the oldest supported release (`.version`, None: the
+        newest), the release the runtime is older than (`.below`, None: no upper bound) and
+        where that comes from (`.source`): --torch-version/config, else the project's requirement."""
+        return self._target_torch_version
+
+    @functools.cached_property
+    def _target_torch_version(self) -> Declared:
         return target_version(self.path, self.settings.torch_version, self.settings.torch_version_source)
+
+    def api(self, name: str) -> ApiSupport:
+        """An API of analysis/torch_apis.py's table against the torch this file targets: whether
+        a fix may write it (`.writable`) and whether the runtime may have it (`.usable`)."""
+        return support(name, self.target_torch_version())
 
     # -- batches and host values ---------------------------------------------------------
     @functools.cached_property
@@ -146,6 +164,19 @@ class Context:
     def is_whole_batch(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a loader loop's item itself (`for batch in loader`), not an element of it."""
         return self._batches.is_whole_item(expr)
+
+    @functools.cached_property
+    def _movers(self) -> dict[str, bool]:
+        return movers(self.facts, self.hot)
+
+    def custom_move_takes_non_blocking(self, receiver: cst.BaseExpression) -> Optional[bool]:
+        """What `receiver.to(...)`/`.cuda(...)` may call besides a tensor's method. None: the
+        receiver is certainly a tensor, or the project has no class with a `to`/`cuda` of its
+        own. Else whether every such class's method takes `non_blocking`: the receiver may be
+        one of them (a batch collated into a `NestedTensor` in another module)."""
+        if not self._movers or self.is_tensor(receiver, certain=True):
+            return None
+        return all(self._movers.values())
 
     @functools.cached_property
     def _host_constants(self) -> HostConstants:

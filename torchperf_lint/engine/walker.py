@@ -101,6 +101,7 @@ class FileFacts:
         self.calls: list[cst.Call] = []  # every call, in source order
         self.module_calls: list[cst.Call] = []  # calls outside any function
         self.method_calls: dict[str, list[cst.Call]] = defaultdict(list)  # by attribute name
+        self.aug_assigns: list[cst.AugAssign] = []
         self.collected: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self.order: dict[cst.CSTNode, int] = {}  # walk position of collected nodes
 
@@ -278,6 +279,7 @@ class Walker:
             self._record_target(node.target, node.value)
 
     def _aug_assign(self, node: cst.AugAssign) -> None:
+        self.facts.aug_assigns.append(node)
         if isinstance(node.target, cst.Name):
             self._bind(node.target.value, "augassign", node)
 

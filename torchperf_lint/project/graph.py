@@ -109,6 +109,9 @@ class Project:
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._cuda: Optional[dict[int, str]] = None
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._movers: Optional[tuple[tuple[str, bool], ...]] = None
+        self._imported: Optional[frozenset[int]] = None
+        self._cudnn: Optional[bool] = None
         # the two tables above by module (id -> [(index, value)]), so that handing each module its
         # facts does not scan the whole project's
         self._hot_by_module: dict[int, list[tuple[int, Any]]] = {}
@@ -544,6 +547,45 @@ class Project:
         return self._host
 
     # -- what one module is handed ---------------------------------------------------------
+    def imported_anywhere(self) -> frozenset[int]:
+        """The modules (by id) that another module of the project imports."""
+        if self._imported is None:
+            self._imported = frozenset(
+                id(target)
+                for module in self.modules.values()
+                if not module.is_test  # a test importing the training script leaves it a script
+                for target in self.imported_modules(module)
+                if target is not module
+            )
+        return self._imported
+
+    def cudnn_decided(self) -> bool:
+        """Some module of the project sets cudnn.benchmark/deterministic (TPL403)."""
+        if self._cudnn is None:
+            self._cudnn = any(m.summary.cudnn_decision for m in self.modules.values())
+        return self._cudnn
+
+    def movers(self) -> tuple[tuple[str, bool], ...]:
+        """The project's classes, other than modules, whose own or inherited project method
+        `to`/`cuda` moves them (DETR's `NestedTensor.to(self, device)`), and whether it takes
+        `non_blocking` (by name or through `**kwargs`): a batch of such a class cannot be
+        given arguments its method lacks."""
+        if self._movers is None:
+            found: dict[str, bool] = {}
+            for module in self.modules.values():
+                for index in range(len(module.summary.classes)):
+                    cls = ClassRef(module, index)
+                    if self.is_module_class(cls):
+                        continue
+                    for name in ("to", "cuda"):
+                        method = self.find_method(cls, name)
+                        if method is not None:
+                            info = method.info
+                            takes = info.varkw or "non_blocking" in info.params
+                            found[cls.info.name] = found.get(cls.info.name, True) and takes
+            self._movers = tuple(sorted(found.items()))
+        return self._movers
+
     def entry_facts(self, module: Module) -> EntryFacts:
         key = id(module)
         hot = self.hot()
@@ -573,6 +615,9 @@ class Project:
             no_grad_callables=no_grad,
             host_parameters=host,
             runs_on_cuda=self.cuda_reasons().get(key),
+            movers=self.movers(),
+            cudnn_decided=self.cudnn_decided(),
+            imported=key in self.imported_anywhere(),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

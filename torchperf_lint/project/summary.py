@@ -20,6 +20,8 @@ from ..analysis.vocabulary import (
     NO_GRAD_CONTEXTS,
     NON_CUDA_DEVICE_TYPES,
     SPECIAL_MODES,
+    is_cudnn_decision,
+    is_cudnn_decision_call,
     is_loader_name,
     is_optimizer_name,
     shows_cuda_use,
@@ -58,6 +60,7 @@ class Function:
     calls: list[Call] = dataclasses.field(default_factory=list)
     steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
+    varkw: bool = False  # takes **kwargs
 
 
 @dataclasses.dataclass
@@ -91,6 +94,7 @@ class Summary:
     toplevel: Function = dataclasses.field(default_factory=lambda: Function("<module>", "<module>", 1))
     contexts: list[str] = dataclasses.field(default_factory=list)  # dotted decorators and with-items
     shows_cuda: bool = False
+    cudnn_decision: bool = False  # sets cudnn.benchmark/deterministic or picks deterministic algorithms
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -112,7 +116,17 @@ class Summary:
             toplevel=function(data["toplevel"]),
             contexts=data["contexts"],
             shows_cuda=data["shows_cuda"],
+            cudnn_decision=data["cudnn_decision"],
         )
+
+
+def _assigned(targets: list[ast.expr]) -> Iterator[ast.expr]:
+    """The targets of an assignment, tuple targets unpacked (`a.x, a.y = 1, 2`)."""
+    for target in targets:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            yield from _assigned(list(target.elts))
+        else:
+            yield target
 
 
 def dotted(node: ast.AST) -> Optional[str]:
@@ -376,9 +390,9 @@ class _Summarizer:
         decorators = [
             d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d
         ]
-        self.summary.functions.append(
-            Function(node.name, qualname, node.lineno, cls, parent, params, decorators)
-        )
+        function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators)
+        function.varkw = args.kwarg is not None
+        self.summary.functions.append(function)
         self.function_index[node] = index
         # defaults are evaluated once, where the function is defined
         for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
@@ -475,6 +489,8 @@ class _Summarizer:
     _AsyncWith = _With
 
     def _Assign(self, node: ast.Assign) -> None:
+        if any(is_cudnn_decision(dotted(t) or "") for t in _assigned(node.targets)):
+            self.summary.cudnn_decision = True
         if self.class_stack and not self.function_stack:
             self.children(node)
             return
@@ -521,6 +537,8 @@ class _Summarizer:
             work()  # module-level names are known before the walk
 
     def _Call(self, node: ast.Call) -> None:
+        if is_cudnn_decision_call(dotted(node.func) or ""):
+            self.summary.cudnn_decision = True
         self.children(node)
         function = self.current()
         loop = self.innermost_loop()

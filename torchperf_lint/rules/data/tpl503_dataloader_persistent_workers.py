@@ -45,7 +45,7 @@ class DataloaderPersistentWorkers(Rule):
     summary = "DataLoader re-spawns its workers every epoch"
     message = (
         "{loader} starts its {workers} worker processes again on every pass of an enclosing loop; "
-        "pass persistent_workers={value}"
+        "pass persistent_workers={value}{needs}"
     )
     fix_safety = Safety.UNSAFE
     where = "loader re-iterated"
@@ -216,6 +216,9 @@ class DataloaderPersistentWorkers(Rule):
         count = int_literal(workers)
         if workers is None or count == 0:
             return
+        persistent = ctx.api("persistent_workers")
+        if not persistent.usable:
+            return
         repeated = ctx.iterations.repeated_pass(node)
         if repeated is None:
             return
@@ -227,14 +230,22 @@ class DataloaderPersistentWorkers(Rule):
                 left=_operand(workers),
                 comparisons=[cst.ComparisonTarget(cst.GreaterThan(), cst.Integer("0"))],
             )
-        fix = Fix.replace(
+        fix = None
+        if persistent.writable:
+            fix = Fix.replace(
+                node,
+                add_keyword(node, "persistent_workers", value),
+                Safety.UNSAFE,
+                "keep the workers between passes",
+            )
+        yield self.report(
             node,
-            add_keyword(node, "persistent_workers", value),
-            Safety.UNSAFE,
-            "keep the workers between passes",
+            fix=fix,
+            loader=repeated.target,
+            workers=ctx.code(workers),
+            value=ctx.module.code_for_node(value),
+            needs="" if persistent.writable else f" ({persistent.needs()})",
         )
-        shown_value = ctx.module.code_for_node(value)
-        yield self.report(node, fix=fix, loader=repeated.target, workers=ctx.code(workers), value=shown_value)
 
 
 def _operand(expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -22,6 +22,17 @@ _CUDNN_DECISIONS = frozenset(
 _CUDNN_DECISION_CALLS = frozenset({"torch.backends.cudnn.flags", "torch.use_deterministic_algorithms"})
 
 
+def _assigned(assign: cst.Assign) -> Iterator[cst.BaseExpression]:
+    """Every target, tuple targets unpacked (`cudnn.deterministic, cudnn.benchmark = True, False`)."""
+    pending = [t.target for t in assign.targets]
+    while pending:
+        target = pending.pop()
+        if isinstance(target, (cst.Tuple, cst.List)):
+            pending.extend(element.value for element in target.elements)
+        else:
+            yield target
+
+
 class CudnnBenchmarkOff(Rule):
     """## What it does
     Flags a training script (a file that calls `.backward()` or runs a step loop) that builds
@@ -42,10 +53,12 @@ class CudnnBenchmarkOff(Rule):
     may choose non-deterministic algorithms, so results can differ from run to run.
 
     ## When it stays silent
-    Files that assign `torch.backends.cudnn.benchmark` (to anything) or
-    `torch.backends.cudnn.deterministic`, or call `torch.use_deterministic_algorithms(...)` or
-    `torch.backends.cudnn.flags(...)`: the choice was made; files without a training step or
-    without convolutions; files that never use CUDA; test files.
+    Projects with a module that assigns `torch.backends.cudnn.benchmark` (to anything, also in a
+    tuple assignment) or `torch.backends.cudnn.deterministic`, or calls
+    `torch.use_deterministic_algorithms(...)` or `torch.backends.cudnn.flags(...)`: the choice was
+    made; helper modules that another module of the project imports (the finding belongs to the
+    script that runs the training); files without a training step or without convolutions; files
+    that never use CUDA; test files.
     """
 
     code = "TPL403"
@@ -173,6 +186,13 @@ class CudnnBenchmarkOff(Rule):
             net = torch.nn.Conv2d(3, 8, 3).cuda()
             net(torch.randn(1, 3, 8, 8).cuda()).sum().backward()
             """,
+        "tuple-assignment-keeps-it-off": """
+            import torch
+
+            torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+            net = torch.nn.Conv2d(3, 8, 3).cuda()
+            net(torch.randn(1, 3, 8, 8).cuda()).sum().backward()
+            """,
         "model-definition-only": """
             import torch.nn as nn
 
@@ -201,13 +221,14 @@ class CudnnBenchmarkOff(Rule):
     }
 
     def check_file(self, ctx: Context) -> Iterator[Report]:
-        if ctx.is_test_file or not ctx.shows_cuda_use:
+        # the choice made anywhere in the project, or a helper module other modules import
+        if ctx.is_test_file or not ctx.shows_cuda_use or ctx.entry.cudnn_decided or ctx.entry.imported:
             return
         if not ctx.facts.method_calls.get("backward") and not ctx.hot.step_loops:
             return
         for assign in ctx.nodes(cst.Assign):
             assert isinstance(assign, cst.Assign)
-            if any(ctx.qualified_name(t.target) in _CUDNN_DECISIONS for t in assign.targets):
+            if any(ctx.qualified_name(t) in _CUDNN_DECISIONS for t in _assigned(assign)):
                 return
         calls = ctx.nodes(cst.Call)
         for call in calls:

@@ -140,7 +140,7 @@ class Fp32Training(Rule):
     summary = "CUDA training in full fp32"
     message = (
         "this CUDA training step runs its matmuls in full fp32 without tensor cores; "
-        'call {torch}.set_float32_matmul_precision("high") (TF32) or train under '
+        'call {torch}.set_float32_matmul_precision("high") (TF32{needs}) or train under '
         '{torch}.autocast("cuda", dtype={torch}.bfloat16) (both change numerics slightly)'
     )
     fix_safety = Safety.UNSAFE
@@ -402,7 +402,9 @@ class Fp32Training(Rule):
     }
 
     def check_file(self, ctx: Context) -> Iterator[Report]:
-        if ctx.is_test_file or not ctx.shows_cuda_use:
+        matmul_precision = ctx.api("set_float32_matmul_precision")
+        # before 1.12 TF32 matmuls were on by default (torch.backends.cuda.matmul.allow_tf32)
+        if ctx.is_test_file or not ctx.shows_cuda_use or not matmul_precision.usable:
             return
         calls = [c for c in ctx.nodes(cst.Call) if isinstance(c, cst.Call)]
         backward = next(
@@ -425,11 +427,12 @@ class Fp32Training(Rule):
         insertion = insert_after_imports(
             ctx, f'{alias}.set_float32_matmul_precision("high")', blank_line_before=True
         )
-        if insertion is not None:
+        if insertion is not None and matmul_precision.writable:
             fix = Fix.replace(
                 *insertion, Safety.UNSAFE, "enable TF32 matmuls", needs_torch_import=needs_import
             )
-        yield self.report(backward, reason=ctx.hot_reason(backward), fix=fix, torch=alias)
+        needs = "" if matmul_precision.writable else f"; it {matmul_precision.needs()}"
+        yield self.report(backward, reason=ctx.hot_reason(backward), fix=fix, torch=alias, needs=needs)
 
     @staticmethod
     def _has_reduced_precision(ctx: Context, calls: list[cst.Call]) -> bool:

@@ -190,7 +190,8 @@ class UnfusedOptimizer(Rule):
             return
         foreach = keyword(node, "foreach")
         foreach_false = foreach is not None and _is_literal(foreach.value, "False")
-        if optimizer in _FUSED_OPTIMIZERS:
+        fused = ctx.api(f"{optimizer}(fused=)") if optimizer in _FUSED_OPTIMIZERS else None
+        if fused is not None and fused.usable:
             differentiable = keyword(node, "differentiable")
             if keyword(node, "fused") is not None or (
                 differentiable is not None and not _is_literal(differentiable.value, "False")
@@ -218,7 +219,9 @@ class UnfusedOptimizer(Rule):
                     if foreach_false
                     else "runs a chain of multi-tensor kernels instead of one fused kernel"
                 )
-            fix = Fix.replace(node, fixed, Safety.UNSAFE, "use the fused optimizer")
+            fix = (
+                Fix.replace(node, fixed, Safety.UNSAFE, "use the fused optimizer") if fused.writable else None
+            )
             yield self.report(
                 node,
                 reason=ctx.hot_reason(node),
@@ -226,7 +229,7 @@ class UnfusedOptimizer(Rule):
                 optimizer=optimizer,
                 how=how,
                 cause=cause,
-                fix_text=self._FUSED_FIX,
+                fix_text=self._FUSED_FIX if fused.writable else f"pass fused=True ({fused.needs()})",
             )
         elif foreach_false:
             fix = Fix.replace(node, remove_keyword(node, "foreach"), Safety.UNSAFE, "use the foreach kernels")

@@ -8,7 +8,7 @@ from typing import Iterator, Optional, Union, cast
 import libcst as cst
 
 from ...analysis.hotpath import Reason
-from ...analysis.torch_version import VersionReason
+from ...analysis.torch_version import Declared, VersionReason
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
@@ -81,6 +81,15 @@ def _deliberate_zeros(node: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
+def _runtime(declared: Declared) -> str:
+    """`on torch 1.12` for a pin, `on torch older than 2.0` for a range."""
+    oldest, below = declared.version, declared.below
+    assert oldest is not None and below is not None
+    if below == (oldest[0], oldest[1] + 1):
+        return f"on torch {oldest[0]}.{oldest[1]}"
+    return f"on torch older than {below[0]}.{below[1]}" if below <= (2, 0) else "on torch older than 2.0"
+
+
 class ZeroGradWithoutSetToNone(Rule):
     """## What it does
     Flags gradient zeroing that writes zeros instead of dropping the gradient:
@@ -90,11 +99,13 @@ class ZeroGradWithoutSetToNone(Rule):
     `p.grad = torch.zeros_like(p)`). Any receiver counts (`optimizer`, `model`,
     `self.optimizers()`), but the method must be called `zero_grad`.
 
-    The target version is `--torch-version` (or config `torch-version`), else the lowest version
-    the linted project's own `torch` requirement admits (`pyproject.toml`, `setup.cfg`,
-    `requirements*.txt` of the nearest project root: `torch>=1.13,<2.1` targets 1.13, an upper
-    bound alone such as `torch<2` admits 1.x and targets 1.0), else the newest. `--show-context`
-    says which version was used and where it came from.
+    A plain `zero_grad()` is flagged only where the runtime may be older than 2.0 and new enough
+    to have `set_to_none` (1.7): `--torch-version` (or config `torch-version`) in that range, or
+    an upper bound or pin in the linted project's own `torch` requirement (`pyproject.toml`,
+    `setup.cfg`, `requirements*.txt` of the nearest project root: `torch>=1.13,<2`,
+    `torch==1.12.1`). A lower bound alone (`torch>=1.8`) is the oldest torch the project
+    supports, not the one it runs on, which is then the newest. `--show-context` says which
+    version was used and where it came from.
 
     ## Why it is slow
     Zero-filling launches a memset per parameter every step, and the next backward then reads
@@ -105,15 +116,18 @@ class ZeroGradWithoutSetToNone(Rule):
     ## Fix safety
     Unsafe: code that reads `.grad` after zeroing (gradient clipping, logging, a custom
     optimizer) sees None instead of a zero tensor. The fix passes `set_to_none=True` (replacing
-    an explicit False) or turns manual zeroing into `p.grad = None`.
+    an explicit False) or turns manual zeroing into `p.grad = None`; none is written where the
+    oldest torch the project supports predates `set_to_none` (1.7): the message says so.
 
     ## When it stays silent
-    `zero_grad()` when the target is torch 2.0 or newer (the default is already None);
+    `zero_grad()` when the runtime is torch 2.0 or newer (the default is already None) or
+    older than 1.7 (no `set_to_none`);
     `set_to_none=` given a variable; methods that merely end in `zero_grad`; manual zeroing that
     is not in a loop over parameters, that already sits behind a `set_to_none` choice, or that
     follows `if p.grad is None:` (a gradient being created, e.g. as a view into a flat buffer);
     `p.grad = torch.zeros_like(p)` outside hot code and outside functions named for zeroing
-    (`zero_grads`, `reset_gradients`): in `__init__` or setup it creates gradients.
+    (`zero_grads`, `reset_gradients`): in `__init__` or setup it creates gradients; files that
+    add into gradients in place (`p.grad += g`, an RPC parameter server), which need the zeros.
     """
 
     code = "TPL301"
@@ -267,6 +281,16 @@ class ZeroGradWithoutSetToNone(Rule):
                                 else:
                                     p.grad.zero_()
             """,
+        "zeros-kept-for-in-place-accumulation": """
+            import torch
+
+            class ParameterServer:
+                def update(self, grads):
+                    for p, g in zip(self.model.parameters(), grads):
+                        p.grad += g
+                    self.optimizer.step()
+                    self.optimizer.zero_grad(set_to_none=False)
+            """,
         "materialising-missing-gradients": """
             import torch
 
@@ -303,7 +327,7 @@ class ZeroGradWithoutSetToNone(Rule):
         if given is None and len(positional) == 1:
             given = positional[0]
         if given is not None:
-            if is_name(given.value, "False"):
+            if is_name(given.value, "False") and not ctx.accumulates_into_grad:
                 new = call.with_changes(
                     args=[a.with_changes(value=cst.Name("True")) if a is given else a for a in call.args]
                 )
@@ -320,19 +344,31 @@ class ZeroGradWithoutSetToNone(Rule):
         if call.args:
             return
         declared = ctx.target_torch_version()
-        if declared.version is None or declared.version >= (2, 0):
+        set_to_none = ctx.api("zero_grad(set_to_none=)")
+        # only where the runtime may be older than 2.0 (an upper bound or a pin) and new enough
+        # to have set_to_none at all
+        if not (declared.may_run_older_than((2, 0)) and set_to_none.usable):
             return
-        major, minor = declared.version
-        fix = Fix.replace(
-            call, add_keyword(call, "set_to_none", cst.Name("True")), Safety.UNSAFE, "pass set_to_none=True"
-        )
+        if ctx.accumulates_into_grad:
+            return
+        fix = None
+        remedy = "pass set_to_none=True"
+        if set_to_none.writable:
+            fix = Fix.replace(
+                call,
+                add_keyword(call, "set_to_none", cst.Name("True")),
+                Safety.UNSAFE,
+                "pass set_to_none=True",
+            )
+        else:
+            remedy += f" ({set_to_none.needs()})"
         yield self.report(
             call,
             reason=cast(Reason, VersionReason(declared, ctx.hot_reason(call))),  # the runner only renders it
             fix=fix,
             what="zero_grad()",
-            when=f" on torch {major}.{minor} (set_to_none defaults to False before 2.0)",
-            remedy="pass set_to_none=True",
+            when=f" {_runtime(declared)} (set_to_none defaults to False before 2.0)",
+            remedy=remedy,
         )
 
     def _zero_fill(self, call: cst.Call, ctx: Context) -> Iterator[Report]:
@@ -350,7 +386,7 @@ class ZeroGradWithoutSetToNone(Rule):
             return
         if _parameter_loop(grad.value, call, ctx) is None:
             return
-        if _deliberate_zeros(call, ctx):
+        if _deliberate_zeros(call, ctx) or ctx.accumulates_into_grad:
             return
         statement = ctx.parent(call)
         fix = None
@@ -387,7 +423,7 @@ class ZeroGradWithoutSetToNone(Rule):
             return
         if _parameter_loop(target.value, node, ctx) is None:
             return
-        if not self._zeroing_place(node, ctx) or _deliberate_zeros(node, ctx):
+        if not self._zeroing_place(node, ctx) or _deliberate_zeros(node, ctx) or ctx.accumulates_into_grad:
             return
         owner = ctx.code(target.value)
         fix = Fix.replace(node.value, cst.Name("None"), Safety.UNSAFE, "set the gradient to None")

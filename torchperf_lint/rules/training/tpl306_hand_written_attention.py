@@ -639,17 +639,16 @@ class HandWrittenAttention(Rule):
         found = self._softmax(node, ctx)
         if found is None or not ctx.is_hot(node):
             return
-        declared = ctx.target_torch_version()
-        if declared.version is not None and declared.version < (2, 0):
+        sdpa = ctx.api("scaled_dot_product_attention")
+        if not sdpa.usable:
             return
         chain = _Matcher(ctx).chain(node, *found)
         if chain is None or self._dispatches(node, ctx):
             return
-        built = _FixBuilder(ctx, chain).build()
+        built = _FixBuilder(ctx, chain).build() if sdpa.writable else None
         fix, call = built if built is not None else (None, None)
-        yield self.report(
-            chain.scores.product.node, reason=ctx.hot_reason(node), fix=fix, call=_shown(call, chain, ctx)
-        )
+        shown = _shown(call, chain, ctx) + ("" if sdpa.writable else f" ({sdpa.needs()})")
+        yield self.report(chain.scores.product.node, reason=ctx.hot_reason(node), fix=fix, call=shown)
 
     # -- the softmax ------------------------------------------------------------------------
     @staticmethod
@@ -1321,8 +1320,7 @@ class _FixBuilder:
         if scale is False:
             return None
         if isinstance(scale, cst.BaseExpression):
-            declared = self.ctx.target_torch_version()
-            if declared.version is not None and declared.version < (2, 1):
+            if not self.ctx.api("scaled_dot_product_attention(scale=)").writable:
                 return None
             keywords.append(("scale", scale))
             moved.extend(f.operand for f in factors if f.operand is not None)

@@ -32,10 +32,13 @@ class BlockingHostToDevice(Rule):
     the device computes with, as the copy is ordered on the stream before the kernels that use
     it. Unsafe when the moved value is the loop's whole item (`for batch in loader:
     batch.to(device)`), which may be a custom batch class whose `.to` does not accept
-    `non_blocking`.
+    `non_blocking`, and wherever the project defines a class with a `to`/`cuda` of its own that
+    takes it (the batch may be one, collated in another module).
 
     ## When it stays silent
-    Calls that pass `non_blocking` (any value, a decision) or `**kwargs`; `model.to(device)` and
+    Calls that pass `non_blocking` (any value, a decision) or `**kwargs`; batches that are not
+    certainly tensors in a project that defines a class whose own `to`/`cuda` takes no
+    `non_blocking` (DETR's `NestedTensor.to(self, device)`): the argument would raise; `model.to(device)` and
     other values that are not batches; dtype casts (`x.to(torch.float16)`) and `.to("cpu")`;
     moves outside the step loop.
     """
@@ -198,6 +201,23 @@ class BlockingHostToDevice(Rule):
                     pass
                 return model(x.to(device))
             """,
+        "batch-class-whose-to-takes-no-non-blocking": """
+            import torch
+
+            class NestedTensor:
+                def __init__(self, tensors, mask):
+                    self.tensors, self.mask = tensors, mask
+
+                def to(self, device):
+                    return NestedTensor(self.tensors.to(device), self.mask.to(device))
+
+            def train_one_epoch(model, data_loader, optimizer, device):
+                for samples, targets in data_loader:
+                    samples = samples.to(device)
+                    loss = model(samples, targets.to(device))
+                    loss.backward()
+                    optimizer.step()
+            """,
         "keys-and-counters": """
             import torch
 
@@ -224,7 +244,10 @@ class BlockingHostToDevice(Rule):
             return
         if ctx.batch_loop(func.value) is None:
             return
-        safety = Safety.UNSAFE if ctx.is_whole_batch(func.value) else Safety.SAFE
+        custom = ctx.custom_move_takes_non_blocking(func.value)
+        if custom is False:
+            return  # the batch may be a project class whose `to` has no non_blocking
+        safety = Safety.UNSAFE if custom or ctx.is_whole_batch(func.value) else Safety.SAFE
         fixed = add_keyword(node, "non_blocking", cst.Name("True"))
         fix = Fix.replace(node, fixed, safety, "pass non_blocking=True")
         yield self.report(node, reason=ctx.hot_reason(node), fix=fix, what=f".{func.attr.value}()")

@@ -1,0 +1,127 @@
+"""What a batch is (issue 25, item 3): a fix that adds `non_blocking=True` to `.to()` needs the
+receiver proven a tensor. A project class with its own `to` that takes no `non_blocking` (DETR's
+`NestedTensor`), collated into batches in another module, gets no finding; one whose `to` takes
+it gets only an unsafe fix. The fixed DETR-like project still trains (torch on the CPU)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchperf_lint.api import lint_source
+
+MISC = """\
+import torch
+
+
+class NestedTensor:
+    def __init__(self, tensors, mask):
+        self.tensors = tensors
+        self.mask = mask
+
+    def to(self, device):
+        return NestedTensor(self.tensors.to(device), self.mask.to(device))
+
+
+def nested_tensor_from_tensor_list(tensors):
+    batch = torch.stack(tensors)
+    return NestedTensor(batch, torch.zeros(batch.shape[0], dtype=torch.bool))
+
+
+def collate_fn(batch):
+    batch = list(zip(*batch))
+    return tuple([nested_tensor_from_tensor_list(batch[0]), torch.stack(batch[1])])
+"""
+
+ENGINE = """\
+import torch
+
+
+def train_one_epoch(model, criterion, data_loader, optimizer, device):
+    for samples, targets in data_loader:
+        samples = samples.to(device)
+        targets = targets.to(device)
+        loss = criterion(model(samples.tensors), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+"""
+
+MAIN = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from engine import train_one_epoch
+from util.misc import collate_fn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+dataset = TensorDataset(torch.randn(8, 4), torch.randn(8, 2))
+loader = DataLoader(dataset, batch_size=4, collate_fn=collate_fn)
+model = torch.nn.Linear(4, 2).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+print(train_one_epoch(model, torch.nn.MSELoss(), loader, optimizer, device))
+"""
+
+
+def _project(root: Path, misc: str = MISC) -> Path:
+    (root / "util").mkdir()
+    (root / "util" / "__init__.py").write_text("")
+    (root / "util" / "misc.py").write_text(misc)
+    (root / "engine.py").write_text(ENGINE)
+    (root / "main.py").write_text(MAIN)
+    (root / "pyproject.toml").write_text('[project]\nname = "detr-like"\n')
+    return root
+
+
+def _tpl106(root: Path) -> list[tuple[int, bool]]:
+    path = root / "engine.py"
+    findings = lint_source(path.read_text(), path=str(path), select=["TPL106"])
+    return [(f.line, f.fix is not None and f.fix.safety.name == "SAFE") for f in findings]
+
+
+def test_a_project_batch_class_whose_to_takes_no_non_blocking_gets_no_finding(tmp_path: Path) -> None:
+    assert _tpl106(_project(tmp_path)) == []
+
+
+def test_a_project_batch_class_whose_to_takes_non_blocking_gets_an_unsafe_fix(tmp_path: Path) -> None:
+    misc = MISC.replace("def to(self, device):", "def to(self, device, non_blocking=False):")
+    assert _tpl106(_project(tmp_path, misc)) == [(6, False), (7, False)]
+
+
+def test_without_a_project_batch_class_batch_elements_keep_the_safe_fix(tmp_path: Path) -> None:
+    misc = MISC.replace("    def to(self, device):\n", "    def move(self, device):\n")
+    assert _tpl106(_project(tmp_path, misc)) == [(6, True), (7, True)]
+
+
+def test_the_class_in_the_linted_file_itself_counts_without_a_project() -> None:
+    source = MISC + ENGINE.replace("import torch\n", "")
+    assert lint_source(source, path="<string>", select=["TPL106"]) == []
+
+
+@pytest.mark.parametrize("extra", [[], ["--unsafe-fixes"]])
+def test_the_fixed_detr_like_project_still_trains(tmp_path: Path, extra: list[str]) -> None:
+    root = _project(tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchperf_lint",
+            "--no-cache",
+            "--extend-select",
+            "ALL",
+            "--fix",
+            *extra,
+            "--exit-zero",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "samples.to(device)" in (root / "engine.py").read_text()
+    run = subprocess.run([sys.executable, "main.py"], cwd=root, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

@@ -1,0 +1,54 @@
+"""What the project already did (issue 25, item 5), read by the project pass: cuDNN's algorithm
+choice made in any module, and TPL403 only in the script that runs the training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchperf_lint.api import lint_source
+
+CONV_TRAINING = """\
+import torch
+from torch import nn
+
+net = nn.Conv2d(3, 8, 3).cuda()
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def train(loader):
+    for x, y in loader:
+        net(x.cuda()).sum().backward()
+        optimizer.step()
+"""
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def _codes(root: Path, name: str) -> list[str]:
+    path = root / name
+    return [f.code for f in lint_source(path.read_text(), path=str(path), select=["TPL403"])]
+
+
+def test_training_script_without_a_choice_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"train.py": CONV_TRAINING})
+    assert _codes(tmp_path, "train.py") == ["TPL403"]
+
+
+def test_cudnn_choice_in_another_module_by_tuple_assignment_counts(tmp_path: Path) -> None:
+    setup = (
+        "import torch\n\n"
+        "def init_seeds():\n"
+        "    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False\n"
+    )
+    _write(tmp_path, {"train.py": CONV_TRAINING, "utils/general.py": setup})
+    assert _codes(tmp_path, "train.py") == []
+
+
+def test_a_helper_module_imported_by_the_training_script_is_not_the_script(tmp_path: Path) -> None:
+    script = "from utils.torch_utils import train\n\ntrain([])\n"
+    _write(tmp_path, {"utils/torch_utils.py": CONV_TRAINING, "train.py": script})
+    assert _codes(tmp_path, "utils/torch_utils.py") == []
