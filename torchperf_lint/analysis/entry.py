@@ -32,6 +32,8 @@ class EntryFacts:
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
     runs_on_cuda: Optional[str] = None  # why, when a module that shows CUDA use reaches this one
+    convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
+    channels_last_near: bool = False  # a module this one imports or is imported by names channels_last
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -69,6 +71,8 @@ class EntryFacts:
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
             runs_on_cuda=None if data["runs_on_cuda"] is None else str(data["runs_on_cuda"]),
+            convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
+            channels_last_near=bool(data["channels_last_near"]),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )

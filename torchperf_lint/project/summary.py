@@ -58,6 +58,7 @@ class Function:
     calls: list[Call] = dataclasses.field(default_factory=list)
     steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
+    returns: list[list[str]] = dataclasses.field(default_factory=list)  # per `return Callee(...)`: built()
 
 
 @dataclasses.dataclass
@@ -68,6 +69,7 @@ class Class:
     bases: list[str] = dataclasses.field(default_factory=list)
     methods: dict[str, int] = dataclasses.field(default_factory=dict)
     attributes: dict[str, str] = dataclasses.field(default_factory=dict)  # self.x = Callee(...)
+    builds: list[str] = dataclasses.field(default_factory=list)  # built() by each call of its methods
 
 
 @dataclasses.dataclass
@@ -91,6 +93,7 @@ class Summary:
     toplevel: Function = dataclasses.field(default_factory=lambda: Function("<module>", "<module>", 1))
     contexts: list[str] = dataclasses.field(default_factory=list)  # dotted decorators and with-items
     shows_cuda: bool = False
+    channels_last: bool = False  # names channels_last in code (memory_format, a flag, an option string)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -112,6 +115,7 @@ class Summary:
             toplevel=function(data["toplevel"]),
             contexts=data["contexts"],
             shows_cuda=data["shows_cuda"],
+            channels_last=data.get("channels_last", False),
         )
 
 
@@ -143,6 +147,24 @@ def _constructed(value: ast.AST) -> Optional[str]:
     if isinstance(value, ast.Call):
         return dotted(value.func)
     return None
+
+
+def built(call: ast.Call) -> list[str]:
+    """What a call may construct, as written: its callee (`nn.Conv2d#grouped` for a conv with
+    `groups=` other than 1), then the classes it is handed (`ResNet(Bottleneck, [3, 4, 6, 3])`,
+    `self._make_layer(BasicBlock, 64)`): CapWords names, which a project pass resolves."""
+    callee = dotted(call.func)
+    found = []
+    if callee:
+        groups = next((k.value for k in call.keywords if k.arg == "groups"), None)
+        grouped = groups is not None and not (isinstance(groups, ast.Constant) and groups.value == 1)
+        found.append(callee + ("#grouped" if grouped else ""))
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        name = dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+        last = name.split(".")[-1] if name else ""
+        if last[:1].isupper() and not last.isupper():
+            found.append(name)  # type: ignore[arg-type]  # last is non-empty, so name is set
+    return found
 
 
 def cold_sides(test: ast.AST) -> tuple[bool, bool]:
@@ -497,17 +519,36 @@ class _Summarizer:
         self.children(node)
 
     def _Attribute(self, node: ast.Attribute) -> None:
+        if "channels_last" in node.attr:
+            self.summary.channels_last = True
         if self.function_stack and node.attr in ("no_grad", "inference_mode"):
             if self.qualify(dotted(node) or "") in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
         self.children(node)
 
     def _Name(self, node: ast.Name) -> None:
+        if "channels_last" in node.id:
+            self.summary.channels_last = True
         if self.function_stack and isinstance(node.ctx, ast.Store):
             self.locals().names.add(node.id)
         if self.function_stack and node.id in ("no_grad", "inference_mode"):
             if self.qualify(node.id) in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
+
+    def _Return(self, node: ast.Return) -> None:
+        value = _strip_chain(node.value) if node.value is not None else None
+        if self.function_stack and isinstance(value, ast.Call):
+            self.current().returns.append(built(value))
+        self.children(node)
+
+    def _Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and ("channels_last" in node.value or "channels-last" in node.value):
+            self.summary.channels_last = True
+
+    def _keyword(self, node: ast.keyword) -> None:
+        if node.arg and "channels_last" in node.arg:
+            self.summary.channels_last = True
+        self.children(node)
 
     def _mark_no_grad(self) -> None:
         for index, _ in self.function_stack:
@@ -523,6 +564,8 @@ class _Summarizer:
     def _Call(self, node: ast.Call) -> None:
         self.children(node)
         function = self.current()
+        if function.cls >= 0 and not self.cold:
+            self.summary.classes[function.cls].builds.extend(built(node))
         loop = self.innermost_loop()
         cold, scopes = bool(self.cold), self.scopes()
 
