@@ -165,3 +165,42 @@ def test_the_fixed_model_computes_what_the_original_did() -> None:
     assert [layout for _, layout in after] == [True, True]  # the fix took effect
     for (a, _), (b, _) in zip(before, after, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+# -- TPL405 ------------------------------------------------------------------------------------
+
+
+def _tpl405(source: str) -> list[int]:
+    findings = lint_source(textwrap.dedent(source).lstrip("\n"), path="model.py", select=["TPL405"])
+    return [f.line for f in findings]
+
+
+def test_a_field_two_config_classes_default_differently_is_unreadable() -> None:
+    source = """
+        import torch.nn as nn
+
+        class Small:
+            vocab_size = 50257
+
+        class Large:
+            vocab_size = 50304
+
+        class LM(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.head = nn.Linear(768, config.vocab_size)
+
+        model = LM(Small()).cuda()
+        """
+    assert _tpl405(source) == []
+    assert _tpl405(source.replace("50304", "50257")) == [12]
+
+
+def test_the_message_names_the_padded_size_and_where_the_size_was_read() -> None:
+    source = "import torch.nn as nn\nV = 50257\nhead = nn.Linear(768, V).cuda()\nfor x in loader:\n    head(x).sum().backward()\n"
+    (finding,) = lint_source(source, path="model.py", select=["TPL405"])
+    assert (
+        "50257 (V)" in finding.message
+        and "pad it to 50304" in finding.message
+        and "47 extra" in finding.message
+    )

@@ -24,6 +24,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL402", "data-parallel", False),
     ("TPL403", "cudnn-benchmark-off", False),
     ("TPL404", "convnet-without-channels-last", False),
+    ("TPL405", "size-off-tensor-cores", False),
     ("TPL501", "dataloader-num-workers", False),
     ("TPL502", "dataloader-pin-memory", False),
     ("TPL503", "dataloader-persistent-workers", True),

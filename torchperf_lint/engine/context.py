@@ -17,6 +17,7 @@ from ..analysis.hotpath import HotPaths, Reason
 from ..analysis.iteration import Iterations
 from ..analysis.names import Names
 from ..analysis.sequential import LoopDependences, LoopFacts
+from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_version import Declared, target_version
 from ..analysis.vocabulary import shows_cuda_use
@@ -110,6 +111,12 @@ class Context:
     def module_graph(self) -> ModuleGraph:
         """Constructor calls behind module names and attributes, and how modules are wired."""
         return ModuleGraph(self.facts, self.names, self.hot)
+
+    @functools.cached_property
+    def sizes(self) -> Sizes:
+        """Integer sizes the file states where a static reading finds them (a literal, a name
+        bound once to one, a configuration class's default)."""
+        return Sizes(self.facts, self.names)
 
     @functools.cached_property
     def iterations(self) -> Iterations:
