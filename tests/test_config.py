@@ -221,7 +221,7 @@ def test_show_settings_says_where_each_value_came_from(tmp_path: Path, capsys) -
     ]
     assert rows["extend-select"] == [([], "default")]
     assert rows["rules"] == [
-        (["TPL101", "TPL104", "TPL105"], "the selection above, over the default rules")
+        (["TPL101", "TPL102", "TPL104", "TPL105"], "the selection above, over the default rules")
     ]
     assert rows["extend-exclude"] == [
         (["legacy", "gen"], f"{config}, then the command line (--extend-exclude)")

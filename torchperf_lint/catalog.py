@@ -24,6 +24,8 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL401", "conv-bias-before-batchnorm", False),
     ("TPL402", "data-parallel", False),
     ("TPL403", "cudnn-benchmark-off", False),
+    ("TPL404", "convnet-without-channels-last", False),
+    ("TPL405", "size-off-tensor-cores", False),
     ("TPL501", "dataloader-num-workers", False),
     ("TPL502", "dataloader-pin-memory", False),
     ("TPL503", "dataloader-persistent-workers", True),

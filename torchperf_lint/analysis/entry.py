@@ -37,6 +37,8 @@ class EntryFacts:
     movers: tuple[tuple[str, bool], ...] = ()
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
+    convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
+    channels_last_near: bool = False  # a module this one imports or is imported by names channels_last
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -77,6 +79,8 @@ class EntryFacts:
             movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
+            convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
+            channels_last_near=bool(data["channels_last_near"]),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )

@@ -19,6 +19,7 @@ from ..analysis.iteration import Iterations
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.sequential import LoopDependences, LoopFacts
+from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
 from ..analysis.torch_version import Declared, target_version
@@ -113,6 +114,12 @@ class Context:
     def module_graph(self) -> ModuleGraph:
         """Constructor calls behind module names and attributes, and how modules are wired."""
         return ModuleGraph(self.facts, self.names, self.hot)
+
+    @functools.cached_property
+    def sizes(self) -> Sizes:
+        """Integer sizes the file states where a static reading finds them (a literal, a name
+        bound once to one, a configuration class's default)."""
+        return Sizes(self.facts, self.names)
 
     @functools.cached_property
     def iterations(self) -> Iterations:

@@ -19,6 +19,7 @@ from ..analysis.vocabulary import (
     extra_entry_points,
     is_module_base,
 )
+from .layers import LayerProfiles
 from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
@@ -116,6 +117,8 @@ class Project:
         # facts does not scan the whole project's
         self._hot_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._host_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self.layers = LayerProfiles(self)
+        self._channels_last: Optional[dict[int, bool]] = None
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -527,6 +530,40 @@ class Project:
         self._cuda = reached
         return reached
 
+    # -- memory layout ----------------------------------------------------------------------
+    def channels_last_near(self, module: Module) -> bool:
+        """A module connected to `module` by imports, either way and through others, names
+        channels_last: the project already chose a layout for the models it trains. (Narrower
+        than the whole project, so a module that nothing imports stands on its own.)"""
+        if self._channels_last is None:
+            groups: dict[int, int] = {}
+
+            def find(key: int) -> int:
+                while groups.setdefault(key, key) != key:
+                    groups[key] = groups[groups[key]]
+                    key = groups[key]
+                return key
+
+            for each in self.modules.values():
+                if each.is_test:
+                    continue
+                for target in self.imported_modules(each):
+                    if not target.is_test:
+                        groups[find(id(each))] = find(id(target))
+            marked = {find(id(m)) for m in self.modules.values() if m.summary.channels_last and not m.is_test}
+            self._channels_last = {id(m): find(id(m)) in marked for m in self.modules.values()}
+        return self._channels_last.get(id(module), module.summary.channels_last)
+
+    def convnet_constructors(self, module: Module) -> frozenset[str]:
+        """The callees, as `module` writes them, whose calls build a 2-D convnet."""
+        found = set()
+        for function in (module.summary.toplevel, *module.summary.functions):
+            for call in function.calls:
+                if call.kind in ("global", "dotted") and call.target not in found:
+                    if self.layers.builds_2d_convnet(module, call.target):
+                        found.add(call.target)
+        return frozenset(found)
+
     # -- host values passed through calls -------------------------------------------------
     def host_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
         """Parameters for which every call site in the project passes a host value (a string,
@@ -618,6 +655,8 @@ class Project:
             movers=self.movers(),
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
+            convnet_constructors=self.convnet_constructors(module),
+            channels_last_near=self.channels_last_near(module),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

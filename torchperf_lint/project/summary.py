@@ -61,6 +61,7 @@ class Function:
     steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
     varkw: bool = False  # takes **kwargs
+    returns: list[list[str]] = dataclasses.field(default_factory=list)  # per `return Callee(...)`: built()
 
 
 @dataclasses.dataclass
@@ -71,6 +72,7 @@ class Class:
     bases: list[str] = dataclasses.field(default_factory=list)
     methods: dict[str, int] = dataclasses.field(default_factory=dict)
     attributes: dict[str, str] = dataclasses.field(default_factory=dict)  # self.x = Callee(...)
+    builds: list[str] = dataclasses.field(default_factory=list)  # built() by each call of its methods
 
 
 @dataclasses.dataclass
@@ -95,6 +97,7 @@ class Summary:
     contexts: list[str] = dataclasses.field(default_factory=list)  # dotted decorators and with-items
     shows_cuda: bool = False
     cudnn_decision: bool = False  # sets cudnn.benchmark/deterministic or picks deterministic algorithms
+    channels_last: bool = False  # names channels_last in code (memory_format, a flag, an option string)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -117,6 +120,7 @@ class Summary:
             contexts=data["contexts"],
             shows_cuda=data["shows_cuda"],
             cudnn_decision=data["cudnn_decision"],
+            channels_last=data.get("channels_last", False),
         )
 
 
@@ -157,6 +161,24 @@ def _constructed(value: ast.AST) -> Optional[str]:
     if isinstance(value, ast.Call):
         return dotted(value.func)
     return None
+
+
+def built(call: ast.Call) -> list[str]:
+    """What a call may construct, as written: its callee (`nn.Conv2d#grouped` for a conv with
+    `groups=` other than 1), then the classes it is handed (`ResNet(Bottleneck, [3, 4, 6, 3])`,
+    `self._make_layer(BasicBlock, 64)`): CapWords names, which a project pass resolves."""
+    callee = dotted(call.func)
+    found = []
+    if callee:
+        groups = next((k.value for k in call.keywords if k.arg == "groups"), None)
+        grouped = groups is not None and not (isinstance(groups, ast.Constant) and groups.value == 1)
+        found.append(callee + ("#grouped" if grouped else ""))
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        name = dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+        last = name.split(".")[-1] if name else ""
+        if last[:1].isupper() and not last.isupper():
+            found.append(name)  # type: ignore[arg-type]  # last is non-empty, so name is set
+    return found
 
 
 def cold_sides(test: ast.AST) -> tuple[bool, bool]:
@@ -513,17 +535,36 @@ class _Summarizer:
         self.children(node)
 
     def _Attribute(self, node: ast.Attribute) -> None:
+        if "channels_last" in node.attr:
+            self.summary.channels_last = True
         if self.function_stack and node.attr in ("no_grad", "inference_mode"):
             if self.qualify(dotted(node) or "") in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
         self.children(node)
 
     def _Name(self, node: ast.Name) -> None:
+        if "channels_last" in node.id:
+            self.summary.channels_last = True
         if self.function_stack and isinstance(node.ctx, ast.Store):
             self.locals().names.add(node.id)
         if self.function_stack and node.id in ("no_grad", "inference_mode"):
             if self.qualify(node.id) in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
+
+    def _Return(self, node: ast.Return) -> None:
+        value = _strip_chain(node.value) if node.value is not None else None
+        if self.function_stack and isinstance(value, ast.Call):
+            self.current().returns.append(built(value))
+        self.children(node)
+
+    def _Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and ("channels_last" in node.value or "channels-last" in node.value):
+            self.summary.channels_last = True
+
+    def _keyword(self, node: ast.keyword) -> None:
+        if node.arg and "channels_last" in node.arg:
+            self.summary.channels_last = True
+        self.children(node)
 
     def _mark_no_grad(self) -> None:
         for index, _ in self.function_stack:
@@ -541,6 +582,8 @@ class _Summarizer:
             self.summary.cudnn_decision = True
         self.children(node)
         function = self.current()
+        if function.cls >= 0 and not self.cold:
+            self.summary.classes[function.cls].builds.extend(built(node))
         loop = self.innermost_loop()
         cold, scopes = bool(self.cold), self.scopes()
 

@@ -1,0 +1,206 @@
+"""TPL404 beyond its examples: models defined in other modules, what channels_last elsewhere
+silences, and that the fixed model computes what the original did (on the CPU)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from torchperf_lint.api import fix_source, lint_source
+from torchperf_lint.project.summary import summarize
+from torchperf_lint.rules.modules.tpl404_convnet_without_channels_last import ConvnetWithoutChannelsLast
+
+from .helpers import example_source
+
+RESNET = """
+    import torch.nn as nn
+
+    def conv3x3(cin, cout, stride=1):
+        return nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv1, self.bn1 = conv3x3(cin, cout), nn.BatchNorm2d(cout)
+            self.conv2, self.bn2 = conv3x3(cout, cout), nn.BatchNorm2d(cout)
+
+        def forward(self, x):
+            return (self.bn2(self.conv2(self.bn1(self.conv1(x)).relu())) + x).relu()
+
+    class ResNet(nn.Module):
+        def __init__(self, block, layers, num_classes=10):
+            super().__init__()
+            self.conv1 = conv3x3(3, 64)
+            self.layer1 = self._make_layer(block, 64, layers[0])
+            self.fc = nn.Linear(64, num_classes)
+
+        def _make_layer(self, block, planes, blocks):
+            return nn.Sequential(*[block(planes, planes) for _ in range(blocks)])
+
+        def forward(self, x):
+            return self.fc(self.layer1(self.conv1(x)).mean((2, 3)))
+
+    def resnet18(**kwargs):
+        return ResNet(BasicBlock, [2, 2, 2, 2], **kwargs)
+    """
+
+TRAIN = """
+    import torch
+    from models.resnet import resnet18
+
+    device = "cuda"
+    model = resnet18().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in train_loader:
+        x, y = x.to(device), y.to(device)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    """
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    for name, text in {"pyproject.toml": "[project]\nname = 'p'\n", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def _lines(root: Path, target: str) -> list[int]:
+    path = root / target
+    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL404"])]
+
+
+def test_a_convnet_built_in_another_module_by_a_torchvision_style_factory(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN})
+    assert _lines(root, "train.py") == [5]
+
+
+def test_channels_last_in_a_module_the_script_imports_silences_it(tmp_path: Path) -> None:
+    model_with_layout = RESNET + "\n    LAYOUT = 'channels_last'\n"
+    root = _project(
+        tmp_path, {"models/__init__.py": "", "models/resnet.py": model_with_layout, "train.py": TRAIN}
+    )
+    assert _lines(root, "train.py") == []
+
+
+def test_channels_last_in_an_unrelated_script_does_not(tmp_path: Path) -> None:
+    benchmark = "import torch\nx = torch.randn(1, 3, 8, 8).to(memory_format=torch.channels_last)\n"
+    root = _project(
+        tmp_path,
+        {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN, "bench.py": benchmark},
+    )
+    assert _lines(root, "train.py") == [5]
+
+
+def test_a_transformer_classifier_in_another_module_is_no_convnet(tmp_path: Path) -> None:
+    vit = """
+        import torch.nn as nn
+
+        class Attention(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+        class ViT(nn.Module):
+            def __init__(self, d=384):
+                super().__init__()
+                self.patch = nn.Conv2d(3, d, 16, 16)
+                self.blocks = nn.ModuleList([Attention(d) for _ in range(12)])
+                self.head = nn.Linear(d, 1000)
+
+        def resnet18():
+            return ViT()
+        """
+    root = _project(tmp_path, {"models/__init__.py": "", "models/resnet.py": vit, "train.py": TRAIN})
+    assert _lines(root, "train.py") == []
+
+
+def test_the_summary_records_what_classes_and_factories_build() -> None:
+    summary = summarize(textwrap.dedent(RESNET))
+    assert summary is not None
+    resnet = next(c for c in summary.classes if c.name == "ResNet")
+    assert "conv3x3" in resnet.builds and "nn.Linear" in resnet.builds
+    factory = next(f for f in summary.functions if f.name == "resnet18")
+    assert factory.returns == [["ResNet", "BasicBlock"]]
+    grouped = summarize(
+        "import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self):\n        self.c = nn.Conv2d(8, 8, 3, groups=8)\n"
+    )
+    assert grouped is not None and grouped.classes[0].builds == ["nn.Conv2d#grouped"]
+    assert not summary.channels_last
+    assert summarize("parser.add_argument('--channels-last', action='store_true')\n").channels_last  # type: ignore[union-attr]
+
+
+def _train_and_record(source: str) -> list[tuple[torch.Tensor, bool]]:
+    """Runs the example's `train` for two steps on the CPU, recording each forward's output and
+    whether its input was in channels_last layout."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "example.py", "exec"), namespace)  # noqa: S102  # the rule's own example
+    net = namespace["Net"]
+    forward = net.forward
+    seen: list[tuple[torch.Tensor, bool]] = []
+
+    def recording(self: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        out = forward(self, x)
+        seen.append((out.detach().clone(), x.is_contiguous(memory_format=torch.channels_last)))
+        return out
+
+    net.forward = recording
+    generator = torch.Generator().manual_seed(0)
+    batches = [(torch.randn(4, 3, 32, 32, generator=generator), torch.tensor([0, 1, 2, 3])) for _ in range(2)]
+    torch.manual_seed(0)
+    namespace["train"](batches, device="cpu")
+    return seen
+
+
+def test_the_fixed_model_computes_what_the_original_did() -> None:
+    original = example_source(ConvnetWithoutChannelsLast.BAD["resnet-like-class"])
+    fixed = fix_source(original, path="example.py", unsafe=True, select=["TPL404"])
+    assert "channels_last" in fixed
+    before, after = _train_and_record(original), _train_and_record(fixed)
+    assert [layout for _, layout in before] == [False, False]
+    assert [layout for _, layout in after] == [True, True]  # the fix took effect
+    for (a, _), (b, _) in zip(before, after, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+# -- TPL405 ------------------------------------------------------------------------------------
+
+
+def _tpl405(source: str) -> list[int]:
+    findings = lint_source(textwrap.dedent(source).lstrip("\n"), path="model.py", select=["TPL405"])
+    return [f.line for f in findings]
+
+
+def test_a_field_two_config_classes_default_differently_is_unreadable() -> None:
+    source = """
+        import torch.nn as nn
+
+        class Small:
+            vocab_size = 50257
+
+        class Large:
+            vocab_size = 50304
+
+        class LM(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.head = nn.Linear(768, config.vocab_size)
+
+        model = LM(Small()).cuda()
+        """
+    assert _tpl405(source) == []
+    assert _tpl405(source.replace("50304", "50257")) == [12]
+
+
+def test_the_message_names_the_padded_size_and_where_the_size_was_read() -> None:
+    source = "import torch.nn as nn\nV = 50257\nhead = nn.Linear(768, V).cuda()\nfor x in loader:\n    head(x).sum().backward()\n"
+    (finding,) = lint_source(source, path="model.py", select=["TPL405"])
+    assert (
+        "50257 (V)" in finding.message
+        and "pad it to 50304" in finding.message
+        and "47 extra" in finding.message
+    )

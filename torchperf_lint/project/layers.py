@@ -1,0 +1,97 @@
+"""What the project's models are made of: the layers each module class builds (in its methods and
+those of its project bases, through the classes and factory functions it calls or is handed), added
+up by analysis/layers.py's words. Answers which constructors, as one module writes them, build a
+2-D convnet (TPL404).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..analysis.layers import LayerCounts, is_library_convnet, library_layer
+
+if TYPE_CHECKING:
+    from .graph import ClassRef, FunctionRef, Module, Project
+
+_MAX_DEPTH = 16  # nesting of classes and factories followed
+
+
+class LayerProfiles:
+    def __init__(self, project: Project) -> None:
+        self._project = project
+        self._memo: dict[tuple[str, int, int], LayerCounts] = {}
+        self._convnets: dict[tuple[int, str], bool] = {}
+
+    def of_name(self, module: Module, written: str, depth: int = 0) -> Optional[LayerCounts]:
+        """The layers one call of `written` (as `module` spells it, with built()'s `#grouped`
+        tag) builds; None when it builds nothing counted or cannot be resolved."""
+        from .graph import ClassRef, External, FunctionRef
+
+        name, _, tag = written.partition("#")
+        found = self._project.resolve_dotted(module, name)
+        if isinstance(found, External):
+            return library_layer(found.qualified + (f"#{tag}" if tag else ""))
+        if depth >= _MAX_DEPTH:
+            return None
+        if isinstance(found, ClassRef):
+            return self.of_class(found, depth + 1)
+        if isinstance(found, FunctionRef):
+            return self._of_factory(found, depth + 1)
+        return None
+
+    def of_class(self, cls: ClassRef, depth: int = 0) -> LayerCounts:
+        key = ("class", *cls.key())
+        known = self._memo.get(key)
+        if known is not None:
+            return known
+        total = self._memo[key] = LayerCounts()  # a cycle adds nothing
+        if cls.info.name.endswith(("LayerNorm", "LayerNorm2d")):
+            total.layer_norms += 1
+        for current in self._project.lineage(cls):
+            for written in current.info.builds:
+                counts = self.of_name(current.module, written, depth)
+                if counts is not None:
+                    total.add(counts)
+        return total
+
+    def _of_factory(self, function: FunctionRef, depth: int) -> LayerCounts:
+        """A function's layers: those of what its `return` statements build (`def resnet50():
+        return ResNet(Bottleneck, [3, 4, 6, 3])`, `def conv3x3(...): return nn.Conv2d(...)`)."""
+        key = ("function", *function.key())
+        known = self._memo.get(key)
+        if known is not None:
+            return known
+        total = self._memo[key] = LayerCounts()
+        for returned in function.info.returns:
+            for written in returned:
+                counts = self.of_name(function.module, written, depth)
+                if counts is not None:
+                    total.add(counts)
+        return total
+
+    def builds_2d_convnet(self, module: Module, written: str) -> bool:
+        """A call of `written` in `module` builds a 2-D convnet: a project model whose layers
+        say so, a factory whose every `return` builds one, or a library convnet constructor."""
+        key = (id(module), written)
+        if key not in self._convnets:
+            self._convnets[key] = self._builds_2d_convnet(module, written)
+        return self._convnets[key]
+
+    def _builds_2d_convnet(self, module: Module, written: str) -> bool:
+        from .graph import External, FunctionRef
+
+        found = self._project.resolve_dotted(module, written)
+        if isinstance(found, External):
+            return is_library_convnet(found.qualified)
+        if isinstance(found, FunctionRef) and found.info.returns:
+            return all(self._builds_convnet(found.module, returned) for returned in found.info.returns)
+        counts = self.of_name(module, written)
+        return counts is not None and counts.is_2d_convnet
+
+    def _builds_convnet(self, module: Module, returned: list[str]) -> bool:
+        total = LayerCounts()
+        for written in returned:
+            counts = self.of_name(module, written)
+            if counts is not None:
+                total.add(counts)
+        return total.is_2d_convnet

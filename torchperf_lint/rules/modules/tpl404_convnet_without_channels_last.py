@@ -1,0 +1,463 @@
+"""TPL404 convnet-without-channels-last: 2-D convnet trained on CUDA in NCHW layout."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ...engine.context import Context
+from ...engine.edits import add_keyword, has_star_kwargs, keyword, torch_attribute
+from ...engine.findings import Fix, Report, Safety
+from ...engine.walker import dotted_name
+from ..base import Rule
+from ..transfer.common import device_move, to_accelerator
+
+# Module methods that hand back the module itself: `model = model.cuda().eval()` is still the model.
+_SAME_MODULE = frozenset({"to", "cuda", "train", "eval", "float", "half", "bfloat16", "requires_grad_"})
+
+
+class ConvnetWithoutChannelsLast(Rule):
+    """## What it does
+    Flags the move to CUDA (`model.cuda()`, `model.to(device)`) of a model whose layers are mostly
+    2-D convolutions (a project class whose `__init__` and helpers build them, through its blocks,
+    bases and factory functions, or a torchvision convnet such as `torchvision.models.resnet50()`),
+    in a training or evaluation script with a step loop, when nothing connected to it by imports
+    mentions `channels_last`. Off by default.
+
+    ## Why it is slow
+    cuDNN's fastest convolution kernels on tensor cores (fp16, bf16, TF32) work in NHWC layout.
+    A model and input left in PyTorch's default NCHW layout make every convolution transpose its
+    input and output around the kernel, or fall back to slower NCHW kernels; BatchNorm and
+    activations pay extra passes too. Converting the model once
+    (`model.to(memory_format=torch.channels_last)`) and each batch
+    (`x.to(device, memory_format=torch.channels_last)`) removes that work. The measured effect on
+    an H100 is in the Measured section below.
+
+    ## Fix safety
+    Unsafe: the layout changes the strides of every activation, so custom code that calls `.view`
+    on a convolution's output may need `.contiguous()` or `.reshape` first. Offered only where the
+    model move and the move of the batch that the model is called on are in one function; the
+    input must be a 4-D tensor.
+
+    ## When it stays silent
+    1-D and 3-D convnets (for 3-D, `channels_last_3d` is the analogue); models where convolutions
+    are a small part (transformers, MLPs, a ViT's patch embedding); ConvNeXt-style designs
+    (depthwise convolutions with LayerNorm), measured to gain about 2%; projects that already name
+    `channels_last` (a `memory_format=`, a `--channels-last` flag) in the script or a module it
+    imports or is imported by; CPU-only code; scripts without a step loop; models whose
+    construction cannot be read (`models.__dict__[arch]()`, a parameter); test files.
+    """
+
+    code = "TPL404"
+    name = "convnet-without-channels-last"
+    summary = "2-D convnet trained on CUDA in NCHW layout"
+    message = (
+        "{model} is a 2-D convnet run in the default NCHW layout, which tensor-core convolutions "
+        "must transpose; convert it with {model}.to(memory_format=torch.channels_last) and its "
+        "input with x.to(device, memory_format=torch.channels_last) "
+        "(or x.contiguous(memory_format=torch.channels_last))"
+    )
+    default_on = False
+    fix_safety = Safety.UNSAFE
+    where = "project"
+    node_types = (cst.Call,)
+    benchmark = "TPL404"
+
+    BAD = {
+        "resnet-like-class": """
+            import torch
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+                    self.bn1 = nn.BatchNorm2d(c)
+                    self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+                    self.bn2 = nn.BatchNorm2d(c)
+
+                def forward(self, x):
+                    return torch.relu(x + self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.stem = nn.Conv2d(3, 64, 7, stride=2, padding=3)
+                    self.blocks = nn.Sequential(*[Block(64) for _ in range(4)])
+                    self.head = nn.Linear(64, 10)
+
+                def forward(self, x):
+                    return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+
+            def train(loader, device="cuda"):
+                model = Net().to(device)  # expect: TPL404
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for images, labels in loader:
+                    images = images.to(device, non_blocking=True)
+                    loss = nn.functional.cross_entropy(model(images), labels.to(device))
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "torchvision-resnet": """
+            import torch
+            import torchvision
+
+            model = torchvision.models.resnet50(weights=None)
+            model = model.cuda()  # expect: TPL404
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in train_loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+        "factory-and-block-passed-as-class": """
+            import torch
+            from torch import nn
+
+            def conv3x3(cin, cout):
+                return nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+
+            class BasicBlock(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.a, self.b = conv3x3(c, c), conv3x3(c, c)
+
+                def forward(self, x):
+                    return x + self.b(self.a(x).relu())
+
+            class ResNet(nn.Module):
+                def __init__(self, block, n):
+                    super().__init__()
+                    self.stem = conv3x3(3, 32)
+                    self.layers = nn.Sequential(*[block(32) for _ in range(n)])
+                    self.fc = nn.Linear(32, 10)
+
+                def forward(self, x):
+                    return self.fc(self.layers(self.stem(x)).mean((2, 3)))
+
+            def resnet18():
+                return ResNet(BasicBlock, 8)
+
+            net = resnet18().cuda()  # expect: TPL404
+            opt = torch.optim.AdamW(net.parameters())
+            for step, (x, y) in enumerate(loader):
+                nn.functional.cross_entropy(net(x.cuda()), y.cuda()).backward()
+                opt.step()
+            """,
+    }
+    FIXED = {
+        "resnet-like-class": """
+            import torch
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+                    self.bn1 = nn.BatchNorm2d(c)
+                    self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+                    self.bn2 = nn.BatchNorm2d(c)
+
+                def forward(self, x):
+                    return torch.relu(x + self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.stem = nn.Conv2d(3, 64, 7, stride=2, padding=3)
+                    self.blocks = nn.Sequential(*[Block(64) for _ in range(4)])
+                    self.head = nn.Linear(64, 10)
+
+                def forward(self, x):
+                    return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+
+            def train(loader, device="cuda"):
+                model = Net().to(device, memory_format=torch.channels_last)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for images, labels in loader:
+                    images = images.to(device, non_blocking=True, memory_format=torch.channels_last)
+                    loss = nn.functional.cross_entropy(model(images), labels.to(device))
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "torchvision-resnet": """
+            import torch
+            import torchvision
+
+            model = torchvision.models.resnet50(weights=None)
+            model = model.cuda().to(memory_format=torch.channels_last)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in train_loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda().to(memory_format=torch.channels_last)), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+        "factory-and-block-passed-as-class": """
+            import torch
+            from torch import nn
+
+            def conv3x3(cin, cout):
+                return nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+
+            class BasicBlock(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.a, self.b = conv3x3(c, c), conv3x3(c, c)
+
+                def forward(self, x):
+                    return x + self.b(self.a(x).relu())
+
+            class ResNet(nn.Module):
+                def __init__(self, block, n):
+                    super().__init__()
+                    self.stem = conv3x3(3, 32)
+                    self.layers = nn.Sequential(*[block(32) for _ in range(n)])
+                    self.fc = nn.Linear(32, 10)
+
+                def forward(self, x):
+                    return self.fc(self.layers(self.stem(x)).mean((2, 3)))
+
+            def resnet18():
+                return ResNet(BasicBlock, 8)
+
+            net = resnet18().cuda().to(memory_format=torch.channels_last)
+            opt = torch.optim.AdamW(net.parameters())
+            for step, (x, y) in enumerate(loader):
+                nn.functional.cross_entropy(net(x.cuda().to(memory_format=torch.channels_last)), y.cuda()).backward()
+                opt.step()
+            """,
+    }
+    GOOD = {
+        "3d-convnet": """
+            import torch
+            import torch.nn as nn
+
+            class Video(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.c1 = nn.Conv3d(3, 32, 3)
+                    self.c2 = nn.Conv3d(32, 32, 3)
+                    self.c3 = nn.Conv3d(32, 32, 3)
+
+                def forward(self, x):
+                    return self.c3(self.c2(self.c1(x)))
+
+            model = Video().cuda()
+            for clip in loader:
+                model(clip.cuda()).mean().backward()
+            """,
+        "convnext-style-block": """
+            import torch
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.dwconv = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+                    self.norm = nn.LayerNorm(dim)
+                    self.pwconv1 = nn.Linear(dim, 4 * dim)
+                    self.pwconv2 = nn.Linear(4 * dim, dim)
+
+                def forward(self, x):
+                    y = self.norm(self.dwconv(x).permute(0, 2, 3, 1))
+                    return x + self.pwconv2(self.pwconv1(y).relu()).permute(0, 3, 1, 2)
+
+            class ConvNeXt(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.stem = nn.Conv2d(3, 96, 4, stride=4)
+                    self.down = nn.Conv2d(96, 96, 2, stride=2)
+                    self.blocks = nn.Sequential(*[Block(96) for _ in range(3)])
+
+                def forward(self, x):
+                    return self.blocks(self.down(self.stem(x)))
+
+            model = ConvNeXt().cuda()
+            for x, y in loader:
+                model(x.cuda()).mean().backward()
+            """,
+        "already-channels-last": """
+            import torch
+            import torchvision
+
+            model = torchvision.models.resnet18().cuda()
+            model = model.to(memory_format=torch.channels_last)
+            for x, y in loader:
+                model(x.cuda().contiguous(memory_format=torch.channels_last)).sum().backward()
+            """,
+        "cpu-only-script": """
+            import torch
+            import torchvision
+
+            model = torchvision.models.resnet18().to("cpu")
+            for x, y in loader:
+                model(x).sum().backward()
+            """,
+        "mlp": """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10)).cuda()
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+            """,
+        "vit-with-conv-patch-embedding": """
+            import torch
+            import torch.nn as nn
+
+            class ViT(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.patch = nn.Conv2d(3, 384, 16, stride=16)
+                    layer = nn.TransformerEncoderLayer(384, 6, batch_first=True)
+                    self.encoder = nn.TransformerEncoder(layer, 12)
+                    self.head = nn.Linear(384, 1000)
+
+                def forward(self, x):
+                    return self.head(self.encoder(self.patch(x).flatten(2).transpose(1, 2)).mean(1))
+
+            model = ViT().cuda()
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+            """,
+        "construction-unreadable": """
+            import torch
+            import torchvision.models as models
+
+            model = models.__dict__[arch]().cuda()
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+            """,
+        "dtype-cast-is-no-device-move": """
+            import torch
+            import torchvision
+
+            model = torchvision.models.resnet18().to(torch.float16)
+            for x, y in loader:
+                model(x.cuda().half()).sum().backward()
+            """,
+    }
+
+    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return
+        if ctx.is_test_file or ctx.entry.channels_last_near or not ctx.hot.step_loops:
+            return
+        if keyword(node, "memory_format") is not None or has_star_kwargs(node):
+            return
+        if func.attr.value == "to" and (device_move(node, ctx) is None or not to_accelerator(node, ctx)):
+            return
+        if not (ctx.shows_cuda_use or ctx.entry.runs_on_cuda):
+            return
+        constructors = self._constructors(func.value, ctx)
+        if not constructors or not all(
+            dotted_name(c.func) in ctx.entry.convnet_constructors for c in constructors
+        ):
+            return
+        model = self._model_name(node, ctx)
+        yield self.report(node, fix=self._fix(node, model, ctx), model=model or "the model")
+
+    # -- which model ------------------------------------------------------------------
+    def _constructors(self, expr: cst.BaseExpression, ctx: Context) -> Optional[list[cst.Call]]:
+        """The calls that built the module `expr` is: a constructor chained with `.cuda()`, or every
+        value its name is assigned (`model = model.cuda()` keeps the model it had)."""
+        if isinstance(expr, cst.Call):
+            expr = _unchain(expr)
+            return [expr] if isinstance(expr, cst.Call) and not _is_chain(expr) else None
+        if isinstance(expr, cst.Attribute):
+            return ctx.module_graph.constructor_calls(expr)
+        if not isinstance(expr, cst.Name):
+            return None
+        bindings = ctx.bindings(expr.value, expr)
+        calls: list[cst.Call] = []
+        for binding in bindings:
+            if binding.kind != "assign" or not isinstance(binding.node, cst.Call):
+                return None
+            value = _unchain(binding.node)
+            if isinstance(value, cst.Name) and value.value == expr.value:
+                continue  # model = model.cuda()
+            if not isinstance(value, cst.Call) or _is_chain(value):
+                return None
+            calls.append(value)
+        return calls or None
+
+    @staticmethod
+    def _model_name(move: cst.Call, ctx: Context) -> Optional[str]:
+        """How the code names the model: the receiver, or the name the moved model is bound to."""
+        receiver = move.func.value  # type: ignore[attr-defined]  # checked: an attribute call
+        name = dotted_name(receiver)
+        if name is not None:
+            return name
+        statement = ctx.parent(move)
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+            return dotted_name(statement.targets[0].target)
+        return None
+
+    # -- the fix ------------------------------------------------------------------------
+    def _fix(self, move: cst.Call, model: Optional[str], ctx: Context) -> Optional[Fix]:
+        if model is None:
+            return None
+        batch = self._batch_move(move, model, ctx)
+        if batch is None:
+            return None
+        layout, needs_import = torch_attribute(ctx, "channels_last")
+        return Fix(
+            ((move, _with_layout(move, layout)), (batch, _with_layout(batch, layout))),
+            Safety.UNSAFE,
+            "move the model and its input in channels_last layout",
+            needs_import,
+        )
+
+    @staticmethod
+    def _batch_move(move: cst.Call, model: str, ctx: Context) -> Optional[cst.Call]:
+        """The one move of DataLoader data that the model is called on, in the model move's
+        function: `model(x.cuda())`, or `model(x)` after `x = x.to(device)`."""
+        function = ctx.enclosing_function(move)
+        found: list[cst.Call] = []
+        for call in ctx.facts.calls:
+            if dotted_name(call.func) != model or ctx.enclosing_function(call) is not function:
+                continue
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if not positional:
+                continue
+            first = positional[0]
+            candidates: list[cst.BaseExpression] = [first]
+            if isinstance(first, cst.Name):
+                candidates = [b.node for b in ctx.bindings(first.value, call) if b.kind == "assign"]  # type: ignore[misc]
+            for value in candidates:
+                if _is_batch_move(value, ctx) and all(value is not f for f in found):
+                    assert isinstance(value, cst.Call)
+                    found.append(value)
+        return found[0] if len(found) == 1 else None
+
+
+def _is_chain(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _SAME_MODULE
+
+
+def _unchain(call: cst.Call) -> cst.BaseExpression:
+    """`Net()` for `Net().cuda().eval()`; `model` for `model.cuda()`."""
+    current: cst.BaseExpression = call
+    while isinstance(current, cst.Call) and _is_chain(current):
+        current = current.func.value  # type: ignore[attr-defined]  # _is_chain: an attribute
+    return current
+
+
+def _is_batch_move(value: cst.CSTNode, ctx: Context) -> bool:
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("to", "cuda")
+        and keyword(value, "memory_format") is None
+        and not any(a.star for a in value.args)
+        and ctx.batch_loop(value.func.value) is not None
+    )
+
+
+def _with_layout(move: cst.Call, layout: cst.BaseExpression) -> cst.Call:
+    """`x.to(d)` -> `x.to(d, memory_format=L)`; `x.cuda()` -> `x.cuda().to(memory_format=L)`."""
+    if move.func.attr.value == "to":  # type: ignore[attr-defined]  # a move: an attribute call
+        return add_keyword(move, "memory_format", layout)
+    return add_keyword(cst.Call(func=cst.Attribute(value=move, attr=cst.Name("to"))), "memory_format", layout)
