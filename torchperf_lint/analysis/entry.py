@@ -31,7 +31,9 @@ class EntryFacts:
     step_loops: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
-    runs_on_cuda: Optional[str] = None  # why, when a module that shows CUDA use reaches this one
+    runs_on_cuda: Optional[str] = None  # why, when hot code of a module that shows CUDA use reaches it
+    cuda_helper: Optional[str] = None  # why it shows CUDA use: it calls a helper returning a CUDA device
+    cuda_default: Optional[str] = None  # where the project makes CUDA the default device
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -68,7 +70,9 @@ class EntryFacts:
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
-            runs_on_cuda=None if data["runs_on_cuda"] is None else str(data["runs_on_cuda"]),
+            runs_on_cuda=_text(data["runs_on_cuda"]),
+            cuda_helper=_text(data["cuda_helper"]),
+            cuda_default=_text(data["cuda_default"]),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
@@ -95,6 +99,10 @@ def digest_of(data: dict[str, Any]) -> str:
     """The digest of facts as `to_json` gives them, or as they were read back from JSON."""
     text = json.dumps(data, sort_keys=True, default=sorted)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _text(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
 
 
 def _ints(values: Iterable[Any]) -> list[int]:

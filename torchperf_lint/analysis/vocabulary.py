@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable, Optional
 
@@ -10,10 +11,49 @@ from typing import Iterable, Optional
 CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda""")
 
 
-def shows_cuda_use(source: str) -> bool:
-    """`.cuda(`, `torch.cuda.` or a string literal starting with "cuda" in `source`. The plain
-    substring test first: most files never say cuda, and it costs a fraction of the pattern's scan."""
-    return "cuda" in source and CUDA_USE.search(source) is not None
+def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """What `torch.cuda.` is spelled as under the module's imports, from (bound name, qualified
+    name) pairs: `th.cuda.` after `import torch as th`, `cuda.` after `from torch import cuda`."""
+    prefixes = set()
+    for bound, qualified in imports:
+        if qualified == "torch" and bound != "torch":
+            prefixes.add(f"{bound}.cuda.")
+        elif qualified == "torch.cuda" and "." not in bound:
+            prefixes.add(f"{bound}.")
+    return tuple(sorted(prefixes))
+
+
+def shows_cuda_use(source: str, prefixes: tuple[str, ...] = ()) -> bool:
+    """`.cuda(`, `torch.cuda.` (or its spelling under an import alias, `prefixes`) or a string
+    literal starting with "cuda" in `source`. The plain substring test first: most files never
+    say cuda, and it costs a fraction of the pattern's scan."""
+    if "cuda" not in source:
+        return False
+    if CUDA_USE.search(source) is not None:
+        return True
+    return bool(prefixes) and _alias_pattern(prefixes).search(source) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _alias_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(p) for p in prefixes) + ")")
+
+
+# `torch.set_default_device("cuda")`, `torch.set_default_tensor_type(torch.cuda.FloatTensor)`:
+# factories called without `device=` create their tensors on the GPU from then on.
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+
+
+def sets_cuda_default(setter: Optional[str], argument: Optional[str]) -> bool:
+    """`setter` (qualified) makes CUDA the default device with `argument`: the string it is
+    given (`"cuda:0"`, `"torch.cuda.FloatTensor"`) or the qualified name it is given
+    (`torch.cuda.FloatTensor`)."""
+    return (
+        setter in DEFAULT_DEVICE_SETTERS
+        and argument is not None
+        and argument.startswith(("cuda", "torch.cuda."))
+    )
+
 
 # Classes whose subclasses are models: `forward`/`__call__` run once per step.
 MODULE_BASES = frozenset(

@@ -108,6 +108,8 @@ class Project:
         self._step_loops: dict[int, frozenset[int]] = {}
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._cuda: Optional[dict[int, str]] = None
+        self._helpers: Optional[dict[int, str]] = None
+        self._default: Optional[str] = None  # "" once found to be nowhere
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
         # the two tables above by module (id -> [(index, value)]), so that handing each module its
         # facts does not scan the whole project's
@@ -484,45 +486,93 @@ class Project:
         return f"{function.info.qualname} ({module.display}:{function.info.line})"
 
     # -- CUDA ----------------------------------------------------------------------------
-    def imported_modules(self, module: Module) -> Iterator[Module]:
-        """The project modules `module` imports, names from, or reaches through a package."""
-        for source, attribute, level in module.summary.imports.values():
-            target = self.resolve_module(module, source, level)
-            if isinstance(target, Module):
-                yield target
-            if attribute and target is not None:
-                found = self.resolve_global(target, attribute)
-                if isinstance(found, Module):
-                    yield found
-                elif isinstance(found, (FunctionRef, ClassRef)):
-                    yield found.module
-        for source, level in module.summary.stars:
-            target = self.resolve_module(module, source, level)
-            if isinstance(target, Module):
-                yield target
+    def cuda_helpers(self) -> dict[int, str]:
+        """Modules that show CUDA use through a project helper that returns a CUDA device
+        (`dist_util.dev()`, `select_device(opt.device)`), with the helper named."""
+        if self._helpers is not None:
+            return self._helpers
+        found: dict[int, str] = {}
+        for module in self.modules.values():
+            for function, position in self._call_sites(module):
+                helper = next(
+                    (c for c in self.callees(function, position) if c.info.returns_cuda_device), None
+                )
+                if helper is not None:
+                    where = f"{helper.info.qualname} ({helper.module.display}:{helper.info.line})"
+                    found[id(module)] = f"calls {where}, which returns a CUDA device"
+                    break
+        self._helpers = found
+        return found
+
+    def shows_cuda(self, module: Module) -> bool:
+        return module.summary.shows_cuda or id(module) in self.cuda_helpers()
+
+    @staticmethod
+    def _call_sites(module: Module) -> Iterator[tuple[FunctionRef, int]]:
+        owners = [module.summary.toplevel, *module.summary.functions]
+        for offset, info in enumerate(owners):
+            function = FunctionRef(module, offset - 1)
+            for position in range(len(info.calls)):
+                yield function, position
+
+    def cuda_default(self) -> Optional[str]:
+        """Where the project makes CUDA the default device (NeRF code's
+        `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), if anywhere."""
+        if self._default is None:
+            self._default = ""
+            for module in sorted(self.modules.values(), key=lambda m: m.display):
+                owners = [module.summary.toplevel, *module.summary.functions]
+                if not module.is_test and any(info.sets_cuda_default for info in owners):
+                    self._default = f"{module.display} makes CUDA the default device"
+                    break
+        return self._default or None
 
     def cuda_reasons(self) -> dict[int, str]:
-        """Modules that run on CUDA without showing it: imported, directly or not, by a module
-        that shows CUDA use (a device-agnostic `model.py` trained by a `train.py` that picks
-        "cuda")."""
+        """Modules that run on CUDA without showing it: reached from hot code or a step loop of a
+        module that shows CUDA use, or from the forward of a model such a module moves to the
+        device (a device-agnostic `model.py` trained by a `train.py` that picks "cuda"). Being
+        imported is not enough: that reaches data transforms and CPU pre-processing."""
         if self._cuda is not None:
             return self._cuda
         reached: dict[int, str] = {}
-        queue: deque[tuple[Module, str]] = deque()
+        queue: deque[tuple[FunctionRef, Optional[int], str]] = deque()
+        hot = _of_module(self.hot(), self._hot_by_module)
         for module in self.modules.values():
-            if module.summary.shows_cuda and not module.is_test:
-                queue.append((module, f"imported from {module.display}, which shows CUDA use"))
-        seen = {id(m) for m, _ in queue}
+            if module.is_test or not self.shows_cuda(module):
+                continue
+            why = f"called per step from {module.display}, which shows CUDA use"
+            for index in sorted(self.step_loops(module)):
+                queue.append((FunctionRef(module, module.summary.loops[index].function), index, why))
+            for index, _ in hot.get(id(module), ()):
+                queue.append((FunctionRef(module, index), None, why))
+            for model in self._moved_models(module):
+                entry = self.entry_point(model)
+                if entry is not None:
+                    moved = f"{model.info.qualname} is moved to the device in {module.display}, which shows CUDA use"
+                    queue.append((entry, None, moved))
+        seen: set[tuple[int, int]] = set()
         while queue:
-            module, why = queue.popleft()
-            for target in self.imported_modules(module):
-                if id(target) in seen:
-                    continue
-                seen.add(id(target))
-                reached[id(target)] = why
-                queue.append((target, why))
+            function, loop, why = queue.popleft()
+            if not self.shows_cuda(function.module):
+                reached.setdefault(id(function.module), why)
+            for position, call in self._function_calls(function):
+                owner_loop = self._loop_owner(function.module, call.loop)
+                if (loop is None and owner_loop >= 0) or (loop is not None and owner_loop != loop):
+                    continue  # as in hot(): a step loop's calls are its own
+                for callee in self.callees(function, position):
+                    if callee.key() not in seen:
+                        seen.add(callee.key())
+                        queue.append((callee, None, why))
         self._cuda = reached
         return reached
+
+    def _moved_models(self, module: Module) -> Iterator[ClassRef]:
+        """The project's model classes `module` constructs and moves (`Net().to(device)`)."""
+        for info in [module.summary.toplevel, *module.summary.functions]:
+            for callee in info.moved:
+                found = self.resolve_dotted(module, callee)
+                if isinstance(found, ClassRef) and self.is_module_class(found):
+                    yield found
 
     # -- host values passed through calls -------------------------------------------------
     def host_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
@@ -564,7 +614,9 @@ class Project:
             for name in set(module.summary.contexts)
             if isinstance(found := self.resolve_dotted(module, name), FunctionRef) and found.info.no_grad
         )
-        host = tuple(sorted(_of_module(self.host_parameters(), self._host_by_module).get(key, ()), key=_first))
+        host = tuple(
+            sorted(_of_module(self.host_parameters(), self._host_by_module).get(key, ()), key=_first)
+        )
         return EntryFacts(
             module_classes=module_classes,
             hot_functions=hot_functions,
@@ -573,6 +625,8 @@ class Project:
             no_grad_callables=no_grad,
             host_parameters=host,
             runs_on_cuda=self.cuda_reasons().get(key),
+            cuda_helper=self.cuda_helpers().get(key),
+            cuda_default=self.cuda_default(),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

@@ -16,12 +16,15 @@ from typing import Any, Callable, Iterator, Optional, Union
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
+    DEFAULT_DEVICE_SETTERS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
     NON_CUDA_DEVICE_TYPES,
     SPECIAL_MODES,
+    cuda_prefixes,
     is_loader_name,
     is_optimizer_name,
+    sets_cuda_default,
     shows_cuda_use,
 )
 
@@ -58,6 +61,20 @@ class Function:
     calls: list[Call] = dataclasses.field(default_factory=list)
     steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
+    returns_device: bool = False  # `return torch.device(...)`, or a name bound to one
+    says_cuda: bool = False  # a string literal starting with "cuda" in its own body
+    default_devices: list[bool] = dataclasses.field(default_factory=list)  # set_default_*: names CUDA?
+    moved: list[str] = dataclasses.field(default_factory=list)  # `Callee(...).to(...)`: dotted callees
+
+    @property
+    def returns_cuda_device(self) -> bool:
+        """A device helper that may pick CUDA: `dist_util.dev()`, `select_device(opt.device)`."""
+        return self.returns_device and self.says_cuda
+
+    @property
+    def sets_cuda_default(self) -> bool:
+        """Makes CUDA the default device and leaves it so (llm.c sets it for loading, then restores)."""
+        return bool(self.default_devices) and all(self.default_devices)
 
 
 @dataclasses.dataclass
@@ -241,7 +258,8 @@ def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
 
 class _Summarizer:
     def __init__(self, source: str) -> None:
-        self.summary = Summary(shows_cuda=shows_cuda_use(source))
+        self.summary = Summary()
+        self.import_pairs: list[tuple[str, str]] = []  # (bound, qualified), in functions too
         self.function_index: dict[ast.AST, int] = {}
         self.class_stack: list[int] = []
         self.function_stack: list[tuple[int, _Locals]] = []  # (index or -1, locals)
@@ -312,6 +330,9 @@ class _Summarizer:
                         self.visit(item)
 
     def _Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            bound = alias.asname or alias.name.split(".")[0]
+            self.import_pairs.append((bound, alias.name if alias.asname else bound))
         if self.function_stack:
             self.locals().names.update((a.asname or a.name).split(".")[0] for a in node.names)
             return
@@ -323,6 +344,8 @@ class _Summarizer:
                 self.summary.imports[head] = [head, "", 0]
 
     def _ImportFrom(self, node: ast.ImportFrom) -> None:
+        if not node.level and node.module:
+            self.import_pairs.extend((a.asname or a.name, f"{node.module}.{a.name}") for a in node.names)
         if self.function_stack:
             self.locals().names.update(a.asname or a.name for a in node.names)
             return
@@ -520,16 +543,60 @@ class _Summarizer:
         else:
             work()  # module-level names are known before the walk
 
+    def _Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value.startswith("cuda"):
+            self.current().says_cuda = True
+
+    def _Return(self, node: ast.Return) -> None:
+        self.children(node)
+        value, function, local = node.value, self.current(), self.locals()
+        if value is None:
+            return
+
+        def device() -> None:
+            values = local.values.get(value.id, ()) if isinstance(value, ast.Name) else (value,)
+            if any(self._is_device_call(v) for v in values):
+                function.returns_device = True
+
+        self._later(device)
+
+    def _is_device_call(self, value: ast.AST) -> bool:
+        return isinstance(value, ast.Call) and self.qualify(dotted(value.func) or "") == "torch.device"
+
+    def _setter_argument(self, node: ast.Call) -> Optional[str]:
+        """What `torch.set_default_device(ARG)` is given: a string's value, a qualified name, or
+        the string of `torch.device("cuda")`."""
+        if not node.args:
+            return None
+        argument = node.args[0]
+        if self._is_device_call(argument) and argument.args:  # type: ignore[attr-defined]
+            argument = argument.args[0]  # type: ignore[attr-defined]
+        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+            return argument.value
+        name = dotted(argument)
+        return self.qualify(name) if name else None
+
+    def _moved(self, func: ast.Attribute, scopes: tuple[_Locals, ...]) -> list[str]:
+        """`Net().to(device)`, `model.cuda()` after `model = Net(...)`: what is constructed and moved."""
+        receiver = func.value
+        values = scopes[0].values.get(receiver.id, ()) if isinstance(receiver, ast.Name) else (receiver,)
+        return [callee for callee in map(_constructed, values) if callee]
+
     def _Call(self, node: ast.Call) -> None:
         self.children(node)
         function = self.current()
         loop = self.innermost_loop()
         cold, scopes = bool(self.cold), self.scopes()
+        setter = self.qualify(dotted(node.func) or "")
+        if setter in DEFAULT_DEVICE_SETTERS:
+            function.default_devices.append(sets_cuda_default(setter, self._setter_argument(node)))
 
         def describe() -> None:
             func = node.func
             if isinstance(func, ast.Attribute) and self._is_step(func, scopes[0]):
                 function.steps.append(loop)
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
+                function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
             described = None if cold else self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
@@ -678,4 +745,6 @@ def summarize(source: str) -> Optional[Summary]:
             summarizer.visit(statement)
     except RecursionError:
         return None
-    return summarizer.summary
+    summary = summarizer.summary
+    summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
+    return summary
