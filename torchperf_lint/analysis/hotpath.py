@@ -290,11 +290,13 @@ class HotPaths:
             loader = self.iterates_loader(loop)
             if loader is not None:
                 labels[loop] = f"loop over {loader}"
-        steps = list(self._facts.method_calls.get("backward", ()))
-        steps.extend(c for c in self._facts.method_calls.get("step", ()) if self._is_optimizer_step(c))
-        for call in steps:
+        updates = [c for c in self._facts.method_calls.get("step", ()) if self._is_optimizer_step(c)]
+        for call in [*self._facts.method_calls.get("backward", ()), *updates]:
             for loop in self.loops_around(call):
                 labels.setdefault(loop, "training loop")
+        # the loop whose own body steps the optimizer runs once per step, even around an inner
+        # loop of gradient accumulation (`for _ in range(accumulate): ...backward()`)
+        updating = {loops[0] for loops in map(self.loops_around, updates) if loops}
         loops = self._facts.loops
         for index in self.entry.step_loops:  # the step happens in a function of the project
             if index < len(loops):
@@ -303,12 +305,12 @@ class HotPaths:
         outer: set[Loop] = set()
         for loop in labels:
             outer.update(self.loops_around(loop))
-        # the innermost loop that steps; a loop over a loader is one even around an inner loop
-        # of gradient accumulation
+        # the innermost loop that steps; a loop over a loader, or one that steps the optimizer,
+        # is one even around an inner loop of gradient accumulation
         return {
             loop: Reason("loop", loop=loop, loop_label=label)
             for loop, label in labels.items()
-            if loop not in outer or loop in loaders
+            if loop not in outer or loop in loaders or loop in updating
         }
 
     # -- propagation ------------------------------------------------------------------

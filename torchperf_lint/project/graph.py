@@ -396,6 +396,7 @@ class Project:
                 loop = loops[loop].parent
 
         owners = [module.summary.toplevel, *module.summary.functions]
+        updating = {loop for info in owners for loop in info.updates if loop >= 0}
         for offset, info in enumerate(owners):
             function = FunctionRef(module, offset - 1)
             for loop in info.steps:
@@ -411,9 +412,11 @@ class Project:
             while loop >= 0:
                 parents_of_candidates.add(loop)
                 loop = loops[loop].parent
-        # the innermost loop that steps; a loop over a loader is a step loop even around an
-        # inner loop of gradient accumulation
-        return frozenset(i for i in candidates if i in loaders or i not in parents_of_candidates)
+        # the innermost loop that steps; a loop over a loader, or one whose own body steps the
+        # optimizer, is a step loop even around an inner loop of gradient accumulation
+        return frozenset(
+            i for i in candidates if i in loaders or i in updating or i not in parents_of_candidates
+        )
 
     # -- hot paths -----------------------------------------------------------------------
     def _roots(self) -> Iterator[tuple[FunctionRef, ExternalReason]]:

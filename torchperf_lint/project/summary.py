@@ -60,6 +60,7 @@ class Function:
     decorators: list[str] = dataclasses.field(default_factory=list)
     calls: list[Call] = dataclasses.field(default_factory=list)
     steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
+    updates: list[int] = dataclasses.field(default_factory=list)  # loops of optimizer.step() (-1: none)
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
     returns_device: bool = False  # `return torch.device(...)`, or a name bound to one
     says_cuda: bool = False  # a string literal starting with "cuda" in its own body
@@ -595,6 +596,8 @@ class _Summarizer:
             func = node.func
             if isinstance(func, ast.Attribute) and self._is_step(func, scopes[0]):
                 function.steps.append(loop)
+                if func.attr == "step":
+                    function.updates.append(loop)
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
                 function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
             described = None if cold else self._describe(func, scopes, function.cls)
