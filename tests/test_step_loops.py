@@ -57,7 +57,9 @@ def _lint(root: Path, files: dict[str, str], target: str) -> list[int]:
     return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL101"])]
 
 
-def test_the_loop_that_steps_the_optimizer_around_gradient_accumulation_is_the_step_loop(tmp_path: Path) -> None:
+def test_the_loop_that_steps_the_optimizer_around_gradient_accumulation_is_the_step_loop(
+    tmp_path: Path,
+) -> None:
     files = {"trainer.py": _TRAINER, "helpers.py": _HELPERS}
     assert _lint(tmp_path, files, "trainer.py") == [11]
 
