@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
-from ..engine.walker import ClassInfo, FileFacts, Loop, dotted_name
+from ..engine.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
 from .cold import cold_from, crosses_cold_branch
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
@@ -24,6 +24,7 @@ from .vocabulary import (
     is_loader_name,
     is_module_base,
     is_optimizer_name,
+    runs_rarely,
 )
 
 Origin = str  # "forward" | "step-hook" | "loop"
@@ -74,6 +75,7 @@ class HotPaths:
         self._owners: dict[cst.CSTNode, Optional[Owner]] = {}
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
+        self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
 
@@ -415,6 +417,12 @@ class HotPaths:
             self._spread(queue, calls_by_owner, hot)
         return hot
 
+    def _runs_rarely(self, info: FunctionInfo) -> bool:
+        """A cached builder or a visualisation helper: cold whoever calls it (vocabulary.py)."""
+        qualified = self._names.qualified_name
+        decorators = (qualified(d.decorator) for d in info.node.decorators)
+        return runs_rarely(info.name, decorators, (qualified(c) for c in info.calls))
+
     def _spread(
         self,
         queue: deque[tuple[Owner, Reason]],
@@ -425,7 +433,7 @@ class HotPaths:
             owner, reason = queue.popleft()
             for call in calls_by_owner.get(owner, ()):
                 for callee in self.resolve_call(call):
-                    if callee in hot:
+                    if callee in hot or callee in self._rare:
                         continue
                     info = self._facts.functions[callee]
                     hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)

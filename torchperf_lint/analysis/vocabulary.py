@@ -165,3 +165,43 @@ DEBUG_FLAGS = frozenset({"debug", "verbose", "debugging", "DEBUG", "VERBOSE", "_
 # Device types a CUDA training step never runs on: a branch taken only there is cold
 # (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
 NON_CUDA_DEVICE_TYPES = frozenset({"cpu", "mps"})
+# `if step == 0:`, `if batch_idx == 0:`: a branch taken on one step of many (the first batch of an
+# epoch in a validation step). Bare `i` is not among them: `if i == 0:` over layers runs every step.
+STEP_COUNTERS = frozenset(
+    {
+        "step",
+        "global_step",
+        "epoch",
+        "iteration",
+        "n_iter",
+        "current_step",
+        "batch_idx",
+        "batch_nb",
+        "batch_i",
+        "batch_num",
+        "batch_index",
+    }
+)
+# Reads of a cached value's layout: `if self.grid[i].shape[2:4] != x.shape[2:4]:` tests the cache.
+LAYOUT_READS = frozenset({"shape", "size", "device", "dtype"})
+
+# Functions that run once, or once per distinct arguments, whoever calls them: builders whose
+# result is cached, and sampling or visualisation helpers (images for a logger, plots).
+CACHED_BUILDERS = frozenset({"functools.lru_cache", "functools.cache"})
+VISUAL_CALLS = frozenset(
+    {"torchvision.utils.save_image", "torchvision.utils.make_grid", "wandb.Image", "cv2.applyColorMap"}
+)
+_VISUAL_NAME = re.compile(r"_?(visuali[sz]e|plot|(sample|save|log|show)_(images?|samples?|grid))", re.IGNORECASE)
+
+
+def runs_rarely(name: str, decorators: Iterable[Optional[str]], calls: Iterable[Optional[str]]) -> bool:
+    """A function named `name`, with these (qualified) decorators, that makes these (qualified)
+    calls runs once or rarely: a cached builder, a sampling or visualisation helper."""
+    if _VISUAL_NAME.match(name) or any(d in CACHED_BUILDERS for d in decorators):
+        return True
+    return any(c is not None and (c in VISUAL_CALLS or c.startswith("matplotlib.")) for c in calls)
+
+
+def normalised_code(text: str) -> str:
+    """Source text of an expression, the same from libcst's code and from `ast.unparse`."""
+    return "".join(text.split()).replace('"', "'")

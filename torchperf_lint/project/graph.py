@@ -471,7 +471,7 @@ class Project:
                 if loop is not None and owner_loop != loop:
                     continue
                 for callee in self.callees(function, position):
-                    if callee.key() in hot:
+                    if callee.key() in hot or callee.info.rare:
                         continue
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
                     hot[callee.key()] = ExternalReason(reason.origin, text)

@@ -17,13 +17,17 @@ from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
     DEFAULT_DEVICE_SETTERS,
+    LAYOUT_READS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
     NON_CUDA_DEVICE_TYPES,
     SPECIAL_MODES,
+    STEP_COUNTERS,
     cuda_prefixes,
     is_loader_name,
     is_optimizer_name,
+    normalised_code,
+    runs_rarely,
     sets_cuda_default,
     shows_cuda_use,
 )
@@ -66,6 +70,7 @@ class Function:
     says_cuda: bool = False  # a string literal starting with "cuda" in its own body
     default_devices: list[bool] = dataclasses.field(default_factory=list)  # set_default_*: names CUDA?
     moved: list[str] = dataclasses.field(default_factory=list)  # `Callee(...).to(...)`: dotted callees
+    rare: bool = False  # runs once or rarely whoever calls it: a cached builder, a visualisation helper
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -183,6 +188,8 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cpu":
         return True, False
+    if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
+        return False, True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, right, operator = test.left, test.comparators[0], test.ops[0]
         if _holds_only_off_cuda(left, right):
@@ -198,7 +205,59 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
             and right.value == 0
         ):
             return True, False
+        if (
+            isinstance(operator, ast.Eq)
+            and isinstance(right, ast.Constant)
+            and type(right.value) is int
+            and (dotted(left) or "").split(".")[-1] in STEP_COUNTERS
+        ):
+            return True, False
     return False, False
+
+
+def _text(node: ast.AST) -> str:
+    return normalised_code(ast.unparse(node))
+
+
+def _layout_base(node: ast.AST) -> ast.AST:
+    """As analysis/cold.py's: `self.grid[i]` for `self.grid[i].shape[2:4]`, `len(self.grid[i])`."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Attribute, ast.Call)):
+        node = node.value
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+            return node.args[0]
+        node = node.func
+    if isinstance(node, ast.Attribute) and node.attr in LAYOUT_READS:
+        return node.value
+    return node
+
+
+def _misses(test: ast.AST, stored: set[str], containers: set[str]) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(_misses(v, stored, containers) for v in test.values)
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return False
+    left, right, operator = test.left, test.comparators[0], test.ops[0]
+    if isinstance(operator, ast.NotIn):
+        return _text(right) in containers
+    if isinstance(operator, ast.Is):
+        return isinstance(right, ast.Constant) and right.value is None and _text(left) in stored
+    if isinstance(operator, ast.NotEq):
+        return _text(_layout_base(left)) in stored or _text(_layout_base(right)) in stored
+    return False
+
+
+def fills_cache(branch: ast.If) -> bool:
+    """A cache-miss builder, as analysis/cold.py's fills_cache reads it."""
+    stored: set[str] = set()
+    containers: set[str] = set()
+    for statement in branch.body:
+        for target in statement.targets if isinstance(statement, ast.Assign) else ():
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                stored.add(_text(target))
+            if isinstance(target, ast.Subscript):
+                containers.add(_text(target.value))
+    return bool(stored) and _misses(branch.test, stored, containers)
 
 
 def _names_non_cuda_type(node: ast.AST) -> bool:
@@ -400,8 +459,9 @@ class _Summarizer:
         decorators = [
             d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d
         ]
+        rare = runs_rarely(node.name, map(self.qualify, decorators), ())
         self.summary.functions.append(
-            Function(node.name, qualname, node.lineno, cls, parent, params, decorators)
+            Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
         )
         self.function_index[node] = index
         # defaults are evaluated once, where the function is defined
@@ -463,7 +523,7 @@ class _Summarizer:
     def _If(self, node: ast.If) -> None:
         body, orelse = cold_sides(node.test)
         self.visit(node.test)
-        self._in_cold(node.body, body)
+        self._in_cold(node.body, body or fills_cache(node))
         self._in_cold(node.orelse, orelse)
 
     def _IfExp(self, node: ast.IfExp) -> None:
@@ -589,6 +649,8 @@ class _Summarizer:
         loop = self.innermost_loop()
         cold, scopes = bool(self.cold), self.scopes()
         setter = self.qualify(dotted(node.func) or "")
+        if self.function_stack and runs_rarely("", (), (setter,)):
+            function.rare = True
         if setter in DEFAULT_DEVICE_SETTERS:
             function.default_devices.append(sets_cuda_default(setter, self._setter_argument(node)))
 
