@@ -57,6 +57,10 @@ COLD = {
         if not self.step % 100:
             build(x)
         """,
+    "every-n-steps-or-the-last": """
+        if step % 100 == 0 or last_step:
+            build(x)
+        """,
     "first-batch": """
         if self.global_step == 0:
             build(x)

@@ -69,5 +69,13 @@ def test_the_project_pass_calls_its_helpers_once_per_step(tmp_path: Path) -> Non
     assert _lint(tmp_path, files, "helpers.py") == [4]
 
 
-def test_an_epoch_loop_around_the_step_loop_stays_cold(tmp_path: Path) -> None:
-    assert _lint(tmp_path, {"train.py": _EPOCHS}, "train.py") == []
+@pytest.mark.parametrize("scheduler", ["", "scheduler.step()"])
+def test_an_epoch_loop_around_the_step_loop_stays_cold(tmp_path: Path, scheduler: str) -> None:
+    # a learning-rate scheduler's step() runs once per epoch: it does not make the epoch loop step
+    epochs = _EPOCHS.replace(
+        "mark = torch.zeros(8).cuda()", f"mark = torch.zeros(8).cuda()\n            {scheduler}"
+    )
+    epochs = epochs.replace(
+        "def train(", "scheduler = torch.optim.lr_scheduler.StepLR(None, 10)\n\n    def train("
+    )
+    assert _lint(tmp_path, {"train.py": epochs}, "train.py") == []

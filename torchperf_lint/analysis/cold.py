@@ -16,6 +16,7 @@ from .vocabulary import (
     DEBUG_FLAGS,
     LAYOUT_READS,
     NON_CUDA_DEVICE_TYPES,
+    ONCE_FLAGS,
     SPECIAL_MODES,
     STEP_COUNTERS,
     normalised_code,
@@ -64,7 +65,7 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, cst.Call) and name in COMPILING:
         return False, True  # the else branch runs only in eager mode, kept out of graphs on purpose
-    if isinstance(test, (cst.Name, cst.Attribute)) and name in DEBUG_FLAGS:
+    if isinstance(test, (cst.Name, cst.Attribute)) and (name in DEBUG_FLAGS or name in ONCE_FLAGS):
         return True, False
     if isinstance(test, cst.Attribute) and name == "is_cpu":
         return True, False

@@ -23,6 +23,7 @@ from .vocabulary import (
     STEP_HOOKS,
     is_loader_name,
     is_module_base,
+    is_optimizer_class,
     is_optimizer_name,
     runs_rarely,
 )
@@ -272,7 +273,7 @@ class HotPaths:
             for binding in self._names.lookup(receiver, call):
                 if binding.kind == "assign" and isinstance(binding.node, cst.Call):
                     qualified = self._names.qualified_name(binding.node) or ""
-                    if qualified.startswith("torch.optim."):
+                    if is_optimizer_class(qualified):
                         return True
         return False
 

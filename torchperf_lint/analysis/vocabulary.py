@@ -150,6 +150,11 @@ def is_loader_name(dotted: str) -> bool:
     return "loader" in dotted.split(".")[-1].lower()
 
 
+def is_optimizer_class(qualified: str) -> bool:
+    """`torch.optim.AdamW`, not a learning-rate scheduler (whose `step()` runs once per epoch)."""
+    return qualified.startswith("torch.optim.") and not qualified.startswith("torch.optim.lr_scheduler.")
+
+
 def is_optimizer_name(dotted: str) -> bool:
     """A receiver of `.step()` named like an optimizer (or an AMP grad scaler)."""
     last = dotted.split(".")[-1].lower()
@@ -182,6 +187,8 @@ STEP_COUNTERS = frozenset(
         "batch_index",
     }
 )
+# Flags set on one step of a run: `if step % N == 0 or last_step:` runs rarely.
+ONCE_FLAGS = frozenset({"last_step", "is_last_step", "first_step", "is_first_step", "last_epoch", "is_last_epoch"})
 # Reads of a cached value's layout: `if self.grid[i].shape[2:4] != x.shape[2:4]:` tests the cache.
 LAYOUT_READS = frozenset({"shape", "size", "device", "dtype"})
 

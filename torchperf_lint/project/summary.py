@@ -21,10 +21,12 @@ from ..analysis.vocabulary import (
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
     NON_CUDA_DEVICE_TYPES,
+    ONCE_FLAGS,
     SPECIAL_MODES,
     STEP_COUNTERS,
     cuda_prefixes,
     is_loader_name,
+    is_optimizer_class,
     is_optimizer_name,
     normalised_code,
     runs_rarely,
@@ -184,7 +186,7 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Call) and name in COMPILING:
         return False, True
-    if isinstance(test, (ast.Name, ast.Attribute)) and name in DEBUG_FLAGS:
+    if isinstance(test, (ast.Name, ast.Attribute)) and (name in DEBUG_FLAGS or name in ONCE_FLAGS):
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cpu":
         return True, False
@@ -683,7 +685,7 @@ class _Summarizer:
         if isinstance(func.value, ast.Name):
             for value in local.values.get(func.value.id, ()):
                 callee = _constructed(value)
-                if callee and self.qualify(callee).startswith("torch.optim."):
+                if callee and is_optimizer_class(self.qualify(callee)):
                     return True
         return False
 
