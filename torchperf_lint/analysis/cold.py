@@ -87,7 +87,11 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
             and right.evaluated_value == 0
         ):
             return True, False  # `if step % N == 0:` runs once every N steps
-        if isinstance(operator, cst.Equal) and isinstance(right, cst.Integer) and _last_name(left) in STEP_COUNTERS:
+        if (
+            isinstance(operator, cst.Equal)
+            and isinstance(right, cst.Integer)
+            and _last_name(left) in STEP_COUNTERS
+        ):
             return True, False  # `if batch_idx == 0:` runs on one step of many
     return False, False
 

@@ -188,7 +188,9 @@ STEP_COUNTERS = frozenset(
     }
 )
 # Flags set on one step of a run: `if step % N == 0 or last_step:` runs rarely.
-ONCE_FLAGS = frozenset({"last_step", "is_last_step", "first_step", "is_first_step", "last_epoch", "is_last_epoch"})
+ONCE_FLAGS = frozenset(
+    {"last_step", "is_last_step", "first_step", "is_first_step", "last_epoch", "is_last_epoch"}
+)
 # Reads of a cached value's layout: `if self.grid[i].shape[2:4] != x.shape[2:4]:` tests the cache.
 LAYOUT_READS = frozenset({"shape", "size", "device", "dtype"})
 
@@ -198,7 +200,9 @@ CACHED_BUILDERS = frozenset({"functools.lru_cache", "functools.cache"})
 VISUAL_CALLS = frozenset(
     {"torchvision.utils.save_image", "torchvision.utils.make_grid", "wandb.Image", "cv2.applyColorMap"}
 )
-_VISUAL_NAME = re.compile(r"_?(visuali[sz]e|plot|(sample|save|log|show)_(images?|samples?|grid))", re.IGNORECASE)
+_VISUAL_NAME = re.compile(
+    r"_?(visuali[sz]e|plot|(sample|save|log|show)_(images?|samples?|grid))", re.IGNORECASE
+)
 
 
 def runs_rarely(name: str, decorators: Iterable[Optional[str]], calls: Iterable[Optional[str]]) -> bool:
