@@ -87,7 +87,7 @@ def test_another_build_of_the_tool_runs_the_pass_again(project: Path, tmp_path: 
 
 def _stop_calling_shuffle(root: Path) -> None:
     net = root / "detector" / "models" / "net.py"
-    net.write_text(net.read_text().replace("x = shuffle_channels(self.body(x))", "x = self.body(x)"))
+    net.write_text(net.read_text().replace("x = shuffle_channels(self.drop(self.body(x)))", "x = self.drop(self.body(x))"))
 
 
 def _remove_the_caller(root: Path) -> None:
@@ -121,7 +121,7 @@ def test_a_module_edited_during_the_run_leaves_its_project_unsaved(
     read = Summaries.of_file
 
     def edited_first(self: Summaries, path: Path):  # type: ignore[no-untyped-def]
-        if path.name == "net.py" and "shuffle_channels(self.body" in path.read_text():
+        if path.name == "net.py" and "shuffle_channels(self.drop" in path.read_text():
             _stop_calling_shuffle(project)
         return read(self, path)
 
@@ -163,6 +163,8 @@ _facts_strategy = st.builds(
     no_grad_callables=st.frozensets(_names),
     host_parameters=st.lists(st.tuples(_ints, st.frozensets(_names))).map(tuple),
     runs_on_cuda=st.none() | st.text(),
+    cuda_helper=st.none() | st.text(),
+    cuda_default=st.none() | st.text(),
     display_name=st.text(),
     counts=st.tuples(_ints, _ints, _ints),
 )

@@ -1,8 +1,8 @@
 """Branches a training step does not take, read from an `if` test (or an if-expression's): special
 modes (TorchScript, tracing, export), eager-only code kept out of compiled graphs, branches for CPU
-or MPS tensors, debug and verbose switches, and work done once every N steps. Their code is cold
-whatever function holds it, and so is the code after a guard that leaves the block unless the
-step is in such a mode (`if x.device.type != "cpu": return`)."""
+or MPS tensors, debug and verbose switches, work done once every N steps or on one step of many,
+and cache-miss builders. Their code is cold whatever function holds it, and so is the code after a
+guard that leaves the block unless the step is in such a mode (`if x.device.type != "cpu": return`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,18 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from ..engine.walker import dotted_name
-from .vocabulary import COMPILING, DEBUG_FLAGS, NON_CUDA_DEVICE_TYPES, SPECIAL_MODES
+from .vocabulary import (
+    COMPILING,
+    DEBUG_FLAGS,
+    LAYOUT_READS,
+    NON_CUDA_DEVICE_TYPES,
+    ONCE_FLAGS,
+    SPECIAL_MODES,
+    STEP_COUNTERS,
+    normalised_code,
+)
+
+_CODE = cst.Module([])
 
 
 def _last_name(expr: cst.BaseExpression) -> Optional[str]:
@@ -54,10 +65,12 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, cst.Call) and name in COMPILING:
         return False, True  # the else branch runs only in eager mode, kept out of graphs on purpose
-    if isinstance(test, (cst.Name, cst.Attribute)) and name in DEBUG_FLAGS:
+    if isinstance(test, (cst.Name, cst.Attribute)) and (name in DEBUG_FLAGS or name in ONCE_FLAGS):
         return True, False
     if isinstance(test, cst.Attribute) and name == "is_cpu":
         return True, False
+    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
+        return False, True  # `if not step % N:` runs once every N steps
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
         left, right, operator = test.left, comparison.comparator, comparison.operator
@@ -74,7 +87,62 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
             and right.evaluated_value == 0
         ):
             return True, False  # `if step % N == 0:` runs once every N steps
+        if (
+            isinstance(operator, cst.Equal)
+            and isinstance(right, cst.Integer)
+            and _last_name(left) in STEP_COUNTERS
+        ):
+            return True, False  # `if batch_idx == 0:` runs on one step of many
     return False, False
+
+
+def _text(expr: cst.CSTNode) -> str:
+    return normalised_code(_CODE.code_for_node(expr))
+
+
+def _layout_base(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`self.grid[i]` for `self.grid[i].shape[2:4]`, `self.grid[i].size(0)`, `len(self.grid[i])`."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, (cst.Attribute, cst.Call)):
+        expr = expr.value
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value == "len" and len(expr.args) == 1:
+            return expr.args[0].value
+        expr = expr.func
+    if isinstance(expr, cst.Attribute) and expr.attr.value in LAYOUT_READS:
+        return expr.value
+    return expr
+
+
+def _misses(test: cst.BaseExpression, stored: set[str], containers: set[str]) -> bool:
+    """`test` is true when the cache the body fills misses: `key not in self.cache`,
+    `self.mask is None`, `self.grid[i].shape[2:4] != x.shape[2:4]`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _misses(test.left, stored, containers) and _misses(test.right, stored, containers)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, right, operator = test.left, test.comparisons[0].comparator, test.comparisons[0].operator
+    if isinstance(operator, cst.NotIn):
+        return _text(right) in containers
+    if isinstance(operator, cst.Is):
+        return isinstance(right, cst.Name) and right.value == "None" and _text(left) in stored
+    if isinstance(operator, cst.NotEqual):
+        return _text(_layout_base(left)) in stored or _text(_layout_base(right)) in stored
+    return False
+
+
+def fills_cache(branch: cst.If) -> bool:
+    """A cache-miss builder: the body stores into an attribute or a container what the test found
+    missing or stale, so later steps skip it (`if key not in self.cache: self.cache[key] = ...`)."""
+    stored: set[str] = set()
+    containers: set[str] = set()
+    for statement in branch.body.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            for target in small.targets if isinstance(small, cst.Assign) else ():
+                if isinstance(target.target, (cst.Attribute, cst.Subscript)):
+                    stored.add(_text(target.target))
+                if isinstance(target.target, cst.Subscript):
+                    containers.add(_text(target.target.value))
+    return bool(stored) and _misses(branch.test, stored, containers)
 
 
 def _always_leaves(body: cst.BaseSuite) -> bool:
@@ -103,6 +171,8 @@ def cold_from(statements: Sequence[cst.BaseStatement]) -> int:
 def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode) -> bool:
     """Stepping from `child` up to `parent` leaves a branch a training step does not take (for
     a statement in a block, hotpath.py asks `cold_from` once per block)."""
+    if isinstance(parent, cst.If) and child is parent.body and fills_cache(parent):
+        return True
     if isinstance(parent, (cst.If, cst.IfExp)):
         body, orelse = cold_sides(parent.test)
         return (body and child is parent.body) or (orelse and child is parent.orelse)

@@ -31,7 +31,6 @@ class EntryFacts:
     step_loops: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
-    runs_on_cuda: Optional[str] = None  # why, when a module that shows CUDA use reaches this one
     # the project's own classes (not modules) with a `to`/`cuda` of their own: a batch may be one
     # (DETR's NestedTensor); name -> whether that method takes non_blocking
     movers: tuple[tuple[str, bool], ...] = ()
@@ -39,6 +38,9 @@ class EntryFacts:
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
     channels_last_near: bool = False  # a module this one imports or is imported by names channels_last
+    runs_on_cuda: Optional[str] = None  # why, when hot code of a module that shows CUDA use reaches it
+    cuda_helper: Optional[str] = None  # why it shows CUDA use: it calls a helper returning a CUDA device
+    cuda_default: Optional[str] = None  # where the project makes CUDA the default device
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -75,12 +77,14 @@ class EntryFacts:
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
-            runs_on_cuda=None if data["runs_on_cuda"] is None else str(data["runs_on_cuda"]),
             movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
             channels_last_near=bool(data["channels_last_near"]),
+            runs_on_cuda=_text(data["runs_on_cuda"]),
+            cuda_helper=_text(data["cuda_helper"]),
+            cuda_default=_text(data["cuda_default"]),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
@@ -107,6 +111,10 @@ def digest_of(data: dict[str, Any]) -> str:
     """The digest of facts as `to_json` gives them, or as they were read back from JSON."""
     text = json.dumps(data, sort_keys=True, default=sorted)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _text(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
 
 
 def _ints(values: Iterable[Any]) -> list[int]:

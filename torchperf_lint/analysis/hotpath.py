@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
-from ..engine.walker import ClassInfo, FileFacts, Loop, dotted_name
+from ..engine.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
 from .cold import cold_from, crosses_cold_branch
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
@@ -23,7 +23,9 @@ from .vocabulary import (
     STEP_HOOKS,
     is_loader_name,
     is_module_base,
+    is_optimizer_class,
     is_optimizer_name,
+    runs_rarely,
 )
 
 Origin = str  # "forward" | "step-hook" | "loop"
@@ -74,6 +76,7 @@ class HotPaths:
         self._owners: dict[cst.CSTNode, Optional[Owner]] = {}
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
+        self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
 
@@ -270,7 +273,7 @@ class HotPaths:
             for binding in self._names.lookup(receiver, call):
                 if binding.kind == "assign" and isinstance(binding.node, cst.Call):
                     qualified = self._names.qualified_name(binding.node) or ""
-                    if qualified.startswith("torch.optim."):
+                    if is_optimizer_class(qualified):
                         return True
         return False
 
@@ -290,11 +293,13 @@ class HotPaths:
             loader = self.iterates_loader(loop)
             if loader is not None:
                 labels[loop] = f"loop over {loader}"
-        steps = list(self._facts.method_calls.get("backward", ()))
-        steps.extend(c for c in self._facts.method_calls.get("step", ()) if self._is_optimizer_step(c))
-        for call in steps:
+        updates = [c for c in self._facts.method_calls.get("step", ()) if self._is_optimizer_step(c)]
+        for call in [*self._facts.method_calls.get("backward", ()), *updates]:
             for loop in self.loops_around(call):
                 labels.setdefault(loop, "training loop")
+        # the loop whose own body steps the optimizer runs once per step, even around an inner
+        # loop of gradient accumulation (`for _ in range(accumulate): ...backward()`)
+        updating = {loops[0] for loops in map(self.loops_around, updates) if loops}
         loops = self._facts.loops
         for index in self.entry.step_loops:  # the step happens in a function of the project
             if index < len(loops):
@@ -303,12 +308,12 @@ class HotPaths:
         outer: set[Loop] = set()
         for loop in labels:
             outer.update(self.loops_around(loop))
-        # the innermost loop that steps; a loop over a loader is one even around an inner loop
-        # of gradient accumulation
+        # the innermost loop that steps; a loop over a loader, or one that steps the optimizer,
+        # is one even around an inner loop of gradient accumulation
         return {
             loop: Reason("loop", loop=loop, loop_label=label)
             for loop, label in labels.items()
-            if loop not in outer or loop in loaders
+            if loop not in outer or loop in loaders or loop in updating
         }
 
     # -- propagation ------------------------------------------------------------------
@@ -413,6 +418,12 @@ class HotPaths:
             self._spread(queue, calls_by_owner, hot)
         return hot
 
+    def _runs_rarely(self, info: FunctionInfo) -> bool:
+        """A cached builder or a visualisation helper: cold whoever calls it (vocabulary.py)."""
+        qualified = self._names.qualified_name
+        decorators = (qualified(d.decorator) for d in info.node.decorators)
+        return runs_rarely(info.name, decorators, (qualified(c) for c in info.calls))
+
     def _spread(
         self,
         queue: deque[tuple[Owner, Reason]],
@@ -423,7 +434,7 @@ class HotPaths:
             owner, reason = queue.popleft()
             for call in calls_by_owner.get(owner, ()):
                 for callee in self.resolve_call(call):
-                    if callee in hot:
+                    if callee in hot or callee in self._rare:
                         continue
                     info = self._facts.functions[callee]
                     hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)

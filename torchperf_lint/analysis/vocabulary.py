@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable, Optional
 
@@ -10,10 +11,49 @@ from typing import Iterable, Optional
 CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda""")
 
 
-def shows_cuda_use(source: str) -> bool:
-    """`.cuda(`, `torch.cuda.` or a string literal starting with "cuda" in `source`. The plain
-    substring test first: most files never say cuda, and it costs a fraction of the pattern's scan."""
-    return "cuda" in source and CUDA_USE.search(source) is not None
+def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """What `torch.cuda.` is spelled as under the module's imports, from (bound name, qualified
+    name) pairs: `th.cuda.` after `import torch as th`, `cuda.` after `from torch import cuda`."""
+    prefixes = set()
+    for bound, qualified in imports:
+        if qualified == "torch" and bound != "torch":
+            prefixes.add(f"{bound}.cuda.")
+        elif qualified == "torch.cuda" and "." not in bound:
+            prefixes.add(f"{bound}.")
+    return tuple(sorted(prefixes))
+
+
+def shows_cuda_use(source: str, prefixes: tuple[str, ...] = ()) -> bool:
+    """`.cuda(`, `torch.cuda.` (or its spelling under an import alias, `prefixes`) or a string
+    literal starting with "cuda" in `source`. The plain substring test first: most files never
+    say cuda, and it costs a fraction of the pattern's scan."""
+    if "cuda" not in source:
+        return False
+    if CUDA_USE.search(source) is not None:
+        return True
+    return bool(prefixes) and _alias_pattern(prefixes).search(source) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _alias_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(p) for p in prefixes) + ")")
+
+
+# `torch.set_default_device("cuda")`, `torch.set_default_tensor_type(torch.cuda.FloatTensor)`:
+# factories called without `device=` create their tensors on the GPU from then on.
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+
+
+def sets_cuda_default(setter: Optional[str], argument: Optional[str]) -> bool:
+    """`setter` (qualified) makes CUDA the default device with `argument`: the string it is
+    given (`"cuda:0"`, `"torch.cuda.FloatTensor"`) or the qualified name it is given
+    (`torch.cuda.FloatTensor`)."""
+    return (
+        setter in DEFAULT_DEVICE_SETTERS
+        and argument is not None
+        and argument.startswith(("cuda", "torch.cuda."))
+    )
+
 
 # Classes whose subclasses are models: `forward`/`__call__` run once per step.
 MODULE_BASES = frozenset(
@@ -110,6 +150,11 @@ def is_loader_name(dotted: str) -> bool:
     return "loader" in dotted.split(".")[-1].lower()
 
 
+def is_optimizer_class(qualified: str) -> bool:
+    """`torch.optim.AdamW`, not a learning-rate scheduler (whose `step()` runs once per epoch)."""
+    return qualified.startswith("torch.optim.") and not qualified.startswith("torch.optim.lr_scheduler.")
+
+
 def is_optimizer_name(dotted: str) -> bool:
     """A receiver of `.step()` named like an optimizer (or an AMP grad scaler)."""
     last = dotted.split(".")[-1].lower()
@@ -136,3 +181,49 @@ def is_cudnn_decision(dotted: str) -> bool:
 def is_cudnn_decision_call(dotted: str) -> bool:
     """`torch.use_deterministic_algorithms(...)`, `torch.backends.cudnn.flags(...)`."""
     return dotted.endswith("use_deterministic_algorithms") or dotted.rsplit(".", 2)[-2:] == ["cudnn", "flags"]
+# `if step == 0:`, `if batch_idx == 0:`: a branch taken on one step of many (the first batch of an
+# epoch in a validation step). Bare `i` is not among them: `if i == 0:` over layers runs every step.
+STEP_COUNTERS = frozenset(
+    {
+        "step",
+        "global_step",
+        "epoch",
+        "iteration",
+        "n_iter",
+        "current_step",
+        "batch_idx",
+        "batch_nb",
+        "batch_i",
+        "batch_num",
+        "batch_index",
+    }
+)
+# Flags set on one step of a run: `if step % N == 0 or last_step:` runs rarely.
+ONCE_FLAGS = frozenset(
+    {"last_step", "is_last_step", "first_step", "is_first_step", "last_epoch", "is_last_epoch"}
+)
+# Reads of a cached value's layout: `if self.grid[i].shape[2:4] != x.shape[2:4]:` tests the cache.
+LAYOUT_READS = frozenset({"shape", "size", "device", "dtype"})
+
+# Functions that run once, or once per distinct arguments, whoever calls them: builders whose
+# result is cached, and sampling or visualisation helpers (images for a logger, plots).
+CACHED_BUILDERS = frozenset({"functools.lru_cache", "functools.cache"})
+VISUAL_CALLS = frozenset(
+    {"torchvision.utils.save_image", "torchvision.utils.make_grid", "wandb.Image", "cv2.applyColorMap"}
+)
+_VISUAL_NAME = re.compile(
+    r"_?(visuali[sz]e|plot|(sample|save|log|show)_(images?|samples?|grid))", re.IGNORECASE
+)
+
+
+def runs_rarely(name: str, decorators: Iterable[Optional[str]], calls: Iterable[Optional[str]]) -> bool:
+    """A function named `name`, with these (qualified) decorators, that makes these (qualified)
+    calls runs once or rarely: a cached builder, a sampling or visualisation helper."""
+    if _VISUAL_NAME.match(name) or any(d in CACHED_BUILDERS for d in decorators):
+        return True
+    return any(c is not None and (c in VISUAL_CALLS or c.startswith("matplotlib.")) for c in calls)
+
+
+def normalised_code(text: str) -> str:
+    """Source text of an expression, the same from libcst's code and from `ast.unparse`."""
+    return "".join(text.split()).replace('"', "'")

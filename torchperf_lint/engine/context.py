@@ -23,7 +23,7 @@ from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
 from ..analysis.torch_version import Declared, target_version
-from ..analysis.vocabulary import shows_cuda_use
+from ..analysis.vocabulary import cuda_prefixes, shows_cuda_use
 from ..settings import Settings
 from .paths import matches_path
 from .walker import Binding, FileFacts, Loop
@@ -236,8 +236,19 @@ class Context:
 
     @property
     def shows_cuda_use(self) -> bool:
-        """`.cuda(`, `torch.cuda.` or a string literal starting with "cuda" in the file."""
+        """`.cuda(`, `torch.cuda.` (as the imports spell it) or a string literal starting with
+        "cuda" in the file, or a call of a project helper that returns a CUDA device."""
         if self._shows_cuda is None:
-            self._shows_cuda = shows_cuda_use(self.source)
+            prefixes = cuda_prefixes(self.facts.imports.items())
+            self._shows_cuda = self.entry.cuda_helper is not None or shows_cuda_use(self.source, prefixes)
         return self._shows_cuda
 
+    @property
+    def runs_on_cuda(self) -> bool:
+        """The file shows CUDA use, or hot code of a module that does reaches it (RULES.md)."""
+        return self.entry.runs_on_cuda is not None or self.shows_cuda_use
+
+    @property
+    def factories_on_device(self) -> bool:
+        """The project makes CUDA the default device: factories without `device=` run there."""
+        return self.entry.cuda_default is not None

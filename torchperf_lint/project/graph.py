@@ -109,6 +109,8 @@ class Project:
         self._step_loops: dict[int, frozenset[int]] = {}
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._cuda: Optional[dict[int, str]] = None
+        self._helpers: Optional[dict[int, str]] = None
+        self._default: Optional[str] = None  # "" once found to be nowhere
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
         self._movers: Optional[tuple[tuple[str, bool], ...]] = None
         self._imported: Optional[frozenset[int]] = None
@@ -400,6 +402,7 @@ class Project:
                 loop = loops[loop].parent
 
         owners = [module.summary.toplevel, *module.summary.functions]
+        updating = {loop for info in owners for loop in info.updates if loop >= 0}
         for offset, info in enumerate(owners):
             function = FunctionRef(module, offset - 1)
             for loop in info.steps:
@@ -415,9 +418,11 @@ class Project:
             while loop >= 0:
                 parents_of_candidates.add(loop)
                 loop = loops[loop].parent
-        # the innermost loop that steps; a loop over a loader is a step loop even around an
-        # inner loop of gradient accumulation
-        return frozenset(i for i in candidates if i in loaders or i not in parents_of_candidates)
+        # the innermost loop that steps; a loop over a loader, or one whose own body steps the
+        # optimizer, is a step loop even around an inner loop of gradient accumulation
+        return frozenset(
+            i for i in candidates if i in loaders or i in updating or i not in parents_of_candidates
+        )
 
     # -- hot paths -----------------------------------------------------------------------
     def _roots(self) -> Iterator[tuple[FunctionRef, ExternalReason]]:
@@ -472,7 +477,7 @@ class Project:
                 if loop is not None and owner_loop != loop:
                     continue
                 for callee in self.callees(function, position):
-                    if callee.key() in hot:
+                    if callee.key() in hot or callee.info.rare:
                         continue
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
                     hot[callee.key()] = ExternalReason(reason.origin, text)
@@ -490,6 +495,47 @@ class Project:
         return f"{function.info.qualname} ({module.display}:{function.info.line})"
 
     # -- CUDA ----------------------------------------------------------------------------
+    def cuda_helpers(self) -> dict[int, str]:
+        """Modules that show CUDA use through a project helper that returns a CUDA device
+        (`dist_util.dev()`, `select_device(opt.device)`), with the helper named."""
+        if self._helpers is not None:
+            return self._helpers
+        found: dict[int, str] = {}
+        for module in self.modules.values():
+            for function, position in self._call_sites(module):
+                helper = next(
+                    (c for c in self.callees(function, position) if c.info.returns_cuda_device), None
+                )
+                if helper is not None:
+                    where = f"{helper.info.qualname} ({helper.module.display}:{helper.info.line})"
+                    found[id(module)] = f"calls {where}, which returns a CUDA device"
+                    break
+        self._helpers = found
+        return found
+
+    def shows_cuda(self, module: Module) -> bool:
+        return module.summary.shows_cuda or id(module) in self.cuda_helpers()
+
+    @staticmethod
+    def _call_sites(module: Module) -> Iterator[tuple[FunctionRef, int]]:
+        owners = [module.summary.toplevel, *module.summary.functions]
+        for offset, info in enumerate(owners):
+            function = FunctionRef(module, offset - 1)
+            for position in range(len(info.calls)):
+                yield function, position
+
+    def cuda_default(self) -> Optional[str]:
+        """Where the project makes CUDA the default device (NeRF code's
+        `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), if anywhere."""
+        if self._default is None:
+            self._default = ""
+            for module in sorted(self.modules.values(), key=lambda m: m.display):
+                owners = [module.summary.toplevel, *module.summary.functions]
+                if not module.is_test and any(info.sets_cuda_default for info in owners):
+                    self._default = f"{module.display} makes CUDA the default device"
+                    break
+        return self._default or None
+
     def imported_modules(self, module: Module) -> Iterator[Module]:
         """The project modules `module` imports, names from, or reaches through a package."""
         for source, attribute, level in module.summary.imports.values():
@@ -508,25 +554,41 @@ class Project:
                 yield target
 
     def cuda_reasons(self) -> dict[int, str]:
-        """Modules that run on CUDA without showing it: imported, directly or not, by a module
-        that shows CUDA use (a device-agnostic `model.py` trained by a `train.py` that picks
-        "cuda")."""
+        """Modules that run on CUDA without showing it: reached from hot code or a step loop of a
+        module that shows CUDA use, or from the forward of a model such a module moves to the
+        device (a device-agnostic `model.py` trained by a `train.py` that picks "cuda"). Being
+        imported is not enough: that reaches data transforms and CPU pre-processing."""
         if self._cuda is not None:
             return self._cuda
         reached: dict[int, str] = {}
-        queue: deque[tuple[Module, str]] = deque()
+        queue: deque[tuple[FunctionRef, Optional[int], str]] = deque()
+        hot = _of_module(self.hot(), self._hot_by_module)
         for module in self.modules.values():
-            if module.summary.shows_cuda and not module.is_test:
-                queue.append((module, f"imported from {module.display}, which shows CUDA use"))
-        seen = {id(m) for m, _ in queue}
+            if module.is_test or not self.shows_cuda(module):
+                continue
+            why = f"called per step from {module.display}, which shows CUDA use"
+            for index in sorted(self.step_loops(module)):
+                queue.append((FunctionRef(module, module.summary.loops[index].function), index, why))
+            for index, _ in hot.get(id(module), ()):
+                queue.append((FunctionRef(module, index), None, why))
+            for model in self._moved_models(module):
+                entry = self.entry_point(model)
+                if entry is not None:
+                    moved = f"{model.info.qualname} is moved to the device in {module.display}, which shows CUDA use"
+                    queue.append((entry, None, moved))
+        seen: set[tuple[int, int]] = set()
         while queue:
-            module, why = queue.popleft()
-            for target in self.imported_modules(module):
-                if id(target) in seen:
-                    continue
-                seen.add(id(target))
-                reached[id(target)] = why
-                queue.append((target, why))
+            function, loop, why = queue.popleft()
+            if not self.shows_cuda(function.module):
+                reached.setdefault(id(function.module), why)
+            for position, call in self._function_calls(function):
+                owner_loop = self._loop_owner(function.module, call.loop)
+                if (loop is None and owner_loop >= 0) or (loop is not None and owner_loop != loop):
+                    continue  # as in hot(): a step loop's calls are its own
+                for callee in self.callees(function, position):
+                    if callee.key() not in seen:
+                        seen.add(callee.key())
+                        queue.append((callee, None, why))
         self._cuda = reached
         return reached
 
@@ -563,6 +625,13 @@ class Project:
                     if self.layers.builds_2d_convnet(module, call.target):
                         found.add(call.target)
         return frozenset(found)
+    def _moved_models(self, module: Module) -> Iterator[ClassRef]:
+        """The project's model classes `module` constructs and moves (`Net().to(device)`)."""
+        for info in [module.summary.toplevel, *module.summary.functions]:
+            for callee in info.moved:
+                found = self.resolve_dotted(module, callee)
+                if isinstance(found, ClassRef) and self.is_module_class(found):
+                    yield found
 
     # -- host values passed through calls -------------------------------------------------
     def host_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
@@ -643,7 +712,9 @@ class Project:
             for name in set(module.summary.contexts)
             if isinstance(found := self.resolve_dotted(module, name), FunctionRef) and found.info.no_grad
         )
-        host = tuple(sorted(_of_module(self.host_parameters(), self._host_by_module).get(key, ()), key=_first))
+        host = tuple(
+            sorted(_of_module(self.host_parameters(), self._host_by_module).get(key, ()), key=_first)
+        )
         return EntryFacts(
             module_classes=module_classes,
             hot_functions=hot_functions,
@@ -657,6 +728,8 @@ class Project:
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
             channels_last_near=self.channels_last_near(module),
+            cuda_helper=self.cuda_helpers().get(key),
+            cuda_default=self.cuda_default(),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

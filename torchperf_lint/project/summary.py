@@ -16,14 +16,23 @@ from typing import Any, Callable, Iterator, Optional, Union
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
+    DEFAULT_DEVICE_SETTERS,
+    LAYOUT_READS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
     NON_CUDA_DEVICE_TYPES,
+    ONCE_FLAGS,
     SPECIAL_MODES,
+    STEP_COUNTERS,
+    cuda_prefixes,
     is_cudnn_decision,
     is_cudnn_decision_call,
     is_loader_name,
+    is_optimizer_class,
     is_optimizer_name,
+    normalised_code,
+    runs_rarely,
+    sets_cuda_default,
     shows_cuda_use,
 )
 
@@ -59,9 +68,25 @@ class Function:
     decorators: list[str] = dataclasses.field(default_factory=list)
     calls: list[Call] = dataclasses.field(default_factory=list)
     steps: list[int] = dataclasses.field(default_factory=list)  # loops of backward()/step() (-1: none)
+    updates: list[int] = dataclasses.field(default_factory=list)  # loops of optimizer.step() (-1: none)
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
     varkw: bool = False  # takes **kwargs
     returns: list[list[str]] = dataclasses.field(default_factory=list)  # per `return Callee(...)`: built()
+    returns_device: bool = False  # `return torch.device(...)`, or a name bound to one
+    says_cuda: bool = False  # a string literal starting with "cuda" in its own body
+    default_devices: list[bool] = dataclasses.field(default_factory=list)  # set_default_*: names CUDA?
+    moved: list[str] = dataclasses.field(default_factory=list)  # `Callee(...).to(...)`: dotted callees
+    rare: bool = False  # runs once or rarely whoever calls it: a cached builder, a visualisation helper
+
+    @property
+    def returns_cuda_device(self) -> bool:
+        """A device helper that may pick CUDA: `dist_util.dev()`, `select_device(opt.device)`."""
+        return self.returns_device and self.says_cuda
+
+    @property
+    def sets_cuda_default(self) -> bool:
+        """Makes CUDA the default device and leaves it so (llm.c sets it for loading, then restores)."""
+        return bool(self.default_devices) and all(self.default_devices)
 
 
 @dataclasses.dataclass
@@ -197,10 +222,12 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Call) and name in COMPILING:
         return False, True
-    if isinstance(test, (ast.Name, ast.Attribute)) and name in DEBUG_FLAGS:
+    if isinstance(test, (ast.Name, ast.Attribute)) and (name in DEBUG_FLAGS or name in ONCE_FLAGS):
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cpu":
         return True, False
+    if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
+        return False, True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, right, operator = test.left, test.comparators[0], test.ops[0]
         if _holds_only_off_cuda(left, right):
@@ -216,7 +243,59 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
             and right.value == 0
         ):
             return True, False
+        if (
+            isinstance(operator, ast.Eq)
+            and isinstance(right, ast.Constant)
+            and type(right.value) is int
+            and (dotted(left) or "").split(".")[-1] in STEP_COUNTERS
+        ):
+            return True, False
     return False, False
+
+
+def _text(node: ast.AST) -> str:
+    return normalised_code(ast.unparse(node))
+
+
+def _layout_base(node: ast.AST) -> ast.AST:
+    """As analysis/cold.py's: `self.grid[i]` for `self.grid[i].shape[2:4]`, `len(self.grid[i])`."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Attribute, ast.Call)):
+        node = node.value
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+            return node.args[0]
+        node = node.func
+    if isinstance(node, ast.Attribute) and node.attr in LAYOUT_READS:
+        return node.value
+    return node
+
+
+def _misses(test: ast.AST, stored: set[str], containers: set[str]) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(_misses(v, stored, containers) for v in test.values)
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return False
+    left, right, operator = test.left, test.comparators[0], test.ops[0]
+    if isinstance(operator, ast.NotIn):
+        return _text(right) in containers
+    if isinstance(operator, ast.Is):
+        return isinstance(right, ast.Constant) and right.value is None and _text(left) in stored
+    if isinstance(operator, ast.NotEq):
+        return _text(_layout_base(left)) in stored or _text(_layout_base(right)) in stored
+    return False
+
+
+def fills_cache(branch: ast.If) -> bool:
+    """A cache-miss builder, as analysis/cold.py's fills_cache reads it."""
+    stored: set[str] = set()
+    containers: set[str] = set()
+    for statement in branch.body:
+        for target in statement.targets if isinstance(statement, ast.Assign) else ():
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                stored.add(_text(target))
+            if isinstance(target, ast.Subscript):
+                containers.add(_text(target.value))
+    return bool(stored) and _misses(branch.test, stored, containers)
 
 
 def _names_non_cuda_type(node: ast.AST) -> bool:
@@ -277,7 +356,8 @@ def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
 
 class _Summarizer:
     def __init__(self, source: str) -> None:
-        self.summary = Summary(shows_cuda=shows_cuda_use(source))
+        self.summary = Summary()
+        self.import_pairs: list[tuple[str, str]] = []  # (bound, qualified), in functions too
         self.function_index: dict[ast.AST, int] = {}
         self.class_stack: list[int] = []
         self.function_stack: list[tuple[int, _Locals]] = []  # (index or -1, locals)
@@ -348,6 +428,9 @@ class _Summarizer:
                         self.visit(item)
 
     def _Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            bound = alias.asname or alias.name.split(".")[0]
+            self.import_pairs.append((bound, alias.name if alias.asname else bound))
         if self.function_stack:
             self.locals().names.update((a.asname or a.name).split(".")[0] for a in node.names)
             return
@@ -359,6 +442,8 @@ class _Summarizer:
                 self.summary.imports[head] = [head, "", 0]
 
     def _ImportFrom(self, node: ast.ImportFrom) -> None:
+        if not node.level and node.module:
+            self.import_pairs.extend((a.asname or a.name, f"{node.module}.{a.name}") for a in node.names)
         if self.function_stack:
             self.locals().names.update(a.asname or a.name for a in node.names)
             return
@@ -412,7 +497,8 @@ class _Summarizer:
         decorators = [
             d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d
         ]
-        function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators)
+        rare = runs_rarely(node.name, map(self.qualify, decorators), ())
+        function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
         function.varkw = args.kwarg is not None
         self.summary.functions.append(function)
         self.function_index[node] = index
@@ -475,7 +561,7 @@ class _Summarizer:
     def _If(self, node: ast.If) -> None:
         body, orelse = cold_sides(node.test)
         self.visit(node.test)
-        self._in_cold(node.body, body)
+        self._in_cold(node.body, body or fills_cache(node))
         self._in_cold(node.orelse, orelse)
 
     def _IfExp(self, node: ast.IfExp) -> None:
@@ -551,15 +637,6 @@ class _Summarizer:
             if self.qualify(node.id) in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
 
-    def _Return(self, node: ast.Return) -> None:
-        value = _strip_chain(node.value) if node.value is not None else None
-        if self.function_stack and isinstance(value, ast.Call):
-            self.current().returns.append(built(value))
-        self.children(node)
-
-    def _Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and ("channels_last" in node.value or "channels-last" in node.value):
-            self.summary.channels_last = True
 
     def _keyword(self, node: ast.keyword) -> None:
         if node.arg and "channels_last" in node.arg:
@@ -577,6 +654,52 @@ class _Summarizer:
         else:
             work()  # module-level names are known before the walk
 
+    def _Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str):
+            return
+        if node.value.startswith("cuda"):
+            self.current().says_cuda = True
+        if "channels_last" in node.value or "channels-last" in node.value:
+            self.summary.channels_last = True
+
+    def _Return(self, node: ast.Return) -> None:
+        self.children(node)
+        value, function, local = node.value, self.current(), self.locals()
+        if value is None:
+            return
+        stripped = _strip_chain(value)
+        if self.function_stack and isinstance(stripped, ast.Call):
+            function.returns.append(built(stripped))
+
+        def device() -> None:
+            values = local.values.get(value.id, ()) if isinstance(value, ast.Name) else (value,)
+            if any(self._is_device_call(v) for v in values):
+                function.returns_device = True
+
+        self._later(device)
+
+    def _is_device_call(self, value: ast.AST) -> bool:
+        return isinstance(value, ast.Call) and self.qualify(dotted(value.func) or "") == "torch.device"
+
+    def _setter_argument(self, node: ast.Call) -> Optional[str]:
+        """What `torch.set_default_device(ARG)` is given: a string's value, a qualified name, or
+        the string of `torch.device("cuda")`."""
+        if not node.args:
+            return None
+        argument = node.args[0]
+        if self._is_device_call(argument) and argument.args:  # type: ignore[attr-defined]
+            argument = argument.args[0]  # type: ignore[attr-defined]
+        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+            return argument.value
+        name = dotted(argument)
+        return self.qualify(name) if name else None
+
+    def _moved(self, func: ast.Attribute, scopes: tuple[_Locals, ...]) -> list[str]:
+        """`Net().to(device)`, `model.cuda()` after `model = Net(...)`: what is constructed and moved."""
+        receiver = func.value
+        values = scopes[0].values.get(receiver.id, ()) if isinstance(receiver, ast.Name) else (receiver,)
+        return [callee for callee in map(_constructed, values) if callee]
+
     def _Call(self, node: ast.Call) -> None:
         if is_cudnn_decision_call(dotted(node.func) or ""):
             self.summary.cudnn_decision = True
@@ -586,11 +709,20 @@ class _Summarizer:
             self.summary.classes[function.cls].builds.extend(built(node))
         loop = self.innermost_loop()
         cold, scopes = bool(self.cold), self.scopes()
+        setter = self.qualify(dotted(node.func) or "")
+        if self.function_stack and runs_rarely("", (), (setter,)):
+            function.rare = True
+        if setter in DEFAULT_DEVICE_SETTERS:
+            function.default_devices.append(sets_cuda_default(setter, self._setter_argument(node)))
 
         def describe() -> None:
             func = node.func
             if isinstance(func, ast.Attribute) and self._is_step(func, scopes[0]):
                 function.steps.append(loop)
+                if func.attr == "step":
+                    function.updates.append(loop)
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
+                function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
             described = None if cold else self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
@@ -612,7 +744,7 @@ class _Summarizer:
         if isinstance(func.value, ast.Name):
             for value in local.values.get(func.value.id, ()):
                 callee = _constructed(value)
-                if callee and self.qualify(callee).startswith("torch.optim."):
+                if callee and is_optimizer_class(self.qualify(callee)):
                     return True
         return False
 
@@ -739,4 +871,6 @@ def summarize(source: str) -> Optional[Summary]:
             summarizer.visit(statement)
     except RecursionError:
         return None
-    return summarizer.summary
+    summary = summarizer.summary
+    summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
+    return summary

@@ -249,10 +249,10 @@ class CpuFactoryInHotPath(Rule):
         if keyword(node, "device") is not None or keyword(node, "generator") is not None:
             return
         reason = ctx.hot_reason(node)
-        if reason is None or _goes_to_host(node, ctx):
+        if reason is None or ctx.factories_on_device or _goes_to_host(node, ctx):
             return
         move = _chained_move(node, ctx)
-        if move is None and not ctx.shows_cuda_use and not self._meets_tensor(node, ctx):
+        if move is None and not ctx.runs_on_cuda and not self._meets_tensor(node, ctx):
             return
         fix = None
         target = move_target(move, ctx) if move is not None else None

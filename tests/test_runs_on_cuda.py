@@ -1,0 +1,251 @@
+"""Where code runs on the GPU (RULES.md, "Tensor and device inference"): a module runs on CUDA when
+it shows CUDA use (read through import aliases, or through a project helper that returns a CUDA
+device) or when hot code of a module that does reaches it; being imported is not enough. A default
+device set to CUDA makes factories device-side. Both readers of a module (the project pass's ast
+summary and the file's libcst context) say the same."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from torchperf_lint.api import lint_source
+from torchperf_lint.engine.context import Context
+from torchperf_lint.engine.walker import walk
+from torchperf_lint.project.store import Projects
+from torchperf_lint.project.summary import summarize
+from torchperf_lint.settings import Settings
+
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # TPL101 is off by default
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    files = {"pyproject.toml": "[project]\nname = 'p'\n", **files}
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def _codes(root: Path, target: str, code: str) -> list[int]:
+    path = root / target
+    return [f.line for f in lint_source(path.read_text(), str(path), select=[code])]
+
+
+def _facts(root: Path, target: str):  # type: ignore[no-untyped-def]
+    return Projects(Settings()).facts_for(str(root / target))
+
+
+# -- showing CUDA use, read the same by both readers ---------------------------------------------
+@pytest.mark.parametrize(
+    ("source", "shows"),
+    [
+        ("import torch\nx = torch.zeros(1).cuda()\n", True),
+        ("import torch as th\nok = th.cuda.is_available()\n", True),
+        ("import torch as th\ndef f():\n    return th.cuda.device_count()\n", True),
+        ("from torch import cuda\nok = cuda.is_available()\n", True),
+        ("import torch.cuda as tc\nok = tc.is_available()\n", True),
+        ('import torch\ndevice = torch.device("cuda:0")\n', True),
+        ("import torch as th\nx = th.zeros(1)\n", False),
+        ("import numpy as np\nok = np.cuda.is_available()\n", False),  # np is not torch
+        ("import torch\nnote = 'on the GPU'\n", False),
+    ],
+)
+def test_both_readers_see_cuda_use_through_import_aliases(source: str, shows: bool) -> None:
+    summary = summarize(source)
+    assert summary is not None and summary.shows_cuda is shows
+    module = cst.parse_module(source)
+    context = Context("m.py", source, walk(module, frozenset()), Settings())
+    assert context.shows_cuda_use is shows
+
+
+# -- reached from hot code, not from imports -------------------------------------------------------
+_TRAIN = """
+    import torch
+    from models.net import Net
+    from data import Jitter, make_loader
+
+    def main():
+        device = torch.device("cuda")
+        model = Net().to(device)
+        loader = make_loader(Jitter())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = model(x.to(device)).sum()
+            loss.backward()
+            optimizer.step()
+    """
+_NET = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            keep = torch.rand(x.shape[0], 8) > 0.5
+            return self.fc(x) * keep
+    """
+_DATA = """
+    import torch
+    from torch import nn
+
+    class Jitter(nn.Module):
+        def forward(self, image):
+            shift = torch.randn(3) > 0
+            return image * shift
+
+    def make_loader(transform):
+        return torch.utils.data.DataLoader(list(range(8)), collate_fn=transform)
+    """
+
+
+def test_a_device_agnostic_model_trained_by_a_cuda_script_runs_on_cuda(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"train.py": _TRAIN, "models/net.py": _NET, "data.py": _DATA})
+    assert (
+        _facts(root, "models/net.py").runs_on_cuda
+        == "Net is moved to the device in train.py, which shows CUDA use"
+    )
+    assert _codes(root, "models/net.py", "TPL101") == [10]
+
+
+def test_a_transform_the_cuda_script_only_imports_does_not_run_on_cuda(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"train.py": _TRAIN, "models/net.py": _NET, "data.py": _DATA})
+    assert _facts(root, "data.py").runs_on_cuda is None
+    assert _codes(root, "data.py", "TPL101") == []
+
+
+def test_a_helper_the_cuda_step_loop_calls_runs_on_cuda(tmp_path: Path) -> None:
+    files = {
+        "train.py": """
+            import torch
+            from noise import jitter
+
+            def main(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(jitter(x.cuda())).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "noise.py": """
+            import torch
+
+            def jitter(x):
+                scale = torch.linspace(0, 1, 8) ** 2
+                return x * scale
+            """,
+    }
+    root = _write(tmp_path, files)
+    assert _facts(root, "noise.py").runs_on_cuda == "called per step from train.py, which shows CUDA use"
+    assert _codes(root, "noise.py", "TPL101") == [4]
+
+
+# -- a project helper that returns a CUDA device --------------------------------------------------
+_DIST_UTIL = """
+    import torch as th
+
+    def dev():
+        if th.cuda.is_available():
+            return th.device(f"cuda")
+        return th.device("cpu")
+    """
+
+
+def test_calling_a_helper_that_returns_a_cuda_device_is_cuda_use(tmp_path: Path) -> None:
+    files = {
+        "dist_util.py": _DIST_UTIL,
+        "train_util.py": """
+            import torch as th
+            from torch.optim import AdamW
+            import dist_util
+
+            class TrainLoop:
+                def __init__(self, model, data):
+                    self.model = model.to(dist_util.dev())
+                    self.opt = AdamW(self.model.parameters(), lr=1e-4)
+                    self.data = data
+
+                def run_loop(self):
+                    for batch in self.data:
+                        self.model(batch.to(dist_util.dev())).mean().backward()
+                        self.opt.step()
+            """,
+    }
+    root = _write(tmp_path, files)
+    assert (
+        _facts(root, "train_util.py").cuda_helper == "calls dev (dist_util.py:3), which returns a CUDA device"
+    )
+    assert _codes(root, "train_util.py", "TPL702") == [8]
+
+
+def test_a_device_helper_that_never_picks_cuda_is_not_cuda_use(tmp_path: Path) -> None:
+    files = {
+        "util.py": 'import torch\n\ndef dev():\n    return torch.device("cpu")\n',
+        "train.py": "import torch\nfrom util import dev\n\nopt = torch.optim.AdamW([], lr=1)\nx = dev()\n",
+    }
+    root = _write(tmp_path, files)
+    assert _facts(root, "train.py").cuda_helper is None
+    assert _codes(root, "train.py", "TPL702") == []
+
+
+# -- a default device set to CUDA ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "setter",
+    [
+        "torch.set_default_tensor_type('torch.cuda.FloatTensor')",
+        "torch.set_default_tensor_type(torch.cuda.FloatTensor)",
+        'torch.set_default_device("cuda")',
+        'torch.set_default_device(torch.device("cuda:0"))',
+    ],
+)
+def test_a_default_device_set_to_cuda_makes_factories_device_side(tmp_path: Path, setter: str) -> None:
+    files = {
+        "run_nerf.py": f"""
+            import torch
+            from helpers import render
+
+            if __name__ == "__main__":
+                {setter}
+                for rays in torch.utils.data.DataLoader([]):
+                    render(rays).sum().backward()
+            """,
+        "helpers.py": """
+            import torch
+
+            def render(rays):
+                t = torch.linspace(0.0, 1.0, 64)
+                return rays.cuda()[..., None] * t
+            """,
+    }
+    root = _write(tmp_path, files)
+    assert _facts(root, "helpers.py").cuda_default == "run_nerf.py makes CUDA the default device"
+    assert _codes(root, "helpers.py", "TPL101") == []
+
+
+def test_a_default_device_set_for_loading_and_restored_is_not_the_default(tmp_path: Path) -> None:
+    files = {
+        "train.py": """
+            import torch
+
+            def load(path):
+                torch.set_default_tensor_type(torch.cuda.BFloat16Tensor)
+                model = torch.load(path)
+                torch.set_default_tensor_type(torch.FloatTensor)
+                return model
+
+            def train(model, loader, optimizer):
+                for x in loader:
+                    noise = torch.randn(4, 8)
+                    model(x.cuda() + noise).sum().backward()
+                    optimizer.step()
+            """,
+    }
+    root = _write(tmp_path, files)
+    assert _facts(root, "train.py").cuda_default is None
+    assert _codes(root, "train.py", "TPL101") == [11]
