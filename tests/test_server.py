@@ -20,6 +20,7 @@ import pytest
 
 from tests.helpers import example_source
 from torchperf_lint import api
+from torchperf_lint.cli import SERVER_INSTALL
 from torchperf_lint.config import load_settings
 from torchperf_lint.engine.findings import Finding, Safety
 from torchperf_lint.rules import ALL_RULES, BY_CODE
@@ -528,7 +529,7 @@ def test_server_without_pygls_says_how_to_install_it() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert "pip install 'torchperf-lint[server]'" in result.stderr
+    assert SERVER_INSTALL in result.stderr
     assert result.stdout == ""
 
 

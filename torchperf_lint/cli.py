@@ -16,6 +16,11 @@ from .settings import DEFAULT_CACHE_DIRECTORY, NO_CACHE_VARIABLE
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
+REPOSITORY = "https://github.com/torchperf-lint/torchperf-lint"
+# no release is on a package index: the extra installs from a clone or from the repository
+SERVER_INSTALL = (
+    f"pip install -e '.[server]' in a clone, or pip install \"torchperf-lint[server] @ git+{REPOSITORY}\""
+)
 
 
 def _codes(text: str) -> list[str]:
@@ -158,7 +163,7 @@ def _server(argv: Sequence[str]) -> int:
     except ImportError as error:
         if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
             raise
-        return usage_error("the language server needs pygls: pip install 'torchperf-lint[server]'")
+        return usage_error(f"the language server needs pygls: {SERVER_INSTALL}")
     if os.path.exists("server"):
         emit(
             sys.stderr,
