@@ -60,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--select", type=_codes, help="only these rules (replaces the default set and the config's selection)"
     )
     select.add_argument(
-        "--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones (ALL: every rule)"
+        "--extend-select",
+        type=_codes,
+        default=[],
+        help="add rules, e.g. off-by-default ones (ALL: every rule)",
     )
     select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
     select.add_argument(
@@ -113,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument(
         "--statistics",
         action="store_true",
-        help="count findings per rule (with --format json: a list of counts instead of the findings)",
+        help="count findings per rule, in text those of the rules off by default too (with --format json: "
+        "a list of counts instead of the findings)",
     )
     output.add_argument("--output-file", metavar="FILE", help="write the report here instead of stdout")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (not on errors)")
