@@ -107,3 +107,34 @@ def test_not_a_notebook_is_a_clear_error() -> None:
         read_notebook("{ not json")
     with pytest.raises(NotebookError, match="no cell list"):
         read_notebook('{"metadata": {}}')
+
+
+EXPORT_CELL = [
+    "import torch\n",
+    "!python export.py --weights yolov5s.pt \\\n",
+    "--grid --include onnx\n",
+    "for xb, yb in train_loader:\n",
+    "    %run export.py --weights {w} \\\n",
+    "        --img 640 \\\n",
+    "      --dynamic\n",
+    "    files = !ls runs/ \\\n",
+    "*.onnx\n",
+    "    loss = model(xb + torch.randn(4).cuda()).sum()\n",
+    "    loss.backward()\n",
+    "path = 'a' \\\n",
+    "    '.onnx'",
+]
+
+
+def test_shell_lines_and_magics_continued_with_a_backslash_are_masked_whole() -> None:
+    text = _notebook(("code", EXPORT_CELL))
+    notebook = read_notebook(text)
+    source = notebook.module_source()
+    assert "--grid" not in source and "--img" not in source and "--dynamic" not in source
+    assert "*.onnx" not in source
+    assert "path = 'a' \\\n    '.onnx'" in source  # a Python line continued is Python
+    assert [(notebook.locate(f.line), f.code) for f in lint_source(source)] == [((1, 10), "TPL101")]
+    assert write_back(notebook, source) == text
+    fixed = json.loads(write_back(notebook, fix_source(source)))["cells"][0]["source"]
+    assert fixed[:9] == EXPORT_CELL[:9]
+    assert fixed[9] == '    loss = model(xb + torch.randn(4, device="cuda")).sum()\n'

@@ -20,6 +20,7 @@ import pytest
 
 from tests.helpers import example_source
 from torchperf_lint import api
+from torchperf_lint.cli import SERVER_INSTALL
 from torchperf_lint.config import load_settings
 from torchperf_lint.engine.findings import Finding, Safety
 from torchperf_lint.rules import ALL_RULES, BY_CODE
@@ -159,13 +160,15 @@ class Client:
         return self.process.wait(timeout=TIMEOUT)
 
 
-def start(cwd: Path, log: IO[bytes], options: Optional[Message] = None) -> Client:
+def start(cwd: Path, log: IO[bytes], options: Optional[Message] = None, watches: bool = True) -> Client:
+    """A client that initializes the server; `watches`: it can watch files the server asks for
+    (Neovim on Linux cannot)."""
     client = Client(cwd, log)
     capabilities = {
         "general": {"positionEncodings": ["utf-16"]},
         "workspace": {
             "workspaceEdit": {"documentChanges": True},
-            "didChangeWatchedFiles": {"dynamicRegistration": True},
+            "didChangeWatchedFiles": {"dynamicRegistration": watches},
         },
         "textDocument": {"publishDiagnostics": {"relatedInformation": True, "versionSupport": True}},
     }
@@ -484,13 +487,7 @@ def test_project_file_gets_the_engines_findings_under_its_config(server: Client,
 
 
 def test_server_asks_the_client_to_watch_config_files(server: Client) -> None:
-    registrations = [
-        r
-        for m in server.server_requests
-        if m["method"] == "client/registerCapability"
-        for r in m["params"]["registrations"]
-    ]
-    (watch,) = [r for r in registrations if r["method"] == "workspace/didChangeWatchedFiles"]
+    (watch,) = [r for r in _registrations(server) if r["method"] == "workspace/didChangeWatchedFiles"]
     globs = {w["globPattern"] for w in watch["registerOptions"]["watchers"]}
     assert "**/pyproject.toml" in globs
 
@@ -505,9 +502,7 @@ def test_a_broken_config_is_one_error_diagnostic(server: Client, tmp_path: Path)
 
 def test_initialization_options_name_the_config(tmp_path: Path) -> None:
     (tmp_path / "settings").mkdir()
-    (tmp_path / "settings" / "lint.toml").write_text(
-        EVERY_RULE + 'ignore = ["TPL101"]\n', encoding="utf-8"
-    )
+    (tmp_path / "settings" / "lint.toml").write_text(EVERY_RULE + 'ignore = ["TPL101"]\n', encoding="utf-8")
     with open(tmp_path / "stderr.log", "wb") as log:
         client = start(tmp_path, log, {"config": "settings/lint.toml"})
         try:
@@ -516,6 +511,54 @@ def test_initialization_options_name_the_config(tmp_path: Path) -> None:
             assert client.close() == 0
     codes = {d["code"] for d in diagnostics}
     assert "TPL401" in codes and "TPL101" not in codes
+
+
+def _registrations(client: Client) -> list[Message]:
+    return [
+        r
+        for m in client.server_requests
+        if m["method"] == "client/registerCapability"
+        for r in m["params"]["registrations"]
+    ]
+
+
+def test_a_config_named_at_start_is_watched_too(tmp_path: Path) -> None:
+    (tmp_path / "settings").mkdir()
+    config = tmp_path / "settings" / "lint.toml"
+    config.write_text(EVERY_RULE + 'ignore = ["TPL401"]\n', encoding="utf-8")
+    uri = (tmp_path / "model.py").as_uri()
+    with open(tmp_path / "stderr.log", "wb") as log:
+        client = start(tmp_path, log, {"config": "settings/lint.toml"})
+        try:
+            assert "TPL401" not in {d["code"] for d in client.open(uri, MODEL)}
+            (watch,) = [r for r in _registrations(client) if r["method"] == "workspace/didChangeWatchedFiles"]
+            assert "**/lint.toml" in {w["globPattern"] for w in watch["registerOptions"]["watchers"]}
+            config.write_text(EVERY_RULE, encoding="utf-8")
+            mark = len(client.notifications)
+            client.notify(
+                "workspace/didChangeWatchedFiles", {"changes": [{"uri": config.as_uri(), "type": 2}]}
+            )
+            assert "TPL401" in {d["code"] for d in client.diagnostics(uri, 1, after=mark)}
+        finally:
+            assert client.close() == 0
+
+
+def test_a_client_that_cannot_watch_files_gets_config_edits_all_the_same(tmp_path: Path) -> None:
+    config = tmp_path / "pyproject.toml"
+    config.write_text(EVERY_RULE + 'ignore = ["TPL401"]\n', encoding="utf-8")
+    (tmp_path / "losses.py").write_text(LOSSES, encoding="utf-8")
+    uri = (tmp_path / "model.py").as_uri()
+    with open(tmp_path / "stderr.log", "wb") as log:
+        client = start(tmp_path, log, watches=False)
+        try:
+            assert "TPL401" not in {d["code"] for d in client.open(uri, MODEL)}
+            mark = len(client.notifications)
+            config.write_text(EVERY_RULE, encoding="utf-8")  # in another editor, or on the command line
+            again = client.diagnostics(uri, 1, after=mark)  # the buffer itself never changed
+            assert "TPL401" in {d["code"] for d in again}
+            assert _registrations(client) == []  # LSP: no dynamic registration the client cannot take
+        finally:
+            assert client.close() == 0
 
 
 # -- the command ----------------------------------------------------------------------------
@@ -528,7 +571,7 @@ def test_server_without_pygls_says_how_to_install_it() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert "pip install 'torchperf-lint[server]'" in result.stderr
+    assert SERVER_INSTALL in result.stderr
     assert result.stdout == ""
 
 

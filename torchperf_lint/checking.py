@@ -46,6 +46,8 @@ class Job:
     unsafe: bool = False
     cache_dir: Optional[str] = None
     given: tuple[str, ...] = ()  # the command line's paths: a project without a root is the one given
+    # off-by-default rules run in the same walk, their findings only counted (selection.hidden_codes)
+    hidden_codes: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -55,6 +57,7 @@ class FileOutcome:
     fixed: bool = False
     output: Optional[bytes] = None  # stdin under --fix: the bytes to print
     applied: int = 0  # fixes written (--fix), printed (stdin) or shown (--diff)
+    hidden: list[Finding] = dataclasses.field(default_factory=list)  # of the job's hidden rules
 
 
 def light(finding: Finding) -> Finding:
@@ -96,7 +99,7 @@ class Checker:
     def rules(self) -> list[Rule]:
         from .rules import select_rules  # lazily, as the engine below: see the module's docstring
 
-        return select_rules(self.job.rule_codes, ())
+        return select_rules(self.job.rule_codes + self.job.hidden_codes, ())
 
     def _lint_bytes(self, data: bytes, path: str, facts: EntryFacts) -> list[Finding]:
         from .engine.runner import lint_bytes
@@ -112,7 +115,11 @@ class Checker:
         """What the file's project knows about it from its other modules."""
         absolute = os.path.abspath(path)
         given = next(
-            (g for g in self.job.given if absolute == os.path.abspath(g) or absolute.startswith(os.path.join(os.path.abspath(g), ""))),
+            (
+                g
+                for g in self.job.given
+                if absolute == os.path.abspath(g) or absolute.startswith(os.path.join(os.path.abspath(g), ""))
+            ),
             None,
         )
         return self.projects.facts_for(path, source, given)
@@ -141,6 +148,10 @@ class Checker:
             if stdin:
                 outcome.output = data  # an editor piping its buffer gets it back unchanged
         outcome.findings = [light(f) for f in outcome.findings]
+        if self.job.hidden_codes:
+            hidden = set(self.job.hidden_codes)
+            outcome.hidden = [f for f in outcome.findings if f.code in hidden]
+            outcome.findings = [f for f in outcome.findings if f.code not in hidden]
         return outcome
 
     # -- Python files -----------------------------------------------------------------
@@ -165,7 +176,8 @@ class Checker:
             # The torch version a project declares changes findings (TPL301): part of the key.
             declared = None if self.job.settings.torch_version else declared_version(Path(directory))
             extra = repr((declared.version, declared.source)) if declared else ""
-            cache = Cache(Path(self.job.cache_dir), self.job.settings, self.job.rule_codes, extra)
+            rules = self.job.rule_codes + self.job.hidden_codes  # an entry holds both rules' findings
+            cache = Cache(Path(self.job.cache_dir), self.job.settings, rules, extra)
             self._caches[directory] = cache
         return cache
 

@@ -16,6 +16,11 @@ from .settings import DEFAULT_CACHE_DIRECTORY, NO_CACHE_VARIABLE
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
+REPOSITORY = "https://github.com/torchperf-lint/torchperf-lint"
+# no release is on a package index: the extra installs from a clone or from the repository
+SERVER_INSTALL = (
+    f"pip install -e '.[server]' in a clone, or pip install \"torchperf-lint[server] @ git+{REPOSITORY}\""
+)
 
 
 def _codes(text: str) -> list[str]:
@@ -55,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--select", type=_codes, help="only these rules (replaces the default set and the config's selection)"
     )
     select.add_argument(
-        "--extend-select", type=_codes, default=[], help="add rules, e.g. off-by-default ones (ALL: every rule)"
+        "--extend-select",
+        type=_codes,
+        default=[],
+        help="add rules, e.g. off-by-default ones (ALL: every rule)",
     )
     select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
     select.add_argument(
@@ -108,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument(
         "--statistics",
         action="store_true",
-        help="count findings per rule (with --format json: a list of counts instead of the findings)",
+        help="count findings per rule, in text those of the rules off by default too (with --format json: "
+        "a list of counts instead of the findings)",
     )
     output.add_argument("--output-file", metavar="FILE", help="write the report here instead of stdout")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (not on errors)")
@@ -158,7 +167,7 @@ def _server(argv: Sequence[str]) -> int:
     except ImportError as error:
         if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
             raise
-        return usage_error("the language server needs pygls: pip install 'torchperf-lint[server]'")
+        return usage_error(f"the language server needs pygls: {SERVER_INSTALL}")
     if os.path.exists("server"):
         emit(
             sys.stderr,

@@ -20,7 +20,7 @@ from .listing import file_list, rule_table, settings_table
 from .parallel import check_paths, default_jobs
 from .project.store import default_cache_dir
 from .reporting import STATISTICS_FORMATS, ReportOptions, reporter
-from .selection import Selection, resolve_codes
+from .selection import Selection, hidden_codes, resolve_codes
 from .settings import cache_turned_off
 from .writer import NotWritable, write_atomic
 
@@ -88,14 +88,25 @@ class JobsByConfig:
         if index is None:
             settings, keys = settings_from(found)
             settings = _over_command_line(self.args, settings)
-            rules = resolve_codes(_selection_layers(self.args, settings), "rule selection")
+            layers = _selection_layers(self.args, settings)
+            rules = resolve_codes(layers, "rule selection")
+            hidden = hidden_codes(layers, rules) if _counts_hidden(self.args) else []
             # the cache lives at the project root of the config's directory (as ruff keeps one
             # per package), or of the first path when no config was searched for or found
             anchor = config.parent if config is not None and self.explicit is None else self.first
             cache_dir = (self.args.cache_dir or default_cache_dir(settings, anchor)) if self.cache else None
             args = self.args
             self.jobs.append(
-                Job(settings, tuple(rules), args.fix, args.diff, args.unsafe_fixes, cache_dir, self.paths)
+                Job(
+                    settings,
+                    tuple(rules),
+                    args.fix,
+                    args.diff,
+                    args.unsafe_fixes,
+                    cache_dir,
+                    self.paths,
+                    tuple(hidden),
+                )
             )
             self.config_keys.append(keys)
             index = self._index[config] = len(self.jobs) - 1
@@ -177,6 +188,12 @@ def _settings_rows(
     return rows
 
 
+def _counts_hidden(args: argparse.Namespace) -> bool:
+    """Whether the run counts the findings of the rules off by default, for the text summary: not
+    when `--select` names this run's rules, nor when the run fixes or adds noqa comments."""
+    return args.format == "text" and args.select is None and not (args.fix or args.diff or args.add_noqa)
+
+
 def _selection_layers(args: argparse.Namespace, settings: Settings) -> list[Selection]:
     """The config file's selection, then the command line's over it (ruff's order)."""
     config = Selection(settings.select, settings.extend_select, settings.ignore)
@@ -194,6 +211,7 @@ def _add_noqa(
     """Write the noqa comments of --add-noqa into each checked file with findings; report what
     could not be checked or written, and how many comments went in."""
     from .add_noqa import NotAdded, add_to_file
+
     errors = [f for f in findings if f.code == ERROR_CODE]
     added = changed = 0
     for path, outcome in zip(files, outcomes, strict=True):
@@ -314,14 +332,16 @@ def run(args: argparse.Namespace) -> int:
         outcomes.append(outcome)
         stdin_output = outcome.output
     outcomes.extend(check_paths(jobs.jobs, files, args.jobs or default_jobs(), job_of))
+    hidden: list[Finding] = []
     for outcome in outcomes:
         findings.extend(outcome.findings)
+        hidden.extend(outcome.hidden)
         diffs.append(outcome.diff)
     findings.extend(error_finding(path, message) for path, message in discovery_errors)
     if args.add_noqa:
         return _add_noqa(args, files, outcomes, findings)
     findings.sort(key=Finding.sort_key)
-    options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics)
+    options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics, hidden)
     report = reporter(args.format)(findings, options)
     if stdin_output is not None and args.fix:
         sys.stdout.buffer.write(stdin_output)

@@ -2,7 +2,8 @@
 defined in another) and findings are reported per cell.
 
 IPython syntax is masked before parsing: `%magic`, `!shell`, `x = !cmd`, `%%cell` magics and
-`obj?` help lines become `pass` statements carrying a marker, and come back unchanged after a fix.
+`obj?` help lines, and the lines a magic or shell line continues onto with a trailing backslash,
+become `pass` statements carrying a marker, and come back unchanged after a fix.
 Cells are joined with boundary comments, so fixed code splits back into the same cells.
 """
 
@@ -86,14 +87,19 @@ def _mask(lines: list[str], counter: list[int]) -> tuple[list[str], dict[str, st
     masked: dict[str, str] = {}
     out: list[str] = []
     whole_cell = bool(lines) and lines[0].lstrip().startswith("%%")
+    continued: Optional[str] = None  # the indent of a masked line that ends with a backslash
     for line in lines:
         match = _MAGIC.match(line)
-        if whole_cell or (match and not line.lstrip().startswith("#")):
+        if whole_cell or continued is not None or (match and not line.lstrip().startswith("#")):
             counter[0] += 1
             marker = f"{_MAGIC_MARK}{counter[0]}"
-            indent = "" if whole_cell else (match.group(1) if match else "")
+            if continued is not None:
+                indent = continued  # IPython joins the line to the magic it continues
+            else:
+                indent = "" if whole_cell else (match.group(1) if match else "")
             masked[marker] = line
             out.append(f"{indent}pass  {marker}")
+            continued = indent if not whole_cell and line.rstrip("\r").endswith("\\") else None
         else:
             out.append(line)
     return out, masked

@@ -43,7 +43,9 @@ def _matches(selector: str, where: str, enabling: bool) -> tuple[int, set[str]]:
     exact = lookup_code(selector)
     if exact is not None:
         return EXACT, {exact}
-    prefixed = [(code, default_on) for code, _, default_on in catalog.RULES if code.startswith(selector.upper())]
+    prefixed = [
+        (code, default_on) for code, _, default_on in catalog.RULES if code.startswith(selector.upper())
+    ]
     if not prefixed or not selector[:1].isalpha():
         raise ConfigError(f"{where}: unknown rule code or name {selector!r}")
     return len(selector), {code for code, default_on in prefixed if default_on or not enabling}
@@ -86,3 +88,15 @@ def check_selectors(selectors: Iterable[str], where: str) -> None:
     """Raise ConfigError unless each selector names at least one rule."""
     for selector in selectors:
         _matches(selector, where, enabling=False)
+
+
+def hidden_codes(layers: Iterable[Selection], enabled: Iterable[str]) -> list[str]:
+    """The rules off by default whose findings a text summary counts ("N more from rules that are
+    off by default"): those the run leaves off and no ignore of any layer names (by code, name,
+    prefix or ALL), since a rule the user deselected is a decision, not news."""
+    named: set[str] = set()
+    for layer in layers:
+        for selector in layer.ignore:
+            named |= _matches(selector, "selection", enabling=False)[1]
+    on = set(enabled)
+    return sorted(code for code, _, default_on in catalog.RULES if not default_on and code not in on | named)

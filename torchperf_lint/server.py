@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import re
 import sys
 import tokenize
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -29,6 +30,11 @@ ERROR_CODE = "TPL000"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 DEBOUNCE_SECONDS = 0.3
 WATCHED_FILES = ("**/pyproject.toml", "**/setup.cfg", "**/tox.ini", "**/requirements*.txt")
+# A client that cannot watch files for the server (Neovim on Linux) gets these polled instead: the
+# config files (config.py) and the requirements that declare a torch version, beside each open
+# document and above it
+POLLED_NAMES = ("pyproject.toml", "setup.cfg", "tox.ini", "requirements.txt")
+POLL_SECONDS = 1.0
 _LINE_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")  # LSP and Python end lines at \n, \r\n and \r
 # flake8's noqa comment; `codes` ends where the last code does
 _NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -153,6 +159,26 @@ def lint(
     return Lint(uri, version, path, text, settings, linted, findings, ranges, diagnostics)
 
 
+def config_stamps(documents: Iterable[str], named: Optional[Path]) -> dict[str, Optional[tuple[int, int]]]:
+    """The size and mtime (None: absent) of each file an open document's settings can come from:
+    POLLED_NAMES in its directory and every directory above it, and the config named at start."""
+    candidates = {named} if named is not None else set()
+    for document in documents:
+        folder = Path(os.path.abspath(document)).parent
+        candidates.update(
+            directory / name for directory in (folder, *folder.parents) for name in POLLED_NAMES
+        )
+    stamps: dict[str, Optional[tuple[int, int]]] = {}
+    for candidate in candidates:
+        try:
+            status = os.stat(candidate)
+        except OSError:
+            stamps[str(candidate)] = None
+        else:
+            stamps[str(candidate)] = (status.st_size, status.st_mtime_ns)
+    return stamps
+
+
 def _before(a: types.Position, b: types.Position) -> bool:
     return (a.line, a.character) <= (b.line, b.character)
 
@@ -262,6 +288,8 @@ class TorchPerfServer(LanguageServer):
         self.config: Optional[Path] = None  # initializationOptions {"config": "path/to/pyproject.toml"}
         self.lints: dict[str, Lint] = {}
         self.pending: dict[str, asyncio.Task[None]] = {}
+        self.polling: Optional[asyncio.Task[None]] = None
+        self.config_stamps: dict[str, Optional[tuple[int, int]]] = {}  # what the lints read, when polled
         self.shut_down = False
         for method, handler, options in (
             (types.INITIALIZE, self.on_initialize, None),
@@ -296,18 +324,26 @@ class TorchPerfServer(LanguageServer):
         watched = self.client_capabilities.workspace
         changes = watched.did_change_watched_files if watched else None
         if changes is not None and changes.dynamic_registration:
-            watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in WATCHED_FILES]
+            globs = list(WATCHED_FILES)
+            if self.config is not None:
+                globs.append(f"**/{self.config.name}")  # a config named at start: any name
+            watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in dict.fromkeys(globs)]
             registration = types.Registration(
                 id=f"{SOURCE}-config",
                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                 register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
             )
             self.client_register_capability(types.RegistrationParams([registration]))
+        else:
+            # LSP lets a server register watchers only where the client says it can
+            self.polling = asyncio.get_running_loop().create_task(self._poll_configs())
 
     def on_shutdown(self, params: None) -> None:
         self.shut_down = True
         for uri in list(self.pending):
             self._cancel(uri)
+        if self.polling is not None:
+            self.polling.cancel()
 
     # -- documents ------------------------------------------------------------------------
     def on_open(self, params: types.DidOpenTextDocumentParams) -> None:
@@ -329,9 +365,24 @@ class TorchPerfServer(LanguageServer):
 
     def on_watched_files(self, params: types.DidChangeWatchedFilesParams) -> None:
         """A config or requirements file changed: every open document is linted again."""
+        self.lint_open_documents()
+
+    def lint_open_documents(self) -> None:
         api.forget_project_files()
         for uri in list(self.lints):
             self.lint_now(uri)
+
+    async def _poll_configs(self) -> None:
+        """Without the client's watchers: lint the open documents again when a file their settings
+        can come from changes, is created or is deleted since they were linted (a few stats a
+        second)."""
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            stamps = config_stamps((lint.path for lint in self.lints.values() if lint.path), self.config)
+            known = self.config_stamps
+            if any(path in known and known[path] != stamp for path, stamp in stamps.items()):
+                known.clear()  # the lints below take their own
+                self.lint_open_documents()
 
     async def _lint_later(self, uri: str) -> None:
         await asyncio.sleep(DEBOUNCE_SECONDS)  # a newer change cancels this task
@@ -347,6 +398,9 @@ class TorchPerfServer(LanguageServer):
         self._cancel(uri)
         document = self.workspace.get_text_document(uri)
         encoding = str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+        if self.polling is not None and document.path:
+            for path, stamp in config_stamps([document.path], self.config).items():
+                self.config_stamps.setdefault(path, stamp)  # read before the lint: an edit during it counts
         result = lint(uri, document.path, document.source, document.version, encoding, self.config)
         self.lints[uri] = result
         self.text_document_publish_diagnostics(

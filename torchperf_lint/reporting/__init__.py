@@ -14,11 +14,16 @@ Reporter = Callable[[Sequence["Finding"], "ReportOptions"], str]
 
 class ReportOptions:
     def __init__(
-        self, show_context: bool = False, unsafe_fixes: bool = False, statistics: bool = False
+        self,
+        show_context: bool = False,
+        unsafe_fixes: bool = False,
+        statistics: bool = False,
+        hidden: Sequence[Finding] = (),
     ) -> None:
         self.show_context = show_context
         self.unsafe_fixes = unsafe_fixes
         self.statistics = statistics
+        self.hidden = hidden  # findings of rules off by default: the text summary counts them
 
 
 FORMATS = ("github", "json", "sarif", "text")

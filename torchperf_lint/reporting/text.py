@@ -25,6 +25,8 @@ def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
     if options.statistics:
         for row in count_by_rule(findings, options.unsafe_fixes):
             lines.append(f"{row.count:<5} {row.code} {row.name}")
+        for row in count_by_rule(options.hidden, options.unsafe_fixes):
+            lines.append(f"{row.count:<5} {row.code} {row.name} (off by default)")
     # TPL000 lines count too: the summary counts every line printed above it, as ruff's does
     problems = list(findings)
     if problems:
@@ -38,4 +40,7 @@ def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
         hidden = sum(1 for f in problems if f.fix is not None and not allowed(f.fix, options.unsafe_fixes))
         if hidden:
             lines.append(f"{hidden} more fixable with --fix --unsafe-fixes.")
+    if options.hidden:
+        more = "more" if problems else ("finding" if len(options.hidden) == 1 else "findings")
+        lines.append(f"{len(options.hidden)} {more} from rules that are off by default: --extend-select ALL.")
     return "\n".join(lines) + ("\n" if lines else "")
