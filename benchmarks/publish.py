@@ -70,6 +70,9 @@ def measured_rows(results: dict) -> dict[str, list[dict[str, Any]]]:
 
 
 def publish(paths: Sequence[Path], out: Path = MEASURED) -> dict[str, list[dict[str, Any]]]:
+    """Write the rows of the runs in `paths` to `out`. A rule measured in these runs gets exactly
+    their rows; every other rule keeps the rows `out` already has, so a run of a few rules'
+    cases (`--only TPL204`) publishes them without dropping the rest of the table."""
     merged: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         results = json.loads(path.read_text(encoding="utf-8"))
@@ -80,6 +83,8 @@ def publish(paths: Sequence[Path], out: Path = MEASURED) -> dict[str, list[dict[
             )
         for code, entries in measured_rows(results).items():
             merged.setdefault(code, []).extend(entries)
+    kept = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    merged = {**{code: rows for code, rows in kept.items() if code not in merged}, **merged}
     ordered = {code: merged[code] for code in sorted(merged)}
     out.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return ordered

@@ -198,6 +198,19 @@ def test_publish_writes_rows_that_the_rule_docs_render(tmp_path: Path, monkeypat
     assert NO_GAIN in page
 
 
+def test_publish_replaces_the_rules_it_measured_and_keeps_the_others(tmp_path: Path) -> None:
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps(_fake_results()))
+    out = tmp_path / "measured.json"
+    earlier = {"TPL101": [{"case": "kept"}], "TPL103": [{"case": "replaced"}]}
+    out.write_text(json.dumps(earlier))
+    publish([source], out)
+    table = json.loads(out.read_text())
+    assert sorted(table) == ["TPL101", "TPL103", "TPL304"]
+    assert table["TPL101"] == [{"case": "kept"}]
+    assert [row["case"] for row in table["TPL103"]] == ["range index [n=4096]"]
+
+
 def test_publish_refuses_a_smoke_run() -> None:
     with pytest.raises(NotPublishable):
         measured_rows(_fake_results(smoke=True))
