@@ -85,6 +85,17 @@ def to_accelerator(move: cst.Call, ctx: Context) -> bool:
     return True
 
 
+def names_accelerator(device: cst.BaseExpression, ctx: Context) -> bool:
+    """A `device=` value that may name an accelerator: anything but a CPU or meta device
+    written out (`"cpu"`, `torch.device("cpu")`)."""
+    if isinstance(device, cst.Call) and ctx.qualified_name(device) == "torch.device" and device.args:
+        device = device.args[0].value
+    if isinstance(device, cst.SimpleString):
+        text = device.evaluated_value
+        return not (isinstance(text, str) and text.startswith(("cpu", "meta")))
+    return not (isinstance(device, cst.Name) and device.value == "None")
+
+
 def condition_parts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The operands that `and`/`or`/`not` hand to `bool()`."""
     if isinstance(test, cst.BooleanOperation):
