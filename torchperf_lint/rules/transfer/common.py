@@ -52,6 +52,8 @@ def move_target(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpressi
 # Tensor methods that copy values to the host and wait for the device.
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_CASTS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# `math` functions that read a tensor argument through `float()`: `math.isfinite(loss)`.
+SYNC_MATH = frozenset({"math.isfinite", "math.isnan", "math.isinf"})
 
 
 def device_move(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpression, Safety]]:
@@ -153,6 +155,8 @@ def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
         return "torch.nonzero()"
     if qualified in SYNC_CASTS and len(call.args) == 1 and on_device(call.args[0].value, ctx, certain=True):
         return f"{qualified[len('builtins.') :]}() of a tensor"
+    if qualified in SYNC_MATH and len(call.args) == 1 and shown_tensor(call.args[0].value, ctx):
+        return f"{qualified}() of a tensor"
     if qualified == "builtins.print" and any(shown_tensor(e, ctx) for e in printed(call)):
         return "print() of a tensor"
     return None

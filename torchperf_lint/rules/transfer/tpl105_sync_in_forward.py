@@ -89,6 +89,18 @@ class SyncInForward(Rule):
                         h = h / 2
                     return h
             """,
+        "finite-check-in-loss": """
+            import math
+            import torch.nn.functional as F
+            from torch import nn
+
+            class GuardedLoss(nn.Module):
+                def forward(self, pred, target):
+                    loss = F.smooth_l1_loss(pred, target)
+                    if not math.isfinite(loss):  # expect: TPL105
+                        raise FloatingPointError("loss is not finite")
+                    return loss
+            """,
         "item-and-float-in-loss": """
             import torch
             import torch.nn.functional as F
