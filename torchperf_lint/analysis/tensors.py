@@ -187,7 +187,12 @@ class TensorInference:
         cls = self._hot.instance_class(value)
         if cls is not None:
             return self._hot.is_module_class(cls)
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        # `nn.Linear(...).cuda()`, `Net().to(device)`: the module is the call the chain starts from
+        while (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Call)
+        ):
             value = value.func.value
         if not isinstance(value, cst.Call):
             return False

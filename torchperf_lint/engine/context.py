@@ -194,6 +194,11 @@ class Context:
         attributes that hot code never rebinds."""
         return self._host_constants.is_step_invariant(expr)
 
+    def is_host_array(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is host data built once (a NumPy array, a list or a CPU tensor bound at set-up,
+        or passed by every caller from there) that hot code never rebinds."""
+        return self._host_constants.is_host_array(expr)
+
     # -- tensors and devices -----------------------------------------------------------
     @functools.cached_property
     def _host_tensors(self) -> HostTensors:
