@@ -248,6 +248,15 @@ class Context:
         """The file shows CUDA use, or hot code of a module that does reaches it (RULES.md)."""
         return self.entry.runs_on_cuda is not None or self.shows_cuda_use
 
+    def published_weights(self, node: cst.CSTNode) -> Optional[str]:
+        """Why the layers built where `node` is keep the layout of published weights (the
+        function around it builds a model whose checkpoints are downloaded), or None."""
+        if not self.entry.published_weights:
+            return None
+        function = self.facts.enclosing_function(node)
+        index = self.hot.function_index(function) if function is not None else None
+        return self.entry.published_weights_of(index) if index is not None else None
+
     @property
     def factories_on_device(self) -> bool:
         """The project makes CUDA the default device: factories without `device=` run there."""
