@@ -450,6 +450,10 @@ class HotPaths:
                     hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)
                     queue.append((callee, hot[callee]))
 
+    def function_index(self, function: cst.FunctionDef) -> Optional[int]:
+        """Its position among the file's `def`s, as the project pass numbers them."""
+        return self._function_index.get(function)
+
     def is_host_parameter(self, function: cst.FunctionDef, name: str) -> bool:
         """Every call of `function` in the project passes a host value for `name`."""
         index = self._function_index.get(function)
