@@ -377,3 +377,34 @@ def test_a_torch_1_8_project_gets_no_newer_api_from_any_fix(tmp_path: Path) -> N
     # persistent_workers (1.7) and set_to_none (1.7) exist in 1.8: only newer APIs are barred
     for newer in ("fused=", "set_float32_matmul_precision", "scaled_dot_product_attention", "_foreach_lerp_"):
         assert newer not in fixed, newer
+
+
+_LEGACY_SCRIPT = """\
+import torch
+{extra}
+
+model = torch.nn.LSTM(300, 300).cuda()
+optimizer = torch.optim.Adam(model.parameters())
+for batch in loader:
+    loss = model(batch.cuda())[0].sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("", ["TPL701", "TPL702"]),
+        # torchtext 0.12, released with torch 1.11, removed torchtext.legacy: the script runs on
+        # torch 1.10 or older, where matmuls use TF32 by default and Adam has no fused kernel
+        ("from torchtext.legacy import data", []),
+        ("import torchtext.legacy.datasets as datasets", []),
+    ],
+)
+def test_an_import_of_a_removed_module_bounds_the_runtime(tmp_path: Path, extra: str, expected: list) -> None:
+    (tmp_path / "requirements.txt").write_text("torch\ntorchtext\n")
+    script = tmp_path / "train.py"
+    script.write_text(_LEGACY_SCRIPT.format(extra=extra))
+    found = lint_source(script.read_text(), str(script), select=["TPL701", "TPL702"])
+    assert sorted(f.code for f in found) == expected

@@ -23,7 +23,7 @@ import functools
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -211,6 +211,22 @@ def declared_version(directory: Path) -> Optional[Declared]:
                 return found
         return None
     return None
+
+
+# Modules a torch release (or the domain library released with it) removed: a file that imports one
+# runs on an older torch, whatever its requirement says. torchtext 0.12, released with torch 1.11,
+# dropped torchtext.legacy; torch 2.0 dropped torch._six.
+REMOVED_MODULES: dict[str, Version] = {"torchtext.legacy": (1, 11), "torch._six": (2, 0)}
+
+
+def bounded_by_imports(declared: Declared, imported: Iterable[str]) -> Declared:
+    """`declared`, with the runtime bounded by the removed modules the file imports."""
+    for module, gone in REMOVED_MODULES.items():
+        if any(name == module or name.startswith(module + ".") for name in imported):
+            if declared.below is None or gone < declared.below:
+                source = f"{declared.source}; imports {module} (gone in torch {gone[0]}.{gone[1]})"
+                declared = dataclasses.replace(declared, below=gone, source=source)
+    return declared
 
 
 def target_version(path: str, given: Optional[Version], given_source: str) -> Declared:

@@ -23,7 +23,7 @@ from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
-from ..analysis.torch_version import Declared, target_version
+from ..analysis.torch_version import Declared, bounded_by_imports, target_version
 from ..analysis.vocabulary import cuda_prefixes, shows_cuda_use
 from ..settings import Settings
 from .paths import matches_path
@@ -152,7 +152,10 @@ class Context:
 
     @functools.cached_property
     def _target_torch_version(self) -> Declared:
-        return target_version(self.path, self.settings.torch_version, self.settings.torch_version_source)
+        declared = target_version(self.path, self.settings.torch_version, self.settings.torch_version_source)
+        if self.settings.torch_version is not None:
+            return declared  # --torch-version says which torch it is
+        return bounded_by_imports(declared, self.facts.imports.values())
 
     def api(self, name: str) -> ApiSupport:
         """An API of analysis/torch_apis.py's table against the torch this file targets: whether

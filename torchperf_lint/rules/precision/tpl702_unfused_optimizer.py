@@ -19,6 +19,20 @@ def _is_literal(expr: cst.BaseExpression, value: str) -> bool:
     return isinstance(expr, cst.Name) and expr.value == value
 
 
+def _step_compiled(call: cst.Call, ctx: Context) -> bool:
+    """`opt = SGD(...)` whose `opt.step` the file hands to `torch.compile` (`opt.step =
+    torch.compile(opt.step)`, pytorch/examples' RPC pipeline): Inductor fuses the update itself."""
+    assign = ctx.parent(call)
+    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
+        return False
+    bound = ctx.code(assign.targets[0].target)
+    for compiled in ctx.facts.calls:
+        if ctx.qualified_name(compiled) == "torch.compile" and compiled.args:
+            if ctx.code(compiled.args[0].value) == f"{bound}.step":
+                return True
+    return False
+
+
 class UnfusedOptimizer(Rule):
     """## What it does
     Flags `torch.optim.Adam`, `AdamW` and `SGD` (the optimizers with a fused CUDA kernel) built
@@ -40,7 +54,8 @@ class UnfusedOptimizer(Rule):
     ## When it stays silent
     CPU-only files; `fused=` written out (`fused=False` is a decision); `foreach=` given by an
     expression; `differentiable=True`, which fused kernels do not support; `**kwargs` that could
-    supply `fused=`; optimizers of other libraries with the same names (`timm.optim.AdamW`,
+    supply `fused=`; an optimizer whose `step` the file compiles (`opt.step = torch.compile(opt.step)`:
+    Inductor fuses the update); optimizers of other libraries with the same names (`timm.optim.AdamW`,
     `apex.optimizers.FusedAdam`); references to the class that do not call it.
     """
 
@@ -138,6 +153,14 @@ class UnfusedOptimizer(Rule):
             """,
     }
     GOOD = {
+        "compiled-optimizer-step": """
+            import torch
+
+            def make_optimizer(model):
+                opt = torch.optim.SGD(model.cuda().parameters(), lr=0.05)
+                opt.step = torch.compile(opt.step)
+                return opt
+            """,
         "already-fused-or-decided": """
             import torch
 
@@ -187,6 +210,8 @@ class UnfusedOptimizer(Rule):
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
         optimizer = torch_optimizer(node, ctx)
         if optimizer is None or not ctx.shows_cuda_use or has_star_kwargs(node):
+            return
+        if _step_compiled(node, ctx):
             return
         foreach = keyword(node, "foreach")
         foreach_false = foreach is not None and _is_literal(foreach.value, "False")
