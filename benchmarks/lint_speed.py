@@ -61,8 +61,8 @@ def internal(mode: str, listing: Path) -> None:
     """Time parsing (and walking) every listed file in this fresh process; print the seconds."""
     import libcst
 
-    from torchperf_lint.engine.walker import walk
     from torchperf_lint.rules import select_rules
+    from torchperf_lint.syntax.walker import walk
 
     interest = frozenset(t for r in select_rules(None, (), ("ALL",)) for t in r.node_types)
     datas = [Path(p).read_bytes() for p in listing.read_text().splitlines()]

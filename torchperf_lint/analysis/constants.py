@@ -15,7 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import Binding, FileFacts
+from ..syntax.walker import Binding, FileFacts
 from .hotpath import HotPaths
 from .names import Names
 
