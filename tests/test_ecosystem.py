@@ -29,11 +29,13 @@ from benchmarks.ecosystem.fixcheck import (
 from benchmarks.ecosystem.lint import Finding, lint_project
 from benchmarks.ecosystem.projects import (
     ROOT_MARKER,
+    FetchError,
     Project,
     choose,
     fetch,
     load_projects,
     load_training,
+    parse_added_training,
     parse_pins,
     parse_projects,
     project_dir,
@@ -568,3 +570,38 @@ def test_report_shows_each_population_in_its_own_tables() -> None:
     training = text[text.index("Projects: training code") : text.index("Projects: libraries")]
     assert "trainer" in training and "tiny" not in training
     assert "1 projects, 1 files, 10 lines; 1 findings" in training
+
+
+ADDED = """
+[[repository]]
+repo = "owner/Trainer"
+commit = "%s"
+""" % ("b" * 40)
+
+
+def test_an_added_training_repository_is_read_from_its_clone_at_the_pinned_commit(tmp_path: Path) -> None:
+    (project,) = parse_added_training(ADDED)
+    assert (project.name, project.version, project.population, project.repo) == (
+        "trainer", "b" * 12, "training", "owner/Trainer",
+    )  # fmt: skip
+    sources = tmp_path / "sources"
+    with pytest.raises(FetchError) as missing:
+        fetch(project, tmp_path / "cache", None, sources)
+    assert f"git clone https://github.com/owner/Trainer {sources / 'owner+Trainer'}" in str(missing.value)
+    assert f"checkout {'b' * 40}" in str(missing.value)
+    clone = sources / "owner+Trainer"
+    (clone / "data").mkdir(parents=True)
+    (clone / "train.py").write_text("import torch\n", encoding="utf-8")
+    (clone / "data" / "big.bin").write_bytes(b"x")
+    (clone / "COMMIT").write_text("c" * 40, encoding="utf-8")
+    with pytest.raises(FetchError, match="holds commit c+, training.toml pins b+"):
+        fetch(project, tmp_path / "cache", None, sources)
+    (clone / "COMMIT").write_text("b" * 40 + "\n", encoding="utf-8")
+    root = fetch(project, tmp_path / "cache", None, sources)
+    assert (root / "train.py").exists() and not (root / "data" / "big.bin").exists()
+    assert (root / ROOT_MARKER).exists()
+
+
+def test_the_added_training_list_rejects_a_short_commit() -> None:
+    with pytest.raises(ValueError, match="commit 40 hex digits"):
+        parse_added_training('[[repository]]\nrepo = "a/b"\ncommit = "abc"\n')

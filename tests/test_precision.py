@@ -77,15 +77,26 @@ def test_any_reduced_precision_spelling_silences_the_file(setup: str, step: str)
     "setup",
     [
         "torch.backends.cudnn.allow_tf32 = True",
-        "torch.set_float32_matmul_precision('highest')",
-        "torch.backends.cuda.matmul.allow_tf32 = False",
-        "torch.backends.cuda.matmul.fp32_precision = 'ieee'",
         "from mylib import autocast",
         "x = torch.float32",
     ],
 )
-def test_settings_that_keep_fp32_matmuls_do_not_silence(setup: str) -> None:
+def test_settings_that_say_nothing_about_matmul_precision_do_not_silence(setup: str) -> None:
     assert _codes(_train(setup)) == [(10, "TPL701")]
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "torch.set_float32_matmul_precision('highest')",
+        "torch.backends.cuda.matmul.allow_tf32 = False",
+        "torch.backends.cuda.matmul.fp32_precision = 'ieee'",
+    ],
+)
+def test_full_fp32_asked_for_by_name_is_a_decision(setup: str) -> None:
+    """Like `fused=False` written out for TPL702: the author chose full fp32 (NVlabs/edm turns
+    TF32 off for reproducibility)."""
+    assert _codes(_train(setup)) == []
 
 
 def test_only_the_first_backward_of_a_file_is_reported() -> None:

@@ -259,3 +259,24 @@ def test_message_quotes_a_multiline_index_on_one_line() -> None:
     )
     finding = _only(source)
     assert finding.message.endswith("; index with the slice [..., 0:2] (a view, not a copy)")
+
+
+def test_a_range_written_into_the_output_of_a_module_attribute_is_reported() -> None:
+    # `self.fc = nn.Linear(...)` makes `self.fc(x)` a tensor: the write below indexes one
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 10)
+
+            def forward(self, x, target):
+                logits = self.fc(x)
+                logits[range(x.shape[0]), target] = 0.0
+                return logits
+        """
+    )
+    assert [(f.line, f.code) for f in lint_source(source, select=["TPL103"])] == [(12, "TPL103")]

@@ -121,6 +121,52 @@ def test_a_transform_the_cuda_script_only_imports_does_not_run_on_cuda(tmp_path:
     assert _codes(root, "data.py", "TPL101") == []
 
 
+_SOLVER = """
+    import torch
+    from torch import nn
+
+    class Roots(nn.Module):
+        def forward(self, coeffs):
+            host = coeffs.detach().cpu().double()
+            companion = torch.zeros(host.shape[0], 3, 3, dtype=torch.float64)
+            companion[:, 1:, :2] = torch.eye(2, dtype=torch.float64)
+            companion[:, :, 2] = -host
+            return torch.linalg.eigvals(companion)
+
+    class Drop(nn.Module):
+        def forward(self, x, **kwargs):
+            keep = torch.rand(x.shape, **kwargs) > 0.1
+            return x * keep
+    """
+
+
+def test_a_reached_module_reports_factories_only_where_they_meet_its_tensors(tmp_path: Path) -> None:
+    """A module that runs on CUDA only because CUDA hot code reaches it: a host-side solve (every
+    operand on the host) and a factory whose `**kwargs` may carry the device stay silent; the mask
+    drawn for the batch (models/net.py) is reported."""
+    train = """
+        import torch
+        from models.net import Net
+        from solver import Drop, Roots
+
+        def main(loader):
+            device = torch.device("cuda")
+            model = Net().to(device)
+            roots = Roots().to(device)
+            drop = Drop().to(device)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                out = drop(model(x.to(device)), device=device)
+                loss = out.sum() + roots(out[:, :3]).real.sum().to(device)
+                loss.backward()
+                optimizer.step()
+        """
+    root = _write(tmp_path, {"train.py": train, "models/net.py": _NET, "solver.py": _SOLVER})
+    assert _facts(root, "solver.py").runs_on_cuda is not None
+    assert _codes(root, "solver.py", "TPL101") == []
+    assert _codes(root, "models/net.py", "TPL101") == [10]
+
+
 def test_a_helper_the_cuda_step_loop_calls_runs_on_cuda(tmp_path: Path) -> None:
     files = {
         "train.py": """

@@ -399,3 +399,25 @@ def test_a_fix_never_takes_the_device_of_a_parameter_used_as_a_string() -> None:
         """
     )
     assert [ctx.is_tensor(p) for p in probes] == [False, False, True]
+
+
+@pytest.mark.usefixtures("precision_off_rules_on")
+def test_a_factory_fix_never_takes_its_device_from_a_size_or_a_container() -> None:
+    """diffusers passes `embed_dim` (an int) and torch_geometric `k_dict` (a dict) beside the
+    tensors: `.device` of either is not a device, so the suggestion names the tensor."""
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Embed(nn.Module):
+            def forward(self, embed_dim, k_dict, grid):
+                for key, value in k_dict.items():
+                    grid = grid + value
+                pos = torch.zeros([4, embed_dim])
+                return grid.cuda() + pos
+        """
+    )
+    (finding,) = [f for f in lint_source(source, "embed.py", select=["TPL101"])]
+    assert "grid.device" in finding.message
+    assert "embed_dim.device" not in finding.message and "k_dict.device" not in finding.message

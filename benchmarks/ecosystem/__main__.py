@@ -30,6 +30,7 @@ from .projects import (
     choose,
     count_lines,
     fetch,
+    load_added_training,
     load_projects,
     load_training,
 )
@@ -42,6 +43,7 @@ LABELS = HERE / "labels.csv"
 DEFAULT_CACHE = REPO_ROOT / ".ecosystem_cache"
 # The training-code population: the shared corpus beside the checkout (../shared/training-corpus).
 DEFAULT_TRAINING_CORPUS = REPO_ROOT.parent / "shared" / "training-corpus"
+ADDED_TRAINING = HERE / "training.toml"  # training repositories the check adds, sources kept outside
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the training repositories, one folder each, pinned in DIR/PINS.tsv (default: %(default)s); "
         "read from there, never from the network",
+    )
+    parser.add_argument(
+        "--training-sources",
+        type=Path,
+        metavar="DIR",
+        help=f"where the training repositories {ADDED_TRAINING.name} adds are checked out, one folder "
+        "each (default: CACHE_DIR/training-sources); a missing one is reported with the commands that "
+        "bring it back",
     )
     parser.add_argument(
         "--update-snapshot", action="store_true", help=f"write the findings to {SNAPSHOT.name}"
@@ -98,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         listed_projects = load_projects(PROJECTS)
         if args.population != LIBRARY:
             try:
-                listed_projects = load_training(args.training_corpus) + listed_projects
+                training = load_training(args.training_corpus) + load_added_training(ADDED_TRAINING)
+                listed_projects = training + listed_projects
             except ValueError:  # needed unless --only names library projects alone
                 if not args.only or not _all_listed(args.only, listed_projects):
                     raise
@@ -117,7 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fix_checks: list[FixCheck] | None = None if args.no_fix_check else []
     for project in projects:
         try:
-            root = fetch(project, args.cache_dir.resolve(), args.training_corpus.resolve())
+            sources = args.training_sources or args.cache_dir / "training-sources"
+            root = fetch(project, args.cache_dir.resolve(), args.training_corpus.resolve(), sources.resolve())
         except FetchError as error:
             print(f"ecosystem: error: {project.label}: {error}", file=sys.stderr)
             not_fetched.append((project, str(error)))

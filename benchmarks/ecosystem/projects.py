@@ -47,6 +47,8 @@ class Project:
     exclude: tuple[str, ...] = ()
     population: str = LIBRARY
     origin: str = ""  # training code: the folder of the training corpus it is copied from
+    repo: str = ""  # training code the check adds (training.toml): owner/name on GitHub
+    commit: str = ""  # and its pinned commit
 
     @property
     def label(self) -> str:
@@ -123,6 +125,42 @@ def load_training(corpus: Path) -> list[Project]:
     return parse_pins(pins.read_text(encoding="utf-8"), str(pins))
 
 
+def parse_added_training(text: str, where: str = "training.toml") -> list[Project]:
+    """The training repositories the check adds (training.toml), as projects of the training
+    population read from the sources folder (`owner+name`)."""
+    projects = []
+    for number, entry in enumerate(tomllib.loads(text).get("repository", []), start=1):
+        repo, commit = entry.get("repo"), entry.get("commit")
+        if not isinstance(repo, str) or repo.count("/") != 1 or not isinstance(commit, str) or len(commit) != 40:
+            raise ValueError(f"{where}: repository {number}: repo must be owner/name and commit 40 hex digits")
+        name = entry.get("name", repo.split("/")[1].lower())
+        origin = repo.replace("/", "+")
+        projects.append(Project(name, commit[:12], (".",), population=TRAINING, origin=origin, repo=repo, commit=commit))
+    return projects
+
+
+def load_added_training(path: Path) -> list[Project]:
+    return parse_added_training(path.read_text(encoding="utf-8"), str(path)) if path.exists() else []
+
+
+def bring_back(project: Project, sources: Path) -> str:
+    """The commands that put an added training repository where the check reads it."""
+    where = sources / project.origin
+    return (
+        f"git clone https://github.com/{project.repo} {where} && "
+        f"git -C {where} checkout {project.commit}"
+    )
+
+
+def _source_commit(folder: Path) -> str:
+    """The commit a sources folder holds: a clone's HEAD, or an export's COMMIT file."""
+    if (folder / ".git").exists():
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True)
+        return done.stdout.strip()
+    marker = folder / "COMMIT"
+    return marker.read_text(encoding="utf-8").strip() if marker.exists() else ""
+
+
 def choose(projects: list[Project], only: str | None) -> list[Project]:
     """The projects named in `--only NAME[,NAME]` (all when it is not given)."""
     if not only:
@@ -178,6 +216,21 @@ def training_dir(cache_dir: Path, project: Project) -> Path:
     return cache_dir / "training" / f"{project.name}-{project.version}"
 
 
+_KEPT = ("requirements", "setup.py", "setup.cfg", "pyproject.toml", "environment", "license", "copying")
+
+
+def _not_sources(folder: str, names: list[str]) -> set[str]:
+    """What a copy leaves out: version control, data, notebooks, anything but Python files,
+    requirement and setup files, and licences."""
+    skipped = set()
+    for name in names:
+        if name == ".git" or (Path(folder) / name).is_file() and not (
+            name.endswith(".py") or name.lower().startswith(_KEPT)
+        ):
+            skipped.add(name)
+    return skipped
+
+
 def mark_root(root: Path) -> None:
     """Make `root` the project root, linted with the default settings: a repository's own
     pyproject.toml is kept (its build and dependency tables matter: which torch it needs) and given an
@@ -192,18 +245,30 @@ def mark_root(root: Path) -> None:
 
 
 def copy_training(project: Project, corpus: Path, cache_dir: Path) -> Path:
-    """A writable copy of a training repository of the corpus in the cache (the corpus is read-only and
-    shared; the copy gets the root marker), made once."""
+    """A writable copy of a training repository in the cache (the shared corpus is read-only; an
+    added repository's folder is a clone someone edits), with the root marker, made once. The
+    Python files, requirement files and licences are copied, nothing else."""
     root = training_dir(cache_dir, project)
     if root.is_dir():
         return root
     source = corpus / project.origin
-    if not source.is_dir():
+    if project.repo:
+        if not source.is_dir():
+            raise FetchError(f"{source}: not there; bring it back with: {bring_back(project, corpus)}")
+        found = _source_commit(source)
+        if found != project.commit:
+            raise FetchError(
+                f"{source} holds commit {found or 'unknown'}, training.toml pins {project.commit}: "
+                f"git -C {source} checkout {project.commit}"
+            )
+    elif not source.is_dir():
         raise FetchError(f"{source}: not found in the training corpus (PINS.tsv lists it)")
     root.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root.parent, prefix=".copy-") as scratch:
         staging = Path(scratch) / "project"
-        shutil.copytree(source, staging, copy_function=shutil.copyfile)  # not the corpus's read-only modes
+        shutil.copytree(  # not the corpus's read-only modes
+            source, staging, copy_function=shutil.copyfile, ignore=_not_sources
+        )
         for folder in [staging, *(p for p in staging.rglob("*") if p.is_dir())]:
             folder.chmod(0o755)
         mark_root(staging)
@@ -211,13 +276,17 @@ def copy_training(project: Project, corpus: Path, cache_dir: Path) -> Path:
     return root
 
 
-def fetch(project: Project, cache_dir: Path, corpus: Path | None = None) -> Path:
+def fetch(
+    project: Project, cache_dir: Path, corpus: Path | None = None, sources: Path | None = None
+) -> Path:
     """The project's root in the cache: a PyPI project is downloaded and unpacked, a training
-    repository copied from the corpus, when it is not there yet."""
+    repository copied from the shared corpus or, for one training.toml adds, from `sources`, when
+    it is not there yet."""
     if project.population == TRAINING:
-        if corpus is None:
+        folder = sources if project.repo else corpus
+        if folder is None:
             raise FetchError("no training corpus given")
-        return copy_training(project, corpus, cache_dir)
+        return copy_training(project, folder, cache_dir)
     root = project_dir(cache_dir, project)
     if root.is_dir():
         return root

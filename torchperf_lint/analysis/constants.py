@@ -5,8 +5,14 @@ A value is *step-invariant* when it is a literal (or a display, arithmetic or su
 literals), a name whose every binding is an import, a definition, a constant expression or an
 assignment made in cold code (module level, `__init__`, the setup part of a training function),
 a parameter of a cold function, a `self.<attr>` that no hot code assigns, or a pure call
-(`np.array`, `list`, `range`...) of such values. Loop targets and parameters of hot functions
-change every step.
+(`np.array`, `list`, `range`...) of such values. Loop targets change every step; a parameter of a hot function is
+step-invariant when every call of it in this file passes a step-invariant value (the schedule
+handed to guided diffusion's `_extract_into_tensor(self.sqrt_alphas_cumprod, t, shape)`).
+
+A *host array built once* is a step-invariant value that holds host data: a NumPy array, a
+Python list or a CPU tensor (a torch factory or host-data constructor without `device=`), bound
+at set-up (RULES.md, TPL102's host arrays). Copying one to the device in hot code pays the same
+host-to-device copy at every call.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts
+from ..syntax.walker import Binding, FileFacts, dotted_name
+from .devices import GENERATING_FACTORIES
 from .hotpath import HotPaths
 from .names import Names
 
@@ -28,6 +35,12 @@ PURE_CALLS = frozenset(
     builtins.float builtins.int builtins.len builtins.sorted builtins.min builtins.max builtins.abs
     builtins.sum builtins.round""".split()
 )
+# torch builders whose result, without device=, is a CPU tensor holding host data.
+_HOST_BUILDERS = GENERATING_FACTORIES | frozenset(
+    "tensor as_tensor asarray from_numpy Tensor FloatTensor".split()
+)
+# Methods that take an array off the host; any other (`a.astype(np.float32)`, `t.float()`) keeps it there.
+_MOVES = frozenset({"to", "cuda", "type_as", "new_tensor", "pin_memory"})
 
 
 class HostConstants:
@@ -37,6 +50,7 @@ class HostConstants:
         self._hot = hot
         self._memo: dict[cst.CSTNode, bool] = {}
         self._in_progress: set[cst.CSTNode] = set()
+        self._arrays: dict[cst.CSTNode, bool] = {}
 
     def is_step_invariant(self, expr: cst.BaseExpression) -> bool:
         """`expr` has the same host value at every step (see the module docstring)."""
@@ -104,9 +118,84 @@ class HostConstants:
             return self._cold(node) or self.is_step_invariant(node)
         if binding.kind == "augassign" and isinstance(node, cst.AugAssign):
             return self._cold(node) or self.is_step_invariant(node.value)
-        if binding.kind == "param":
-            return self._cold(node)
+        if binding.kind == "param" and isinstance(node, cst.Param):
+            if self._cold(node):
+                return True
+            passed = self._passed(node, binding)
+            return passed is not None and self._all(passed)
         return False  # loop and `with` targets take a new value every time
+
+    def _passed(self, param: cst.Param, binding: Binding) -> Optional[list[cst.BaseExpression]]:
+        """What every call of the function in this file passes for `param` (its default where a
+        call leaves it out); None when there is no call or one passes it through `*`/`**`."""
+        function = binding.scope.node
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        calls = self._hot.call_sites(function)
+        if not calls:
+            return None
+        passed = []
+        for call in calls:
+            value = argument_for(call, function, param)
+            if value is None:
+                return None
+            passed.append(value)
+        return passed
+
+    # -- host arrays ------------------------------------------------------------------
+    def is_host_array(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a host array built once (see the module docstring)."""
+        return self._holds_array(expr) and self.is_step_invariant(expr)
+
+    def _holds_array(self, expr: cst.BaseExpression) -> bool:
+        cached = self._arrays.get(expr)
+        if cached is not None:
+            return cached
+        self._arrays[expr] = False  # a value built from itself is not known to be an array
+        result = self._array(expr)
+        self._arrays[expr] = result
+        return result
+
+    def _array(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.List, cst.ListComp)):
+            return True
+        if isinstance(expr, (cst.Subscript, cst.UnaryOperation)):
+            return self._holds_array(expr.value if isinstance(expr, cst.Subscript) else expr.expression)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._holds_array(expr.left) or self._holds_array(expr.right)
+        if isinstance(expr, cst.Call):
+            return self._array_call(expr)
+        if isinstance(expr, cst.Name):
+            bindings = self._names.lookup(expr.value, expr)
+            return bool(bindings) and all(self._array_binding(b) for b in bindings)
+        if isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
+            cls = self._hot.enclosing_class(expr)
+            writes = [] if cls is None else self._hot.attribute_values(cls, expr.attr.value)
+            written = [w for w in writes if not (isinstance(w, cst.Name) and w.value == "None")]
+            return bool(written) and all(self._holds_array(w) for w in written)
+        return False
+
+    def _array_call(self, call: cst.Call) -> bool:
+        qualified = self._names.qualified_name(call) or ""
+        if qualified.startswith("numpy.") or qualified == "builtins.list":
+            return True
+        if qualified.startswith("torch."):
+            builder = qualified[len("torch.") :]
+            on_device = any(a.keyword is not None and a.keyword.value == "device" for a in call.args)
+            return builder in _HOST_BUILDERS and not on_device
+        func = call.func
+        if isinstance(func, cst.Attribute) and not qualified:
+            return func.attr.value not in _MOVES and self._holds_array(func.value)
+        return False
+
+    def _array_binding(self, binding: Binding) -> bool:
+        node = binding.node
+        if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
+            return self._holds_array(node)
+        if binding.kind == "param" and isinstance(node, cst.Param):
+            passed = self._passed(node, binding)
+            return passed is not None and all(self._holds_array(p) for p in passed)
+        return False
 
     def _cold(self, node: cst.CSTNode) -> bool:
         return self._hot.reason(node) is None
@@ -128,3 +217,23 @@ class HostConstants:
         if scope is None or attr not in scope.bindings:
             return None
         return scope.bindings[attr]
+
+
+def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.BaseExpression]:
+    """The value `call` passes to `function`'s `param`: by keyword, by position (past `self` when
+    the call goes through an instance or `self.`), else the parameter's default."""
+    name = param.name.value
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [*function.params.posonly_params, *function.params.params]
+    if param in positional:
+        index = positional.index(param)
+        if isinstance(call.func, cst.Attribute) and positional[:1] and positional[0].name.value == "self":
+            index -= 1
+        given = [arg.value for arg in call.args if arg.keyword is None]
+        if 0 <= index < len(given):
+            return given[index]
+    return param.default

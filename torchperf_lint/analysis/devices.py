@@ -155,6 +155,80 @@ def _host_read(name: cst.Name, facts: FileFacts) -> bool:
     return False
 
 
+def may_pass_keyword(call: cst.Call) -> bool:
+    """`f(*args, **kwargs)`: a `**` argument may carry any keyword (`device=`), so the call's
+    keywords cannot be read from the source (kornia's `torch.randperm(n, **kwargs)`)."""
+    return any(arg.star == "**" for arg in call.args)
+
+
+def flows_into_tensor(
+    call: cst.Call, facts: FileFacts, is_tensor: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """The factory's value meets a tensor the function computes with: in arithmetic or a
+    comparison with one (also after passing through other arithmetic, `torch.rand(...) >= p`), or
+    as an index into one (`pair_ix[:, torch.randperm(n)[:k]]`); directly, or through the one name
+    it is assigned to (`keep = torch.rand(...) >= p; return x * keep`). A value built and used only
+    with other factories, passed to functions or filled in place shows no such meeting."""
+    expr: cst.CSTNode = call
+    while True:
+        parent = facts.parents.get(expr)
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = facts.parents.get(parent)
+        if isinstance(parent, (cst.BinaryOperation, cst.Comparison)):
+            operands = (
+                [parent.left, parent.right]
+                if isinstance(parent, cst.BinaryOperation)
+                else [parent.left, *(c.comparator for c in parent.comparisons)]
+            )
+            if any(o is not expr and is_tensor(o) for o in operands):
+                return True
+            expr = parent
+            continue
+        if isinstance(parent, cst.Subscript) and parent.value is expr:
+            expr = parent  # a slice of the factory's value is still its value
+            continue
+        break
+    if _indexes_tensor(expr, facts, is_tensor):
+        return True
+    assign = facts.parents.get(expr)
+    function = facts.enclosing_function(call)
+    if not (isinstance(assign, cst.Assign) and assign.value is expr and len(assign.targets) == 1):
+        return False
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name) or function is None:
+        return False
+    visitor = _NameReads(target.value)
+    function.body.visit(visitor)
+    for read in visitor.found:
+        if read is target:
+            continue
+        parent = facts.parents.get(read)
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = facts.parents.get(parent)
+        if isinstance(parent, cst.BinaryOperation):
+            other = parent.right if parent.left is read else parent.left
+            if is_tensor(other):
+                return True
+        if _indexes_tensor(read, facts, is_tensor):
+            return True
+    return False
+
+
+def _indexes_tensor(
+    expr: cst.CSTNode, facts: FileFacts, is_tensor: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """`expr` is (part of) the index of a subscript of a tensor: `t[expr]`, `t[:, expr]`."""
+    child: cst.CSTNode = expr
+    for _ in range(3):  # Index -> SubscriptElement -> Subscript
+        node = facts.parents.get(child)
+        if node is None:
+            return False
+        if isinstance(node, cst.Subscript):
+            return child is not node.value and is_tensor(node.value)
+        child = node
+    return False
+
+
 def builds_no_elements(call: cst.Call, factory: str) -> bool:
     """`torch.empty(0)`, `torch.zeros(0, 4, 2)`, `torch.randperm(0)`: a size with a literal 0
     dimension. The tensor holds nothing to generate or copy (a typed placeholder, the result for

@@ -41,6 +41,8 @@ class EntryFacts:
     runs_on_cuda: Optional[str] = None  # why, when hot code of a module that shows CUDA use reaches it
     cuda_helper: Optional[str] = None  # why it shows CUDA use: it calls a helper returning a CUDA device
     cuda_default: Optional[str] = None  # where the project makes CUDA the default device
+    # functions whose layers keep the layout of published weights (project/checkpoints.py): why
+    published_weights: tuple[tuple[int, str], ...] = ()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -85,6 +87,7 @@ class EntryFacts:
             runs_on_cuda=_text(data["runs_on_cuda"]),
             cuda_helper=_text(data["cuda_helper"]),
             cuda_default=_text(data["cuda_default"]),
+            published_weights=tuple((int(i), str(why)) for i, why in data["published_weights"]),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
@@ -96,6 +99,12 @@ class EntryFacts:
     def reaches_hot_code(self) -> bool:
         """Other modules run some of this module's code per step."""
         return bool(self.hot_functions or self.step_loops or self.entry_points)
+
+    def published_weights_of(self, index: int) -> Optional[str]:
+        for function, why in self.published_weights:
+            if function == index:
+                return why
+        return None
 
     def host_params_of(self, index: int) -> frozenset[str]:
         for function, params in self.host_parameters:

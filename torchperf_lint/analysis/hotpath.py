@@ -79,6 +79,7 @@ class HotPaths:
         self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
+        self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
 
     # -- classes ----------------------------------------------------------------------
     def is_module_class(self, cls: ClassInfo) -> bool:
@@ -211,6 +212,15 @@ class HotPaths:
                     method = self.find_method(cls, attr)
                     return [method] if method else []
         return []
+
+    def call_sites(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of this file that `resolve_call` resolves to `function`."""
+        if self._callers is None:
+            self._callers = {}
+            for call in self._facts.calls:
+                for callee in self.resolve_call(call):
+                    self._callers.setdefault(callee, []).append(call)
+        return self._callers.get(function, [])
 
     def _instance_entry(self, value: cst.BaseExpression) -> list[cst.FunctionDef]:
         cls = self.instance_class(value)
@@ -439,6 +449,10 @@ class HotPaths:
                     info = self._facts.functions[callee]
                     hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)
                     queue.append((callee, hot[callee]))
+
+    def function_index(self, function: cst.FunctionDef) -> Optional[int]:
+        """Its position among the file's `def`s, as the project pass numbers them."""
+        return self._function_index.get(function)
 
     def is_host_parameter(self, function: cst.FunctionDef, name: str) -> bool:
         """Every call of `function` in the project passes a host value for `name`."""

@@ -187,7 +187,12 @@ class TensorInference:
         cls = self._hot.instance_class(value)
         if cls is not None:
             return self._hot.is_module_class(cls)
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        # `nn.Linear(...).cuda()`, `Net().to(device)`: the module is the call the chain starts from
+        while (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Call)
+        ):
             value = value.func.value
         if not isinstance(value, cst.Call):
             return False
@@ -291,14 +296,54 @@ class TensorInference:
         order = self._facts.order.get(node, 0)
         params: list[str] = []
         moved: list[str] = []
+        plain = _plain_values(scope.node)
         for name, bindings in scope.bindings.items():
             first = bindings[0]
-            if first.kind == "param" and self._binding(first, name) >= Tensorness.LIKELY:
+            if first.kind == "param" and name not in plain and self._binding(first, name) >= Tensorness.LIKELY:
                 params.append(name)
             elif all(b.order < order and _is_device_move(b) for b in bindings):
                 moved.append(name)
         candidates = params or moved
         return candidates[0] if candidates else None
+
+
+# Methods of Python containers: a parameter they are called on is a dict or a list.
+_CONTAINER_METHODS = frozenset({"items", "keys", "values", "append", "extend", "get"})
+
+
+class _PlainUses(cst.CSTVisitor):
+    """Names a function uses as sizes or containers, never as tensors: a size argument of a
+    torch call (`torch.zeros([n, embed_dim])`, `range(n)`), the receiver of a container method
+    (`k_dict.items()`), the sequence of `enumerate(...)`."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = dotted_name(node.func) or ""
+        if callee in ("range", "enumerate") or callee.startswith("torch.") and callee[6:] in _SIZED_FACTORIES:
+            for arg in node.args:
+                if arg.keyword is None:
+                    self._sizes(arg.value)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _CONTAINER_METHODS:
+            if isinstance(node.func.value, cst.Name):
+                self.names.add(node.func.value.value)
+
+    def _sizes(self, expr: cst.BaseExpression) -> None:
+        if isinstance(expr, cst.Name):
+            self.names.add(expr.value)
+        elif isinstance(expr, (cst.List, cst.Tuple)):
+            for element in expr.elements:
+                self._sizes(element.value)
+
+
+_SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "arange", "eye", "randperm"})
+
+
+def _plain_values(function: cst.CSTNode) -> set[str]:
+    visitor = _PlainUses()
+    function.visit(visitor)
+    return visitor.names
 
 
 class _StringUses(cst.CSTVisitor):

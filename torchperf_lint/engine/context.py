@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis.batches import Batches, movers
+from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
 from ..analysis.devices import HostTensors
@@ -194,6 +195,11 @@ class Context:
         attributes that hot code never rebinds."""
         return self._host_constants.is_step_invariant(expr)
 
+    def is_host_array(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is host data built once (a NumPy array, a list or a CPU tensor bound at set-up,
+        or passed by every caller from there) that hot code never rebinds."""
+        return self._host_constants.is_host_array(expr)
+
     # -- tensors and devices -----------------------------------------------------------
     @functools.cached_property
     def _host_tensors(self) -> HostTensors:
@@ -247,6 +253,23 @@ class Context:
     def runs_on_cuda(self) -> bool:
         """The file shows CUDA use, or hot code of a module that does reaches it (RULES.md)."""
         return self.entry.runs_on_cuda is not None or self.shows_cuda_use
+
+    def loops_over_configuration(self, loop: cst.For) -> Optional[str]:
+        """What configuration `loop` walks (analysis/configuration.py), or None."""
+        return iterates_configuration(loop, self.is_tensor)
+
+    def indexed_configuration(self, body: cst.CSTNode, index: str) -> Optional[str]:
+        """A `self.<attr>[index]` of a non-tensor attribute read in `body`, or None."""
+        return indexed_configuration(body, index, self.is_tensor)
+
+    def published_weights(self, node: cst.CSTNode) -> Optional[str]:
+        """Why the layers built where `node` is keep the layout of published weights (the
+        function around it builds a model whose checkpoints are downloaded), or None."""
+        if not self.entry.published_weights:
+            return None
+        function = self.facts.enclosing_function(node)
+        index = self.hot.function_index(function) if function is not None else None
+        return self.entry.published_weights_of(index) if index is not None else None
 
     @property
     def factories_on_device(self) -> bool:

@@ -19,6 +19,7 @@ from ..analysis.vocabulary import (
     extra_entry_points,
     is_module_base,
 )
+from .checkpoints import published_functions
 from .layers import LayerProfiles
 from .summary import Call, Class, Function, Summary
 
@@ -121,6 +122,8 @@ class Project:
         self._host_by_module: dict[int, list[tuple[int, Any]]] = {}
         self.layers = LayerProfiles(self)
         self._channels_last: Optional[dict[int, bool]] = None
+        self._published: Optional[dict[tuple[int, int], str]] = None
+        self._published_by_module: dict[int, list[tuple[int, Any]]] = {}
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -692,6 +695,12 @@ class Project:
             self._movers = tuple(sorted(found.items()))
         return self._movers
 
+    def published(self) -> dict[tuple[int, int], str]:
+        """Functions whose layers keep a published checkpoint's layout, and why (checkpoints.py)."""
+        if self._published is None:
+            self._published = published_functions(self)
+        return self._published
+
     def entry_facts(self, module: Module) -> EntryFacts:
         key = id(module)
         hot = self.hot()
@@ -730,6 +739,9 @@ class Project:
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),
             cuda_default=self.cuda_default(),
+            published_weights=tuple(
+                sorted(_of_module(self.published(), self._published_by_module).get(key, ()), key=_first)
+            ),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

@@ -13,6 +13,7 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union
 
+from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
@@ -77,6 +78,9 @@ class Function:
     default_devices: list[bool] = dataclasses.field(default_factory=list)  # set_default_*: names CUDA?
     moved: list[str] = dataclasses.field(default_factory=list)  # `Callee(...).to(...)`: dotted callees
     rare: bool = False  # runs once or rarely whoever calls it: a cached builder, a visualisation helper
+    weights: str = ""  # how it fetches published weights: the loader it calls, "@register_model", a URL
+    loads_state: bool = False  # calls `.load_state_dict(...)`
+    refs: list[str] = dataclasses.field(default_factory=list)  # CapWords names it reads (classes handed on)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -204,6 +208,11 @@ def built(call: ast.Call) -> list[str]:
         if last[:1].isupper() and not last.isupper():
             found.append(name)  # type: ignore[arg-type]  # last is non-empty, so name is set
     return found
+
+
+def _is_class_like(name: str) -> bool:
+    """Capitalised, private ones too (`_NISQADIM`); acronyms (`VGG`) may be classes as well."""
+    return name.lstrip("_")[:1].isupper()
 
 
 def cold_sides(test: ast.AST) -> tuple[bool, bool]:
@@ -500,6 +509,9 @@ class _Summarizer:
         rare = runs_rarely(node.name, map(self.qualify, decorators), ())
         function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
         function.varkw = args.kwarg is not None
+        registry = next((d for d in decorators if registers_model(d)), None)
+        if registry is not None:
+            function.weights = f"@{registry}"
         self.summary.functions.append(function)
         self.function_index[node] = index
         # defaults are evaluated once, where the function is defined
@@ -633,6 +645,10 @@ class _Summarizer:
             self.summary.channels_last = True
         if self.function_stack and isinstance(node.ctx, ast.Store):
             self.locals().names.add(node.id)
+        elif self.function_stack and _is_class_like(node.id):
+            refs = self.current().refs
+            if node.id not in refs:
+                refs.append(node.id)
         if self.function_stack and node.id in ("no_grad", "inference_mode"):
             if self.qualify(node.id) in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
@@ -659,6 +675,8 @@ class _Summarizer:
             return
         if node.value.startswith("cuda"):
             self.current().says_cuda = True
+        if self.function_stack and is_weights_url(node.value) and not self.current().weights:
+            self.current().weights = "a weights URL"
         if "channels_last" in node.value or "channels-last" in node.value:
             self.summary.channels_last = True
 
@@ -714,6 +732,10 @@ class _Summarizer:
             function.rare = True
         if setter in DEFAULT_DEVICE_SETTERS:
             function.default_devices.append(sets_cuda_default(setter, self._setter_argument(node)))
+        if self.function_stack and not function.weights and loads_weights(dotted(node.func) or "", setter):
+            function.weights = (dotted(node.func) or "").split(".")[-1]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
+            function.loads_state = True
 
         def describe() -> None:
             func = node.func

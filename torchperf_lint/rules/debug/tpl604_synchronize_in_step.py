@@ -8,7 +8,7 @@ import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Report, Safety
-from ...syntax.walker import Loop, dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule
 
 _STEP_SYNCS = {
@@ -101,7 +101,7 @@ class SynchronizeInStep(Rule):
     default_on = False
     name = "synchronize-in-step"
     summary = "CUDA synchronize or empty_cache every step"
-    message = "{what} in the step loop {cost}; remove it or move it out of the loop"
+    message = "{what} in {place} {cost}; remove it or move it out of {scope}"
     fix_safety = Safety.NONE
     where = "step loop"
     node_types = (cst.Call,)
@@ -122,6 +122,23 @@ class SynchronizeInStep(Rule):
                     loss.backward()
                     optimizer.step()
                     torch.cuda.synchronize()  # expect: TPL604
+            """,
+        "empty-cache-per-image-in-label-assignment": """
+            import torch
+            from torch import nn
+
+            def build_targets(predictions, targets):
+                matched = []
+                for image_index in range(predictions.shape[0]):
+                    image_targets = targets[targets[:, 0] == image_index]
+                    matched.append(predictions[image_index, : len(image_targets)])
+                    torch.cuda.empty_cache()  # expect: TPL604
+                return matched
+
+            class DetectionLoss(nn.Module):
+                def forward(self, predictions, targets):
+                    matched = build_targets(predictions, targets)
+                    return sum(m.pow(2).sum() for m in matched)
             """,
         "empty-cache-every-step": """
             import torch
@@ -194,6 +211,30 @@ class SynchronizeInStep(Rule):
                     if step % 1000 == 0:
                         torch.cuda.empty_cache()
             """,
+        "timed-helper-and-oom-fallback": """
+            import time
+            import torch
+            from torch import nn
+
+            def time_synchronized():
+                torch.cuda.synchronize()
+                return time.time()
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    start = time_synchronized()
+                    try:
+                        out = self.body(x)
+                    except torch.cuda.OutOfMemoryError:
+                        torch.cuda.empty_cache()
+                        out = self.body(x.half()).float()
+                    self.elapsed = time_synchronized() - start
+                    return out
+            """,
         "stream-synchronize-and-plain-loop": """
             import torch
 
@@ -209,19 +250,43 @@ class SynchronizeInStep(Rule):
         what = _STEP_SYNCS.get(ctx.qualified_name(node) or "")
         if what is None:
             return
-        loop = ctx.step_loop(node)
-        if loop is None or self._periodic(node, loop, ctx):
-            return
-        calls = (c for c in ctx.nodes(cst.Call) if isinstance(c, cst.Call))
-        if any(_reads_timer(c, ctx) for c in calls if ctx.step_loop(c) is loop):
-            return
         cost = self._COSTS["synchronize" if "synchronize" in what else "empty_cache"]
-        yield self.report(node, reason=ctx.hot_reason(node), what=what, cost=cost)
+        calls = [c for c in ctx.nodes(cst.Call) if isinstance(c, cst.Call)]
+        loop = ctx.step_loop(node)
+        if loop is not None:
+            if self._periodic(node, loop, ctx) or any(
+                _reads_timer(c, ctx) for c in calls if ctx.step_loop(c) is loop
+            ):
+                return
+            yield self.report(
+                node,
+                reason=ctx.hot_reason(node),
+                what=what,
+                place="the step loop",
+                cost=cost,
+                scope="the loop",
+            )
+            return
+        # a function that runs per step (a loss's label assignment): the same cost, paid in a callee
+        reason = ctx.hot_reason(node)
+        function = ctx.enclosing_function(node)
+        if reason is None or function is None or self._periodic(node, function, ctx):
+            return
+        if any(_reads_timer(c, ctx) for c in calls if ctx.enclosing_function(c) is function):
+            return
+        yield self.report(
+            node,
+            reason=reason,
+            what=what,
+            place=f"{function.name.value}(), which runs per step,",
+            cost=cost,
+            scope="the step",
+        )
 
     @staticmethod
-    def _periodic(node: cst.Call, loop: Loop, ctx: Context) -> bool:
+    def _periodic(node: cst.Call, scope: cst.CSTNode, ctx: Context) -> bool:
         for ancestor in ctx.ancestors(node):
-            if ancestor is loop:
+            if ancestor is scope:
                 return False
             if isinstance(ancestor, cst.If) and _is_periodic(ancestor.test):
                 return True

@@ -257,6 +257,18 @@ class LoopOverTensorDim(Rule):
             """,
     }
     GOOD = {
+        "index-picks-a-configuration-entry": """
+            import torch
+            from torch import nn
+
+            class FluxPosEmbed(nn.Module):
+                def forward(self, ids):
+                    n_axes = ids.shape[-1]
+                    cos_out = []
+                    for i in range(n_axes):
+                        cos_out.append(rotary(self.axes_dim[i], ids[:, i], theta=self.theta))
+                    return torch.cat(cos_out, dim=-1)
+            """,
         "rnn-recurrence": """
             import torch
             from torch import nn
@@ -425,4 +437,6 @@ class LoopOverTensorDim(Rule):
             return None
         if any(_picks_from_container(read, walked, ctx) for v in index_vars for read in facts.uses(v)):
             return None
+        if any(ctx.indexed_configuration(loop.body, v) for v in index_vars):
+            return None  # one iteration per entry of a configuration: RoPE axes, layers
         return over, (element_vars or index_vars)[0]

@@ -89,7 +89,10 @@ class CatInLoop(Rule):
     DenseNet block (`x = torch.cat([x, layer(x)], 1)`, where every step needs the whole
     concatenation) or a bounded queue (`self.queue = torch.cat([self.queue, k])[-size:]`).
     Reads that only ask the size (`acc is None`, `len(acc)`, `acc.shape[0]`) do not count: a
-    counter can replace them.
+    counter can replace them. Loops over configuration, not data (analysis/configuration.py): a
+    literal tuple or list, a `self` attribute that is not a tensor (`self.config.cond_types`,
+    `self.layers`), a mapping's entries (`conditions.items()`), `range(self.num_layers)` or
+    `range(len(self.blocks))`: a handful of iterations fixed when the model is built.
     """
 
     code = "TPL202"
@@ -150,6 +153,25 @@ class CatInLoop(Rule):
             """,
     }
     GOOD = {
+        "loops-over-configuration": """
+            import torch
+            from torch import nn
+
+            class Fuser(nn.Module):
+                def forward(self, x, conditions):
+                    cross = None
+                    for name, cond in conditions.items():
+                        cross = cond if cross is None else torch.cat([cross, cond], dim=1)
+                    embed = x.new_zeros(x.shape[0], 0)
+                    for kind in self.config.conditioning_types:
+                        embed = torch.cat([embed, self.embed(kind, x)], dim=1)
+                    for i in range(self.num_layers):
+                        x = self.layers[i](x)
+                        cross = torch.cat([cross, x], dim=1)
+                    for scale in (1, 2, 4):
+                        embed = torch.cat([embed, x[:, ::scale].mean(1)], dim=1)
+                    return cross, embed
+            """,
         "single-cat-after-the-loop": """
             import torch
 
@@ -220,6 +242,8 @@ class CatInLoop(Rule):
         loop = _enclosing_loop(assign, ctx)
         if not own or loop is None:
             return
+        if isinstance(loop, cst.For) and ctx.loops_over_configuration(loop):
+            return  # a handful of iterations fixed by the model: condition types, layers
         facts = ctx.loop_facts(loop)
         if acc not in facts.carried:
             return

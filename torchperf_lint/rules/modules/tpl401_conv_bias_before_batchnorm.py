@@ -58,7 +58,11 @@ class ConvBiasBeforeBatchnorm(Rule):
     GroupNorm and LayerNorm (they normalise over groups of channels or the whole sample, so a
     per-channel bias is not cancelled); anything between the conv and the norm (an activation,
     pooling, dropout, an `if`); modules whose constructor cannot be resolved (factory functions,
-    `norm_layer(...)` parameters); `**kwargs` that could supply `bias`.
+    `norm_layer(...)` parameters); `**kwargs` that could supply `bias`; a model whose weights are
+    published (built by a function that downloads its checkpoint with `load_state_dict_from_url`,
+    `hf_hub_download`, `model_zoo.load_url` or torchvision's weights enums, or by a timm/torchvision
+    `@register_model` factory, through everything such a function reaches in the project): every
+    published checkpoint holds the bias, and `load_state_dict(strict=True)` would reject it without.
     """
 
     code = "TPL401"
@@ -131,6 +135,25 @@ class ConvBiasBeforeBatchnorm(Rule):
                 layers.append(torch.nn.BatchNorm3d(channels))
                 return torch.nn.Sequential(*layers)
             """,
+        "from-scratch-model-resumed-from-its-own-checkpoint": """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 32, 3)  # expect: TPL401
+                    self.bn = nn.BatchNorm2d(32)
+
+                def forward(self, x):
+                    return self.bn(self.conv(x))
+
+            def build(resume=None):
+                model = Net()
+                if resume:
+                    model.load_state_dict(torch.load(resume))
+                return model
+            """,
     }
     FIXED = {
         "sequential-block": """
@@ -191,6 +214,25 @@ class ConvBiasBeforeBatchnorm(Rule):
                 layers.append(torch.nn.Conv3d(channels, channels, 3, bias=False))
                 layers.append(torch.nn.BatchNorm3d(channels))
                 return torch.nn.Sequential(*layers)
+            """,
+        "from-scratch-model-resumed-from-its-own-checkpoint": """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 32, 3, bias=False)
+                    self.bn = nn.BatchNorm2d(32)
+
+                def forward(self, x):
+                    return self.bn(self.conv(x))
+
+            def build(resume=None):
+                model = Net()
+                if resume:
+                    model.load_state_dict(torch.load(resume))
+                return model
             """,
     }
     GOOD = {
@@ -272,6 +314,51 @@ class ConvBiasBeforeBatchnorm(Rule):
             def configurable(**conv_kwargs):
                 return nn.Sequential(nn.Conv2d(3, 8, 3, **conv_kwargs), nn.BatchNorm2d(8))
             """,
+        "published-checkpoint-keeps-its-layout": """
+            import torch.nn as nn
+            from torch.hub import load_state_dict_from_url
+
+            class Stem(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 32, 3)
+                    self.bn = nn.BatchNorm2d(32)
+
+                def forward(self, x):
+                    return self.bn(self.conv(x))
+
+            class Net(nn.Module):
+                def __init__(self, pretrained=True):
+                    super().__init__()
+                    self.stem = Stem()
+                    if pretrained:
+                        self.load_state_dict(load_state_dict_from_url("https://example.com/net.pth"))
+
+                def forward(self, x):
+                    return self.stem(x)
+            """,
+        "registered-pretrained-model": """
+            import torch.nn as nn
+            from timm.models import build_model_with_cfg, register_model
+
+            def make_layers(cfg):
+                layers = []
+                for v in cfg:
+                    layers += [nn.Conv2d(3, v, 3, padding=1), nn.BatchNorm2d(v), nn.ReLU()]
+                return nn.Sequential(*layers)
+
+            class VGG(nn.Module):
+                def __init__(self, features):
+                    super().__init__()
+                    self.features = features
+
+            def _create(variant, pretrained, cfg):
+                return build_model_with_cfg(VGG, variant, pretrained, features=make_layers(cfg))
+
+            @register_model
+            def vgg11_bn(pretrained=False):
+                return _create("vgg11_bn", pretrained, [64, 128])
+            """,
     }
 
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
@@ -284,7 +371,7 @@ class ConvBiasBeforeBatchnorm(Rule):
                 conv_class = nn_class(conv, ctx, CONVS)
                 if conv_class is None or any(a.star == "*" for a in conv.args):
                     continue
-                if graph.star_kwargs_may_supply(conv, "bias"):
+                if graph.star_kwargs_may_supply(conv, "bias") or ctx.published_weights(conv) is not None:
                     continue
                 bias = _bias_argument(conv)
                 if bias is not None and _literal(bias.value) is not True:

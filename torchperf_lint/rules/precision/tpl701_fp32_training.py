@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator
 
 import libcst as cst
 
@@ -57,36 +57,25 @@ _PRECISION_SWITCHES = frozenset(
 )
 
 
-def _string(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
 def _chooses_precision(call: cst.Call, ctx: Context) -> bool:
     """The call picks a precision other than full fp32."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in _CAST_METHODS and not call.args:
         return True
-    if ctx.qualified_name(call) in _MATMUL_PRECISION and call.args:
-        # "highest" keeps full fp32; an expression is the author's decision
-        return _string(call.args[0].value) != "highest"
-    return False
+    # any argument is the author's decision, "highest" too: like `fused=False` written out for
+    # TPL702, full fp32 asked for by name is a choice the rule does not second-guess
+    return ctx.qualified_name(call) in _MATMUL_PRECISION and bool(call.args)
 
 
 def _sets_precision_flag(attribute: cst.Attribute, ctx: Context) -> bool:
-    """`torch.backends.cuda.matmul.allow_tf32 = <not False>` or `...fp32_precision = "tf32"`."""
+    """An assignment to `torch.backends.cuda.matmul.allow_tf32` or `...fp32_precision`, whatever
+    its value: TF32 turned on, or turned off on purpose (NVlabs/edm switches it off for
+    reproducibility), is a decision about matmul precision."""
     target = ctx.parent(attribute)
     assign = ctx.parent(target) if isinstance(target, cst.AssignTarget) else None
     if not isinstance(assign, cst.Assign):
         return False
-    qualified = ctx.qualified_name(attribute)
-    if qualified in _TF32_FLAGS:
-        return not (isinstance(assign.value, cst.Name) and assign.value.value == "False")
-    if qualified in _FP32_PRECISION_FLAGS:
-        return _string(assign.value) not in ("ieee", "none")
-    return False
+    return ctx.qualified_name(attribute) in _TF32_FLAGS | _FP32_PRECISION_FLAGS
 
 
 def _runs_own_backward(call: cst.Call) -> bool:
@@ -107,8 +96,8 @@ class Fp32Training(Rule):
     """## What it does
     Flags a CUDA training file (it calls `.backward()`, builds or steps an optimizer, and shows
     CUDA use) with no reduced precision anywhere in it: no `torch.autocast` / `torch.cuda.amp.autocast` /
-    `torch.amp.autocast`, no `GradScaler`, no `torch.set_float32_matmul_precision("high" |
-    "medium")`, no `torch.backends.cuda.matmul.allow_tf32 = True` (or `fp32_precision = "tf32"`),
+    `torch.amp.autocast`, no `GradScaler`, no `torch.set_float32_matmul_precision(...)`, no assignment
+    to `torch.backends.cuda.matmul.allow_tf32` (or `fp32_precision`),
     no `.half()` / `.bfloat16()` and no `torch.float16` / `torch.bfloat16` / `torch.half`. One finding per file, on the first `.backward()`.
 
     ## Why it is slow
@@ -125,7 +114,9 @@ class Fp32Training(Rule):
     ## When it stays silent
     Test files; CPU-only files (no `.cuda(`, `"cuda..."` or `torch.cuda.`); files with any of the
     reduced-precision markers above, including a precision chosen by an expression
-    (`set_float32_matmul_precision(args.precision)`) or a precision switch the project keeps
+    (`set_float32_matmul_precision(args.precision)`) and full fp32 chosen by name
+    (`set_float32_matmul_precision("highest")`, `torch.backends.cuda.matmul.allow_tf32 = False`:
+    a decision, like `fused=False` written out for TPL702) or a precision switch the project keeps
     itself (`with self.autocast:`, `self.scaler.scale(loss)`, apex's `amp.scale_loss(...)`, an
     `amp`/`use_amp`/`mixed_precision` option); files that hand the step to a trainer
     (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`,
@@ -171,12 +162,10 @@ class Fp32Training(Rule):
                     (out - y.to("cuda")).pow(2).mean().backward()  # expect: TPL701
                     optimizer.step()
             """,
-        "only-cudnn-tf32-and-highest": """
+        "only-cudnn-tf32": """
             import torch
 
             torch.backends.cudnn.allow_tf32 = True
-            torch.set_float32_matmul_precision("highest")
-            torch.backends.cuda.matmul.allow_tf32 = False
 
             def step(model, x, optimizer):
                 model(x.cuda()).sum().backward()  # expect: TPL701
@@ -217,14 +206,12 @@ class Fp32Training(Rule):
                     (out - y.to("cuda")).pow(2).mean().backward()
                     optimizer.step()
             """,
-        "only-cudnn-tf32-and-highest": """
+        "only-cudnn-tf32": """
             import torch
 
             torch.set_float32_matmul_precision("high")
 
             torch.backends.cudnn.allow_tf32 = True
-            torch.set_float32_matmul_precision("highest")
-            torch.backends.cuda.matmul.allow_tf32 = False
 
             def step(model, x, optimizer):
                 model(x.cuda()).sum().backward()
@@ -242,6 +229,26 @@ class Fp32Training(Rule):
             """,
     }
     GOOD = {
+        "full-fp32-chosen-on-purpose": """
+            import torch
+
+            # reproducibility: keep matmuls and convolutions in full fp32
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+            def step(model, x, optimizer):
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            """,
+        "highest-precision-by-name": """
+            import torch
+
+            torch.set_float32_matmul_precision("highest")
+
+            def step(model, x, optimizer):
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            """,
         "autocast-bf16": """
             import torch
 

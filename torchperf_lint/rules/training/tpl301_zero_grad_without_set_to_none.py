@@ -81,6 +81,18 @@ def _deliberate_zeros(node: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
+def _feeds_a_step(node: cst.CSTNode, ctx: Context) -> bool:
+    """The zeros are gradients created for an optimizer step the same function takes with no
+    backward pass (torchtitan's `init_optim_state`: zero gradients and `lr=0`, then `step()`, to
+    build the optimizer's state): `None` would leave the step nothing to do."""
+    function = ctx.facts.enclosing_function(node)
+    info = ctx.facts.functions.get(function) if function is not None else None
+    if info is None:
+        return False
+    methods = [c.func.attr.value for c in info.calls if isinstance(c.func, cst.Attribute)]
+    return "step" in methods and "backward" not in methods
+
+
 def _runtime(declared: Declared) -> str:
     """`on torch 1.12` for a pin, `on torch older than 2.0` for a range."""
     oldest, below = declared.version, declared.below
@@ -291,6 +303,25 @@ class ZeroGradWithoutSetToNone(Rule):
                     self.optimizer.step()
                     self.optimizer.zero_grad(set_to_none=False)
             """,
+        "zero-gradients-for-a-state-building-step": """
+            import torch
+
+            def init_optimizer_state(optimizer, model):
+                if optimizer.state:
+                    return
+                # zero gradients and lr=0, then one step: the optimizer builds its state
+                for p in model.parameters():
+                    p.grad = torch.zeros_like(p)
+                for group in optimizer.param_groups:
+                    group["lr"] = 0.0
+                optimizer.step()
+
+            def train(model, loader, optimizer):
+                for x in loader:
+                    init_optimizer_state(optimizer, model)
+                    model(x).sum().backward()
+                    optimizer.step()
+            """,
         "materialising-missing-gradients": """
             import torch
 
@@ -386,7 +417,7 @@ class ZeroGradWithoutSetToNone(Rule):
             return
         if _parameter_loop(grad.value, call, ctx) is None:
             return
-        if _deliberate_zeros(call, ctx) or ctx.accumulates_into_grad:
+        if _deliberate_zeros(call, ctx) or ctx.accumulates_into_grad or _feeds_a_step(call, ctx):
             return
         statement = ctx.parent(call)
         fix = None
@@ -424,6 +455,8 @@ class ZeroGradWithoutSetToNone(Rule):
         if _parameter_loop(target.value, node, ctx) is None:
             return
         if not self._zeroing_place(node, ctx) or _deliberate_zeros(node, ctx) or ctx.accumulates_into_grad:
+            return
+        if _feeds_a_step(node, ctx):
             return
         owner = ctx.code(target.value)
         fix = Fix.replace(node.value, cst.Name("None"), Safety.UNSAFE, "set the gradient to None")

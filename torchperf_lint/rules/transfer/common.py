@@ -52,6 +52,8 @@ def move_target(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpressi
 # Tensor methods that copy values to the host and wait for the device.
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_CASTS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# `math` functions that read a tensor argument through `float()`: `math.isfinite(loss)`.
+SYNC_MATH = frozenset({"math.isfinite", "math.isnan", "math.isinf"})
 
 
 def device_move(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpression, Safety]]:
@@ -83,6 +85,17 @@ def to_accelerator(move: cst.Call, ctx: Context) -> bool:
         text = device.evaluated_value
         return not (isinstance(text, str) and text.startswith(("cpu", "meta")))
     return True
+
+
+def names_accelerator(device: cst.BaseExpression, ctx: Context) -> bool:
+    """A `device=` value that may name an accelerator: anything but a CPU or meta device
+    written out (`"cpu"`, `torch.device("cpu")`)."""
+    if isinstance(device, cst.Call) and ctx.qualified_name(device) == "torch.device" and device.args:
+        device = device.args[0].value
+    if isinstance(device, cst.SimpleString):
+        text = device.evaluated_value
+        return not (isinstance(text, str) and text.startswith(("cpu", "meta")))
+    return not (isinstance(device, cst.Name) and device.value == "None")
 
 
 def condition_parts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -142,6 +155,8 @@ def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
         return "torch.nonzero()"
     if qualified in SYNC_CASTS and len(call.args) == 1 and on_device(call.args[0].value, ctx, certain=True):
         return f"{qualified[len('builtins.') :]}() of a tensor"
+    if qualified in SYNC_MATH and len(call.args) == 1 and shown_tensor(call.args[0].value, ctx):
+        return f"{qualified}() of a tensor"
     if qualified == "builtins.print" and any(shown_tensor(e, ctx) for e in printed(call)):
         return "print() of a tensor"
     return None

@@ -6,7 +6,13 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ...analysis.devices import GENERATING_FACTORIES, builds_no_elements, consumed_on_host
+from ...analysis.devices import (
+    GENERATING_FACTORIES,
+    builds_no_elements,
+    consumed_on_host,
+    flows_into_tensor,
+    may_pass_keyword,
+)
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
@@ -248,11 +254,13 @@ class CpuFactoryInHotPath(Rule):
             return
         if keyword(node, "device") is not None or keyword(node, "generator") is not None:
             return
+        if may_pass_keyword(node):  # `**kwargs` may carry device=
+            return
         reason = ctx.hot_reason(node)
         if reason is None or ctx.factories_on_device or _goes_to_host(node, ctx):
             return
         move = _chained_move(node, ctx)
-        if move is None and not ctx.runs_on_cuda and not self._meets_tensor(node, ctx):
+        if move is None and not self._meets_device_tensor(node, ctx):
             return
         fix = None
         target = move_target(move, ctx) if move is not None else None
@@ -274,6 +282,18 @@ class CpuFactoryInHotPath(Rule):
         yield self.report(
             report_node, reason=reason, fix=fix, factory=factory, place=hot_place(node, ctx), device=shown
         )
+
+    def _meets_device_tensor(self, node: cst.Call, ctx: Context) -> bool:
+        """Where the factory's value meets a CUDA tensor without a move: anywhere in a file that
+        shows CUDA use; in a module that runs on CUDA only because CUDA hot code reaches it, where
+        the value meets a tensor the function computes with (a mask drawn for the batch), not
+        host-side work (a solver on `.cpu()` values, collation, metadata); elsewhere, combined
+        right away with a tensor argument."""
+        if ctx.shows_cuda_use:
+            return True
+        if ctx.runs_on_cuda:
+            return flows_into_tensor(node, ctx.facts, ctx.is_tensor)
+        return self._meets_tensor(node, ctx)
 
     @staticmethod
     def _meets_tensor(node: cst.Call, ctx: Context) -> bool:

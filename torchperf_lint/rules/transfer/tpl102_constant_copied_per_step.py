@@ -11,6 +11,8 @@ from ...engine.context import Context
 from ...engine.findings import Report, Safety
 from ..base import Rule, hot_place
 from .common import (
+    names_accelerator,
+    on_device,
     to_accelerator,
 )
 
@@ -47,13 +49,42 @@ def _move_after_conversions(call: cst.Call, ctx: Context) -> Optional[cst.Call]:
         current = outer
 
 
+def _device_keyword(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return arg.value
+    return None
+
+
+def _moved_host_tensor(move: cst.Call, ctx: Context) -> Optional[cst.BaseExpression]:
+    """The host tensor built once that `move` copies to the device: `self.table.to(d)`, or
+    `self.table[t].cuda()` looked up with a device tensor `t` (the index comes back to the host
+    first)."""
+    func = move.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")):
+        return None
+    source = func.value
+    if isinstance(source, cst.Subscript):
+        indices = [e.slice.value for e in source.slice if isinstance(e.slice, cst.Index)]
+        if len(indices) != len(source.slice) or not any(on_device(i, ctx) for i in indices):
+            return None  # a slice or a host index: a batch read from a host array, not a table lookup
+        source = source.value
+    # only a tensor has .to()/.cuda(): the host array is a CPU tensor
+    return source if ctx.is_host_array(source) else None
+
+
 class ConstantCopiedPerStep(Rule):
     """## What it does
     Flags a tensor built from host values that never change (`torch.tensor([...])`,
     `torch.Tensor(list)`, `torch.FloatTensor(...)`, `torch.as_tensor(np_array)`,
     `torch.from_numpy(...)`) and moved with `.cuda()`/`.to(...)` in hot code: literals,
     module-level names, parameters of the setup code and `self.` attributes that hot code never
-    assigns.
+    assigns. Host arrays count too: a NumPy array, a list or a CPU tensor built once (module
+    level, `__init__`, set-up) and copied in hot code at every call, through a constructor with
+    `device=` (`torch.tensor(self.values, device=d)`), a move of the CPU tensor itself
+    (`self.logvar[t].to(d)`), or a helper that every caller hands the array
+    (`_extract_into_tensor(self.sqrt_alphas_cumprod, t, shape)` running
+    `torch.from_numpy(arr).to(t.device)[t]`).
 
     ## Why it is slow
     Every step builds the same tensor on the CPU and copies it from pageable memory to the
@@ -73,15 +104,17 @@ class ConstantCopiedPerStep(Rule):
 
     ## When it stays silent
     Cold code (`__init__`, module level); host values that change every step (batch data,
-    parameters of `forward`, attributes that `forward` assigns); conversions that do not move
-    the tensor to a device (`.to(torch.float16)`, `.to("cpu")`).
+    parameters of `forward`, attributes that `forward` assigns, a helper some caller hands
+    per-step data); conversions that do not move the tensor to a device (`.to(torch.float16)`,
+    `.to("cpu")`); schedules kept as buffers; a host array sliced or indexed with host values
+    (a batch read from a dataset held in memory).
     """
 
     code = "TPL102"
     default_on = False
     name = "constant-copied-per-step"
     summary = "Constant host data copied to the device at every step"
-    message = "{constructor}() copies the same host values to the device in {place} at every step; {remedy}"
+    message = "{source} copies the same host values to the device in {place} at every step; {remedy}"
     fix_safety = Safety.NONE
     where = "hot code"
     node_types = (cst.Call,)
@@ -169,8 +202,139 @@ class ConstantCopiedPerStep(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        "schedule-through-helper": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            def _extract_into_tensor(arr, timesteps, broadcast_shape):
+                res = torch.from_numpy(arr).to(device=timesteps.device)[timesteps].float()  # expect: TPL102
+                while len(res.shape) < len(broadcast_shape):
+                    res = res[..., None]
+                return res.expand(broadcast_shape)
+
+            class GaussianDiffusion(nn.Module):
+                def __init__(self, model, betas):
+                    super().__init__()
+                    self.model = model
+                    alphas_cumprod = np.cumprod(1.0 - betas, axis=0)
+                    self.sqrt_alphas_cumprod = np.sqrt(alphas_cumprod)
+                    self.sqrt_one_minus_alphas_cumprod = np.sqrt(1.0 - alphas_cumprod)
+
+                def q_sample(self, x_start, t, noise):
+                    return (
+                        _extract_into_tensor(self.sqrt_alphas_cumprod, t, x_start.shape) * x_start
+                        + _extract_into_tensor(self.sqrt_one_minus_alphas_cumprod, t, x_start.shape) * noise
+                    )
+
+                def forward(self, x_start):
+                    t = torch.randint(0, 1000, (x_start.shape[0],), device=x_start.device)
+                    noise = torch.randn_like(x_start)
+                    return (self.model(self.q_sample(x_start, t, noise), t) - noise).pow(2).mean()
+            """,
+        "host-array-with-device-keyword": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Denoiser(nn.Module):
+                def __init__(self, model, sigmas):
+                    super().__init__()
+                    self.model = model
+                    self.sigmas = np.array(sigmas, dtype=np.float32)
+
+                def forward(self, x, index):
+                    sigmas = torch.tensor(self.sigmas, device=x.device)  # expect: TPL102
+                    sigma = sigmas[index][:, None, None, None]
+                    return self.model(x + sigma * torch.randn_like(x))
+            """,
+        "host-tensor-looked-up-and-moved": """
+            import torch
+            from torch import nn
+
+            class LatentDiffusion(nn.Module):
+                def __init__(self, model, num_timesteps):
+                    super().__init__()
+                    self.model = model
+                    self.logvar = torch.full(fill_value=0.0, size=(num_timesteps,))
+
+                def forward(self, x, t):
+                    loss = (self.model(x, t) - x).pow(2).mean(dim=(1, 2, 3))
+                    logvar_t = self.logvar[t].to(x.device)  # expect: TPL102
+                    return (loss / torch.exp(logvar_t) + logvar_t).mean()
+            """,
     }
     GOOD = {
+        "schedule-kept-as-buffers": """
+            from functools import partial
+
+            import numpy as np
+            import torch
+            from torch import nn
+
+            def extract_into_tensor(a, t, x_shape):
+                return a.gather(-1, t).reshape(t.shape[0], *((1,) * (len(x_shape) - 1)))
+
+            class DDPM(nn.Module):
+                def __init__(self, model, betas):
+                    super().__init__()
+                    self.model = model
+                    to_torch = partial(torch.tensor, dtype=torch.float32)
+                    alphas_cumprod = np.cumprod(1.0 - betas, axis=0)
+                    self.register_buffer("sqrt_alphas_cumprod", to_torch(np.sqrt(alphas_cumprod)))
+
+                def forward(self, x, t):
+                    return self.model(extract_into_tensor(self.sqrt_alphas_cumprod, t, x.shape) * x)
+            """,
+        "helper-handed-per-step-data": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            def _to_device_index(arr, timesteps):
+                return torch.from_numpy(arr).to(timesteps.device)[timesteps]
+
+            class Sampler(nn.Module):
+                def __init__(self, betas):
+                    super().__init__()
+                    self.betas = np.asarray(betas)
+
+                def forward(self, x, t, weights):
+                    scale = _to_device_index(self.betas, t)
+                    per_sample = _to_device_index(weights.numpy(), t)
+                    return x * scale[:, None] * per_sample[:, None]
+            """,
+        "host-data-read-by-host-index": """
+            import numpy as np
+            import torch
+
+            TOKENS = np.fromfile("train.bin", dtype=np.uint16).astype(np.int64)
+            POSITIONS = torch.arange(4096)
+
+            def train(model, optimizer, steps, batch, block, device):
+                for step in range(steps):
+                    start = step * batch * block
+                    x = torch.from_numpy(TOKENS[start : start + batch * block]).to(device)
+                    pos = POSITIONS[step % 4096].to(device)
+                    loss = model(x.view(batch, block), pos)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "host-array-kept-on-the-cpu": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Tokenizer(nn.Module):
+                def __init__(self, table):
+                    super().__init__()
+                    self.table = np.asarray(table)
+                    self.device_table = torch.tensor(self.table, device="cuda")
+
+                def forward(self, ids):
+                    on_host = torch.tensor(self.table, device="cpu")
+                    return self.device_table[ids] + on_host.sum().item()
+            """,
         "buffer-built-in-init": """
             import torch
             import torch.nn.functional as F
@@ -234,21 +398,49 @@ class ConstantCopiedPerStep(Rule):
     }
 
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
-        qualified = ctx.qualified_name(node)
-        if qualified is None or not _is_host_constructor(qualified) or not node.args:
-            return
         reason = ctx.hot_reason(node)
         if reason is None:
             return
-        move = _move_after_conversions(node, ctx)
-        if move is None or not to_accelerator(move, ctx):
+        found = self._constructor(node, ctx) or self._move(node, ctx)
+        if found is None:
             return
-        if not all(ctx.is_step_invariant(arg.value) for arg in node.args):
-            return
-        if reason.from_model_code:
+        where, source, array = found
+        if reason.from_model_code and array:
+            remedy = "keep it on the device once: self.register_buffer(...) in __init__"
+        elif reason.from_model_code:
             remedy = "build it once in __init__ and keep it with self.register_buffer(...)"
+        elif array:
+            remedy = "keep it on the device once: build the tensor on the device at set-up"
         else:
             remedy = "build it on the device once, before the loop"
-        yield self.report(
-            move, reason=reason, constructor=qualified, place=hot_place(node, ctx), remedy=remedy
-        )
+        yield self.report(where, reason=reason, source=source, place=hot_place(node, ctx), remedy=remedy)
+
+    @staticmethod
+    def _constructor(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, bool]]:
+        """`torch.tensor(values).to(d)` of step-invariant values, or `torch.tensor(array,
+        device=d)` of a host array built once."""
+        qualified = ctx.qualified_name(node)
+        if qualified is None or not _is_host_constructor(qualified) or not node.args:
+            return None
+        data = node.args[0].value
+        # a list written out is a constant; a name or attribute bound to host data is an array
+        literal = isinstance(data, (cst.List, cst.Tuple))
+        device = _device_keyword(node)
+        if device is not None:
+            # host data only: a scalar (`torch.tensor(0.0, device=d)`) is a 4-byte write
+            if ctx.is_host_array(data) and names_accelerator(device, ctx):
+                return node, f"{qualified}()", not literal
+            return None
+        move = _move_after_conversions(node, ctx)
+        if move is None or not to_accelerator(move, ctx):
+            return None
+        if not all(ctx.is_step_invariant(arg.value) for arg in node.args):
+            return None
+        return move, f"{qualified}()", not literal and ctx.is_host_array(data)
+
+    @staticmethod
+    def _move(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, bool]]:
+        source = _moved_host_tensor(node, ctx)
+        if source is None or not to_accelerator(node, ctx):
+            return None
+        return node, f"moving the host tensor {ctx.module.code_for_node(source)}", True

@@ -89,6 +89,35 @@ class SyncInForward(Rule):
                         h = h / 2
                     return h
             """,
+        "scalar-read-per-row": """
+            import torch
+            from torch import nn
+
+            class SpanPooler(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.score = nn.Linear(64, 1)
+
+                def forward(self, x):
+                    lengths = self.score(x).squeeze(-1).clamp(1, 8).long()
+                    pooled = []
+                    for i in range(x.shape[0]):
+                        k = int(lengths[i, 0])  # expect: TPL105
+                        pooled.append(x[i, :k].mean(0))
+                    return torch.stack(pooled)
+            """,
+        "finite-check-in-loss": """
+            import math
+            import torch.nn.functional as F
+            from torch import nn
+
+            class GuardedLoss(nn.Module):
+                def forward(self, pred, target):
+                    loss = F.smooth_l1_loss(pred, target)
+                    if not math.isfinite(loss):  # expect: TPL105
+                        raise FloatingPointError("loss is not finite")
+                    return loss
+            """,
         "item-and-float-in-loss": """
             import torch
             import torch.nn.functional as F

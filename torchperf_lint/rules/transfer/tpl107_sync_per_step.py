@@ -10,7 +10,9 @@ from ...engine.context import Context
 from ...engine.findings import Report, Safety
 from ..base import Rule, hot_place
 from .common import (
+    condition_parts,
     host_sync,
+    on_device,
     on_error_path,
 )
 
@@ -43,9 +45,10 @@ def _runs_periodically(node: cst.CSTNode, ctx: Context) -> bool:
 
 class SyncPerStep(Rule):
     """## What it does
-    Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)` and
-    `print(loss)` that run at every iteration of a step loop (in its body or in a function
-    called from it). Off by default.
+    Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`,
+    `math.isfinite(t)`, `print(loss)` and an `if`/`while` on a device tensor
+    (`if torch.min(out) < -1.0:`) that run at every iteration of a step loop (in its body or in
+    a function called from it). Off by default.
 
     ## Why it is slow
     Each one makes the CPU wait for the GPU to finish the step before it can queue the next:
@@ -73,7 +76,7 @@ class SyncPerStep(Rule):
     default_on = False
     fix_safety = Safety.NONE
     where = "step loop"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.If, cst.While)
     benchmark = "TPL107"
 
     BAD = {
@@ -110,6 +113,21 @@ class SyncPerStep(Rule):
                         out = model(x.cuda())
                         predictions.append(out.argmax(1).cpu())  # expect: TPL107
                 return torch.cat(predictions)
+            """,
+        "finite-check-and-reduction-in-if": """
+            import math
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                for x, y in loader:
+                    out = model(x.cuda(non_blocking=True))
+                    loss = criterion(out, y.cuda(non_blocking=True))
+                    if not math.isfinite(loss):  # expect: TPL107
+                        break
+                    if torch.min(out) < -1.0:  # expect: TPL107
+                        print("out of range")
+                    loss.backward()
+                    optimizer.step()
             """,
         "helper-called-every-step": """
             import torch
@@ -168,6 +186,21 @@ class SyncPerStep(Rule):
                 def forward(self, x):
                     return x * x.sum().item()
             """,
+        "host-batch-and-number-conditions": """
+            import math
+            import torch
+
+            def train(model, loader, optimizer, max_norm):
+                for step, (x, y) in enumerate(loader):
+                    if torch.min(y) < 0 or x.shape[0] < 2:
+                        continue
+                    loss = model(x.cuda(), y.cuda())
+                    loss_value = loss.detach().float().item() if step % 50 == 0 else 0.0
+                    if not math.isfinite(loss_value) or not math.isfinite(max_norm):
+                        break
+                    loss.backward()
+                    optimizer.step()
+            """,
         "python-numbers": """
             import torch
 
@@ -180,13 +213,36 @@ class SyncPerStep(Rule):
             """,
     }
 
-    def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
+    def check(self, node: cst.CSTNode, ctx: Context) -> Iterator[Report]:
         reason = ctx.hot_reason(node)
         if reason is None or reason.from_model_code:
             return
+        if isinstance(node, (cst.If, cst.While)):
+            if _runs_periodically(node, ctx):
+                return
+            if any(self._device_reading(part, ctx) for part in condition_parts(node.test)):
+                what = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
+                yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
+            return
+        assert isinstance(node, cst.Call)
         what = host_sync(node, ctx)
         if what is None or on_error_path(node, ctx) or _runs_periodically(node, ctx):
             return
         if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
             return  # a batch from the DataLoader is still on the host
         yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
+
+    @staticmethod
+    def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
+        """A condition that reads a device tensor's values: not one computed from a batch still
+        on the host."""
+        if not on_device(part, ctx, certain=True):
+            return False
+        names = [n for n in _names_in(part) if isinstance(n, cst.Name)]
+        return not any(ctx.batch_loop(n) is not None for n in names)
+
+
+def _names_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield expr
+    for child in expr.children:
+        yield from _names_in(child)

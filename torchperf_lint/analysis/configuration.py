@@ -1,0 +1,87 @@
+"""Loops over configuration, not data (RULES.md, TPL201/TPL202): their trip count is a handful
+fixed when the model is built (RoPE axes, feature levels, condition types, layers), so one kernel
+launch or one re-grown copy per iteration costs nothing that grows with the batch.
+
+A loop is over configuration when it walks a literal tuple or list, an attribute of `self` that is
+not a tensor (`self.config.timestep_conditioning_type`, `self.layers`), the entries of a mapping
+(`conditions.items()`: named kinds), or a range counted by such an attribute (`range(self.num_layers)`,
+`range(len(self.blocks))`); or when its index picks an entry of a `self` attribute that is not a
+tensor in the body (`self.axes_dim[i]`, `self.layers[i]`): the loop runs once per entry.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from ..syntax.walker import dotted_name
+
+IsTensor = Callable[[cst.BaseExpression], bool]
+_WRAPPERS = frozenset({"enumerate", "zip", "reversed", "list", "tuple", "sorted"})
+_MAPPING_VIEWS = frozenset({"items", "keys", "values"})
+
+
+def iterates_configuration(loop: cst.For, is_tensor: IsTensor) -> Optional[str]:
+    """What configuration `loop` walks ("a literal", "self.layers", ...), or None."""
+    return _configuration(loop.iter, is_tensor)
+
+
+def indexed_configuration(body: cst.CSTNode, index: str, is_tensor: IsTensor) -> Optional[str]:
+    """A `self.<attr>[index]` read in `body` whose attribute is not a tensor: `self.axes_dim[i]`."""
+    finder = _IndexedAttribute(index, is_tensor)
+    body.visit(finder)
+    return finder.found
+
+
+def _configuration(expr: cst.BaseExpression, is_tensor: IsTensor) -> Optional[str]:
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        return "a literal"
+    if _is_self_attribute(expr) and not is_tensor(expr):
+        return dotted_name(expr)
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _MAPPING_VIEWS and not expr.args:
+        return f"the entries of {dotted_name(func.value) or 'a mapping'}"
+    name = func.value if isinstance(func, cst.Name) else None
+    if name in _WRAPPERS and expr.args:
+        return _configuration(expr.args[0].value, is_tensor)
+    if name == "range" and len(expr.args) in (1, 2):
+        stop = expr.args[-1].value
+        counted = stop.args[0].value if _is_len(stop) else stop  # type: ignore[attr-defined]
+        if _is_self_attribute(counted) and not is_tensor(counted):
+            return dotted_name(counted)
+    return None
+
+
+def _is_len(expr: cst.BaseExpression) -> bool:
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value == "len"
+        and len(expr.args) == 1
+    )
+
+
+def _is_self_attribute(expr: cst.BaseExpression) -> bool:
+    name = dotted_name(expr) if isinstance(expr, cst.Attribute) else None
+    return name is not None and name.startswith("self.")
+
+
+class _IndexedAttribute(cst.CSTVisitor):
+    def __init__(self, index: str, is_tensor: IsTensor) -> None:
+        self.index = index
+        self.is_tensor = is_tensor
+        self.found: Optional[str] = None
+
+    def visit_Subscript(self, node: cst.Subscript) -> Optional[bool]:
+        if self.found is None and _is_self_attribute(node.value) and not self.is_tensor(node.value):
+            for element in node.slice:
+                value = element.slice.value if isinstance(element.slice, cst.Index) else None
+                if isinstance(value, cst.Name) and value.value == self.index:
+                    self.found = f"{dotted_name(node.value)}[{self.index}]"
+        return self.found is None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        return False  # a nested function's names are its own
