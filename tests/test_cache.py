@@ -6,6 +6,7 @@ from pathlib import Path
 
 from torchperf_lint import cache as cache_module
 from torchperf_lint.cache import Cache
+from torchperf_lint.cache_files import source_identity
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.findings import Finding, Fix, Safety
 
@@ -48,11 +49,11 @@ def test_an_edit_to_the_tools_own_sources_changes_its_identity_and_every_key(tmp
     (package / "rules").mkdir(parents=True)
     (package / "__pycache__").mkdir()
     (package / "rules" / "rule.py").write_text("LIMIT = 1\n")
-    before = cache_module.source_identity(package)
+    before = source_identity(package)
     (package / "__pycache__" / "rule.cpython-311.pyc").write_bytes(b"compiled")  # not a source
-    assert cache_module.source_identity(package) == before
+    assert source_identity(package) == before
     (package / "rules" / "rule.py").write_text("LIMIT = 10\n")  # a developer edits a rule
-    assert cache_module.source_identity(package) != before
+    assert source_identity(package) != before
     key = Cache(tmp_path, Settings(), ["TPL101"]).key("a.py", b"x")
     monkeypatch.setattr(cache_module, "tool_identity", lambda: "0.1.0+edited")
     assert Cache(tmp_path, Settings(), ["TPL101"]).key("a.py", b"x") != key

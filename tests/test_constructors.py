@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
-from torchperf_lint.engine.walker import walk
+from torchperf_lint.syntax.walker import walk
 
 
 def _context(source: str) -> Context:

@@ -14,9 +14,9 @@ from hypothesis import given
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchperf_lint.config import Settings
-from torchperf_lint.engine.positions import node_ranges
 from torchperf_lint.engine.runner import lint_bytes
 from torchperf_lint.rules import select_rules
+from torchperf_lint.syntax.positions import node_ranges
 
 SOURCES = [
     "",

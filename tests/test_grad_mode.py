@@ -9,7 +9,7 @@ import pytest
 
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
-from torchperf_lint.engine.walker import walk
+from torchperf_lint.syntax.walker import walk
 
 
 def _grad_disabled_at(source: str, callee: str) -> bool:

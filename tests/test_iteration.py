@@ -9,7 +9,7 @@ import pytest
 
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
-from torchperf_lint.engine.walker import walk
+from torchperf_lint.syntax.walker import walk
 
 
 def _repeated(source: str) -> tuple[str, int, int] | None:

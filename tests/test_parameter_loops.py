@@ -13,7 +13,7 @@ import torch
 from torchperf_lint.api import fix_source, lint_source
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
-from torchperf_lint.engine.walker import walk
+from torchperf_lint.syntax.walker import walk
 
 
 def _context(source: str) -> Context:

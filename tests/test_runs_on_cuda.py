@@ -14,10 +14,10 @@ import pytest
 
 from torchperf_lint.api import lint_source
 from torchperf_lint.engine.context import Context
-from torchperf_lint.engine.walker import walk
 from torchperf_lint.project.store import Projects
 from torchperf_lint.project.summary import summarize
 from torchperf_lint.settings import Settings
+from torchperf_lint.syntax.walker import walk
 
 pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # TPL101 is off by default
 

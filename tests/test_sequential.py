@@ -10,7 +10,7 @@ import libcst as cst
 from torchperf_lint.analysis.sequential import Carry, LoopFacts, analyse_loop
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
-from torchperf_lint.engine.walker import walk
+from torchperf_lint.syntax.walker import walk
 
 Loop = Union[cst.For, cst.While]
 

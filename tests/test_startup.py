@@ -1,7 +1,7 @@
 """Start-up: --version, --help and a run whose files are all cached load neither libcst, the rules
-nor the project pass (issue 17, item 13); they are imported only when a file must be parsed or a
-project has changed. Checked on the modules a fresh interpreter holds at the end of the command,
-never on timings."""
+nor the project pass (issue 17, item 13), nor start a pool of workers (issue 27, item 6); they are
+imported only when a file must be parsed or a project has changed. Checked on the modules a fresh
+interpreter holds at the end of the command, never on timings."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ HEAVY = (  # and their submodules
     "torchperf_lint.engine.runner",
     "torchperf_lint.project.graph",
     "torchperf_lint.project.summary",
+    "multiprocessing",  # a pool of workers
+    "concurrent.futures",
 )
 
 # Runs the command in this interpreter, then prints (as the last line of stderr) the modules of
@@ -89,6 +91,16 @@ def test_a_fully_cached_run_loads_neither_libcst_the_rules_nor_the_project_pass(
     warm_code, warm_out, warm_modules = loaded(*command, cwd=tmp_path)
     assert (warm_code, warm_out) == (cold_code, cold_out)
     assert warm_modules == []
+
+
+def test_a_fully_cached_run_starts_no_pool_of_workers(tmp_path: Path) -> None:
+    """With several processes (the default on a machine of several cores), the cache is read before
+    a pool starts: the files that all hit it need none."""
+    for name in ("model.py", "loss.py", "data.py"):
+        (tmp_path / name).write_text(HOT)
+    cold_code, cold_out, cold_modules = loaded("--jobs", "2", "--extend-select", "TPL101", ".", cwd=tmp_path)
+    assert cold_code == 1 and "multiprocessing" in cold_modules  # the files were parsed in a pool
+    assert loaded("--jobs", "2", "--extend-select", "TPL101", ".", cwd=tmp_path) == (cold_code, cold_out, [])
 
 
 def test_an_edited_file_is_parsed_again(tmp_path: Path) -> None:

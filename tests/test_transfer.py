@@ -13,7 +13,7 @@ from torchperf_lint.api import fix_source, lint_source
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
 from torchperf_lint.engine.findings import Safety
-from torchperf_lint.engine.walker import walk
+from torchperf_lint.syntax.walker import walk
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "transfer_syncs.py"
 

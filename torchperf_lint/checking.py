@@ -148,6 +148,26 @@ class Checker:
             if stdin:
                 outcome.output = data  # an editor piping its buffer gets it back unchanged
         outcome.findings = [light(f) for f in outcome.findings]
+        return self._hidden_apart(outcome)
+
+    def cached(self, path: str, facts: EntryFacts) -> Optional[FileOutcome]:
+        """The file's outcome from the cache alone (its findings are light already), or None
+        when it must be checked: a miss, a fix or a diff, a notebook, a file that cannot be read.
+        A run whose files are all cached needs no pool of workers."""
+        if self.job.fix or self.job.diff or path.endswith(NOTEBOOK_SUFFIX):
+            return None
+        try:
+            cache = self._cache_for(path)
+            data, _ = read_file(path)
+            if cache is None or data is None:
+                return None
+            found = cache.get(cache.key(path, data, facts.digest()))
+        except Exception:  # noqa: BLE001 - the full check reports it, as a TPL000 finding
+            return None
+        return None if found is None else self._hidden_apart(FileOutcome(found))
+
+    def _hidden_apart(self, outcome: FileOutcome) -> FileOutcome:
+        """The findings of the job's hidden rules (off by default, only counted) set apart."""
         if self.job.hidden_codes:
             hidden = set(self.job.hidden_codes)
             outcome.hidden = [f for f in outcome.findings if f.code in hidden]

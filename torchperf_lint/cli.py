@@ -1,4 +1,4 @@
-"""The `torchperf-lint` command: its options, and the exits every run shares. What a parsed
+"""The `torchperf-lint` command: its options and how it exits. What a parsed
 command line does is command.py's, imported only after parsing, so that --version and --help load
 nothing else; libcst and the rules load only when a file must be parsed (checking.py)."""
 
@@ -8,14 +8,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
 
 from . import __version__
+from .console import EXIT_CLOSED_PIPE, emit, usage_error
 from .reporting import FORMATS
 from .settings import DEFAULT_CACHE_DIRECTORY, NO_CACHE_VARIABLE
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
 REPOSITORY = "https://github.com/torchperf-lint/torchperf-lint"
 # no release is on a package index: the extra installs from a clone or from the repository
 SERVER_INSTALL = (
@@ -137,23 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--torch-version", metavar="X.Y", help="the torch version the code targets")
     return parser
-
-
-def emit(stream: TextIO, text: str) -> None:
-    """Write text that may hold a path the terminal's encoding cannot show (a file name with
-    undecodable bytes comes back from the OS as surrogates): escape it rather than crash."""
-    try:
-        stream.write(text)
-    except UnicodeEncodeError:
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
-
-
-def usage_error(message: str) -> int:
-    """One line on stderr, like argparse's own errors but without the usage block: the problem
-    is in a path or a config file, not in how the command was spelled."""
-    emit(sys.stderr, f"torchperf-lint: error: {message}\n")
-    return EXIT_ERROR
 
 
 def _server(argv: Sequence[str]) -> int:

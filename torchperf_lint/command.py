@@ -11,8 +11,8 @@ from pathlib import Path
 
 from .analysis.torch_version import declared_version
 from .checking import Checker, FileOutcome, Job, read_file
-from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, usage_error
 from .config import ConfigError, ConfigFinder, Settings, parse_version, read_config_file, settings_from
+from .console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, usage_error
 from .engine.errors import ERROR_CODE, error_finding
 from .engine.findings import Finding
 from .files import discover

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Optional
 
 from . import gitignore
-from .engine.paths import matches_path
 from .gitignore import GitIgnore
+from .paths import matches_path
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")

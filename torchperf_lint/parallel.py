@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Optional
 
 from .analysis.entry import EntryFacts
@@ -41,16 +39,46 @@ def check_paths(
         gc.freeze()
         if processes <= 1 or len(paths) < 2:
             return [
-                _check(checkers[index], path, entry) for path, index, entry in zip(paths, which, facts, strict=True)
+                _check(checkers[index], path, entry)
+                for path, index, entry in zip(paths, which, facts, strict=True)
             ]
-        # fork starts workers in milliseconds with the rules already imported; elsewhere, the default
-        context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
-        workers = min(processes, len(paths))
-        chunk = max(1, len(paths) // (workers * 8))
-        with ProcessPoolExecutor(
-            workers, mp_context=context, initializer=init_worker, initargs=(tuple(jobs),)
-        ) as pool:
-            return list(pool.map(_check_in_worker, paths, which, facts, chunksize=chunk))
+        # What the cache holds is read here: the pool (started, and its workers' imports) is for
+        # the files that must be parsed, and a run whose files are all cached starts none.
+        outcomes = [
+            checkers[index].cached(path, entry)
+            for path, index, entry in zip(paths, which, facts, strict=True)
+        ]
+        missed = [number for number, outcome in enumerate(outcomes) if outcome is None]
+        if len(missed) < 2:
+            for number in missed:
+                outcomes[number] = _check(checkers[which[number]], paths[number], facts[number])
+        else:
+            checked = _in_pool(
+                jobs,
+                [paths[n] for n in missed],
+                [which[n] for n in missed],
+                [facts[n] for n in missed],
+                processes,
+            )
+            for number, outcome in zip(missed, checked, strict=True):
+                outcomes[number] = outcome
+        return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _in_pool(
+    jobs: Sequence[Job], paths: list[str], which: list[int], facts: list[EntryFacts], processes: int
+) -> list[FileOutcome]:
+    import multiprocessing  # only here: a run that needs no pool does not import it
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork starts workers in milliseconds with the rules already imported; elsewhere, the default
+    context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
+    workers = min(processes, len(paths))
+    chunk = max(1, len(paths) // (workers * 8))
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=init_worker, initargs=(tuple(jobs),)
+    ) as pool:
+        return list(pool.map(_check_in_worker, paths, which, facts, chunksize=chunk))
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import Binding, FileFacts, all_params, dotted_name
+from ..syntax.walker import Binding, FileFacts, all_params, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from ..engine.walker import dotted_name
+from ..syntax.walker import dotted_name
 from .vocabulary import (
     COMPILING,
     DEBUG_FLAGS,

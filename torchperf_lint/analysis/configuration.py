@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..engine.walker import dotted_name
+from ..syntax.walker import dotted_name
 
 IsTensor = Callable[[cst.BaseExpression], bool]
 _WRAPPERS = frozenset({"enumerate", "zip", "reversed", "list", "tuple", "sorted"})

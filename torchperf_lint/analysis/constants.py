@@ -21,7 +21,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import Binding, FileFacts, dotted_name
+from ..syntax.walker import Binding, FileFacts, dotted_name
 from .devices import GENERATING_FACTORIES
 from .hotpath import HotPaths
 from .names import Names

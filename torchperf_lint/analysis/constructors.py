@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from ..engine.walker import Binding, FileFacts
+from ..syntax.walker import Binding, FileFacts
 from .hotpath import HotPaths
 from .names import Names
 

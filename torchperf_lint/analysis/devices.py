@@ -10,7 +10,7 @@ from typing import Callable
 
 import libcst as cst
 
-from ..engine.walker import FileFacts, dotted_name
+from ..syntax.walker import FileFacts, dotted_name
 from .names import Names
 
 # Factories that generate data; without device= they fill a CPU tensor.

@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import FileFacts, dotted_name
+from ..syntax.walker import FileFacts, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 from .vocabulary import NO_GRAD_CONTEXTS

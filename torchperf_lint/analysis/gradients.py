@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..engine.walker import FileFacts
+from ..syntax.walker import FileFacts
 
 _IN_PLACE_WRITES = ("add_", "copy_", "addcmul_", "addcdiv_")
 

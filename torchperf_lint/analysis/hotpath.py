@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
-from ..engine.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
+from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
 from .cold import cold_from, crosses_cold_branch
 from .entry import NO_FACTS, EntryFacts
 from .names import Names

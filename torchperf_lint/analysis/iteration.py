@@ -15,7 +15,7 @@ import dataclasses
 
 import libcst as cst
 
-from ..engine.walker import FileFacts, Loop, dotted_name
+from ..syntax.walker import FileFacts, Loop, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import Binding, FileFacts, Scope, dotted_name
+from ..syntax.walker import Binding, FileFacts, Scope, dotted_name
 
 _BUILTINS = frozenset(dir(builtins))
 

@@ -17,7 +17,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from ..engine.walker import dotted_name
+from ..syntax.walker import dotted_name
 from .hotpath import HotPaths
 from .names import Names
 

@@ -29,7 +29,7 @@ from typing import Iterable, Optional, Union
 
 import libcst as cst
 
-from ..engine.walker import Loop, all_params, dotted_name
+from ..syntax.walker import Loop, all_params, dotted_name
 
 _REDUCING_BINARY = (cst.Add, cst.Multiply, cst.BitOr, cst.BitAnd, cst.BitXor)
 _REDUCING_AUGMENTED = (

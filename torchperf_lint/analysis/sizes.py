@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import FileFacts
+from ..syntax.walker import FileFacts
 from .names import Names
 
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..engine.walker import Binding, FileFacts, dotted_name
+from ..syntax.walker import Binding, FileFacts, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 from .parameters import ParameterSequences

@@ -1,1 +1,2 @@
-"""Parsing, the single walk, analysis (hot paths, names, tensors), running rules and fixing."""
+"""The machinery above the analysis: the rule context, running rules over the walk, noqa,
+findings, fixing and edits."""

@@ -25,9 +25,9 @@ from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
 from ..analysis.torch_version import Declared, bounded_by_imports, target_version
 from ..analysis.vocabulary import cuda_prefixes, shows_cuda_use
+from ..paths import matches_path
 from ..settings import Settings
-from .paths import matches_path
-from .walker import Binding, FileFacts, Loop
+from ..syntax.walker import Binding, FileFacts, Loop
 
 
 class Context:

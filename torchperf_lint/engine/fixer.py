@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 import libcst as cst
 
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..settings import Settings
 from .findings import Finding, Fix, Replacement, allowed
-from .runner import FileResult, lint_bytes
-
-if TYPE_CHECKING:
-    from ..rules.base import Rule
+from .runner import FileResult, RunnableRule, lint_bytes
 
 MAX_PASSES = 10
 
@@ -213,7 +210,7 @@ def _apply_checked(module: cst.Module, fixes: Sequence[Fix]) -> tuple[bytes, int
 def fix_bytes(
     data: bytes,
     path: str,
-    rules: Sequence[Rule],
+    rules: Sequence[RunnableRule],
     settings: Settings,
     unsafe: bool = False,
     entry: EntryFacts = NO_FACTS,

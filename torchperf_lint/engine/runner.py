@@ -6,23 +6,32 @@ import ast
 import codecs
 import dataclasses
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, Protocol
 
 import libcst as cst
 
 from ..analysis.entry import NO_FACTS, EntryFacts
+from ..paths import matches_path
 from ..settings import Settings
+from ..syntax.positions import node_ranges
+from ..syntax.walker import walk
 from .context import Context
 from .errors import ERROR_CODE, deep_recursion, error_finding, internal_error
 from .findings import Finding, Fix, Report, Safety, TextEdit
 from .noqa import NoqaIndex
-from .paths import matches_path
-from .positions import node_ranges
-from .walker import walk
 
-if TYPE_CHECKING:
-    from ..rules.base import Rule
+
+class RunnableRule(Protocol):
+    """What the runner asks of a rule (rules/base.py's `Rule` has it): the engine runs the rules
+    without importing them, as it sits below them."""
+
+    code: ClassVar[str]
+    node_types: ClassVar[tuple[type[cst.CSTNode], ...]]
+
+    def check(self, node: Any, ctx: Context) -> Iterator[Report]: ...
+
+    def check_file(self, ctx: Context) -> Iterator[Report]: ...
 
 
 @dataclasses.dataclass
@@ -153,7 +162,7 @@ def run_rules(
     module: cst.Module,
     source: str,
     path: str,
-    rules: Sequence[Rule],
+    rules: Sequence[RunnableRule],
     settings: Settings,
     entry: EntryFacts = NO_FACTS,
 ) -> tuple[list[Finding], dict[cst.CSTNode, cst.CSTNode]]:
@@ -277,7 +286,11 @@ def _line_col(source: str, offset: int) -> tuple[int, int]:
 
 
 def lint_bytes(
-    data: bytes | str, path: str, rules: Sequence[Rule], settings: Settings, entry: EntryFacts = NO_FACTS
+    data: bytes | str,
+    path: str,
+    rules: Sequence[RunnableRule],
+    settings: Settings,
+    entry: EntryFacts = NO_FACTS,
 ) -> FileResult:
     """Lint one file's bytes (or its decoded text, as flake8 hands it). Never raises: what
     cannot be checked, including a bug in the engine, is a TPL000 finding."""

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .. import __version__
 from ..analysis.entry import NO_FACTS, EntryFacts
-from ..cache import tool_identity, write_entry
-from ..engine.paths import matches_path
+from ..cache_files import tool_identity, write_entry
 from ..files import discover
+from ..paths import matches_path
 from ..settings import DEFAULT_CACHE_DIRECTORY, Settings
 
 if TYPE_CHECKING:  # the pass itself is imported when one is built: see the module's docstring

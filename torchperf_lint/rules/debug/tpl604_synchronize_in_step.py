@@ -8,7 +8,7 @@ import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Report, Safety
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule
 
 _STEP_SYNCS = {

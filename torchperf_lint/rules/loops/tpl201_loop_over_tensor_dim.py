@@ -9,7 +9,7 @@ import libcst as cst
 from ...analysis.sequential import Read
 from ...engine.context import Context
 from ...engine.findings import Report
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule
 from .common import SCOPES
 

@@ -11,7 +11,7 @@ from ...analysis.tensors import NON_TENSOR_METHODS, is_torch_tensor_function
 from ...engine.context import Context
 from ...engine.edits import torch_attribute
 from ...engine.findings import Fix, Report, Safety
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule, hot_place
 from .common import SCOPES
 

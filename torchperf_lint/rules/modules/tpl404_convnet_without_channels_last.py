@@ -9,7 +9,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import add_keyword, has_star_kwargs, keyword, torch_attribute
 from ...engine.findings import Fix, Report, Safety
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule
 from ..transfer.common import device_move, to_accelerator
 

@@ -9,7 +9,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import insert_after_imports
 from ...engine.findings import Fix, Report, Safety
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule
 from .common import torch_optimizer
 

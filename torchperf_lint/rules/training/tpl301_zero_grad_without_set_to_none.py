@@ -12,7 +12,7 @@ from ...analysis.torch_version import Declared, VersionReason
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
-from ...engine.walker import Loop, dotted_name
+from ...syntax.walker import Loop, dotted_name
 from ..base import Rule
 from .common import is_name, is_number
 

@@ -9,7 +9,7 @@ import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Fix, Report, Safety
-from ...engine.walker import Loop, dotted_name
+from ...syntax.walker import Loop, dotted_name
 from ..base import Rule
 from .common import LOSS_NAME, is_name, method_call, without_parens
 

@@ -10,7 +10,7 @@ import libcst as cst
 from ...analysis.hotpath import STEP_HOOKS, Reason
 from ...engine.context import Context
 from ...engine.findings import Report
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule
 from .common import LOSS_NAME, is_name
 

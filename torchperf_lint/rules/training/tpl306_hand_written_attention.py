@@ -14,7 +14,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import functional_attribute, keyword
 from ...engine.findings import Fix, Replacement, Report, Safety
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 from ..base import Rule
 from .common import is_name, is_number, without_parens
 

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Safety
-from ...engine.walker import dotted_name
+from ...syntax.walker import dotted_name
 
 
 def move_target(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpression, Safety]]:

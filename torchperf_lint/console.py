@@ -1,0 +1,27 @@
+"""What both halves of the command share (cli.py parses, command.py runs): the exit statuses, and
+writing to the terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
+
+
+def emit(stream: TextIO, text: str) -> None:
+    """Write text that may hold a path the terminal's encoding cannot show (a file name with
+    undecodable bytes comes back from the OS as surrogates): escape it rather than crash."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+def usage_error(message: str) -> int:
+    """One line on stderr, like argparse's own errors but without the usage block: the problem
+    is in a path or a config file, not in how the command was spelled."""
+    emit(sys.stderr, f"torchperf-lint: error: {message}\n")
+    return EXIT_ERROR
