@@ -325,7 +325,7 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     assert code == 0
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
     assert set(rows) == {rule.code for rule in ALL_RULES} | {"TPL198", "TPL199"}
-    assert rows["TPL702"][1:3] == ["unfused-optimizer", "on"]
+    assert rows["TPL701"][1:3] == ["fp32-training", "on"]
     assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "off"]
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
     assert out.splitlines()[0].split()[4:6] == ["training", "library"]
@@ -341,7 +341,7 @@ def test_list_rules_as_json(capsys, monkeypatch) -> None:
     assert rows["TPL702"] == {
         "code": "TPL702",
         "name": "unfused-optimizer",
-        "default_on": True,
+        "default_on": False,
         "fix": "unsafe",
         "summary": rows["TPL702"]["summary"],
         "precision": rows["TPL702"]["precision"],

@@ -15,6 +15,18 @@ from torchperf_lint.engine import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 LINE = "from rules that are off by default: --extend-select ALL."
+# two findings of rules that are off by default: TPL101 (the factory) and TPL104 (the assert)
+OFF = b"""\
+import torch
+import torch.nn as nn
+
+
+class Loss(nn.Module):
+    def forward(self, pred, target):
+        noise = torch.zeros(3).cuda()
+        assert target.max() < 10
+        return (pred + noise.sum()).mean()
+"""
 
 
 def _example(tmp_path: Path) -> Path:
@@ -38,7 +50,7 @@ def test_a_default_run_counts_what_the_rules_off_by_default_add(tmp_path: Path, 
 
 
 def test_a_run_whose_findings_are_all_off_says_so_and_exits_clean(tmp_path: Path, capsys) -> None:
-    path = write(tmp_path / "loss.py", HOT)
+    path = write(tmp_path / "loss.py", OFF)
     assert _codes(capsys, path) == []
     hidden = len(_codes(capsys, "--extend-select", "ALL", path))
     code, out, _ = run(capsys, path)
@@ -73,20 +85,20 @@ def test_no_line_where_nothing_is_left_out_or_the_rules_are_named(
 
 
 def test_ignored_rules_do_not_count(tmp_path: Path, capsys) -> None:
-    path = write(tmp_path / "loss.py", HOT)
-    assert sorted(_codes(capsys, "--extend-select", "ALL", path)) == ["TPL101", "TPL103"]
-    assert run(capsys, "--ignore", "TPL103", path)[1] == f"1 finding {LINE}\n"
-    assert run(capsys, "--extend-ignore", "python-range-indexing", path)[1] == f"1 finding {LINE}\n"
+    path = write(tmp_path / "loss.py", OFF)
+    assert sorted(_codes(capsys, "--extend-select", "ALL", path)) == ["TPL101", "TPL104"]
+    assert run(capsys, "--ignore", "TPL104", path)[1] == f"1 finding {LINE}\n"
+    assert run(capsys, "--extend-ignore", "assert-on-tensor", path)[1] == f"1 finding {LINE}\n"
     assert run(capsys, "--ignore", "TPL1", path)[1] == ""
     write(tmp_path / "pyproject.toml", b'[tool.torchperf-lint]\nignore = ["TPL101"]\n')
     assert run(capsys, path)[1] == f"1 finding {LINE}\n"
 
 
 def test_lines_with_noqa_and_per_file_ignores_do_not_count(tmp_path: Path, capsys) -> None:
-    quiet = HOT.replace(b"noise = torch.zeros(3).cuda()", b"noise = torch.zeros(3).cuda()  # noqa")
+    quiet = OFF.replace(b"noise = torch.zeros(3).cuda()", b"noise = torch.zeros(3).cuda()  # noqa")
     path = write(tmp_path / "loss.py", quiet)
     assert run(capsys, path)[1] == f"1 finding {LINE}\n"
-    write(tmp_path / "pyproject.toml", b'[tool.torchperf-lint.per-file-ignores]\n"loss.py" = ["TPL103"]\n')
+    write(tmp_path / "pyproject.toml", b'[tool.torchperf-lint.per-file-ignores]\n"loss.py" = ["TPL104"]\n')
     assert run(capsys, path)[1] == ""
 
 

@@ -58,7 +58,6 @@ class ConvnetWithoutChannelsLast(Rule):
         "input with x.to(device, memory_format=torch.channels_last) "
         "(or x.contiguous(memory_format=torch.channels_last))"
     )
-    default_on = False
     fix_safety = Safety.UNSAFE
     where = "project"
     node_types = (cst.Call,)

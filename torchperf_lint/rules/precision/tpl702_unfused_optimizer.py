@@ -61,6 +61,7 @@ class UnfusedOptimizer(Rule):
 
     code = "TPL702"
     name = "unfused-optimizer"
+    default_on = False  # FALSE above 5% on training code (evidence.py, precision.json)
     summary = "Optimizer without its fused CUDA kernel"
     message = "torch.optim.{optimizer}{how} {cause}; {fix_text}"
     fix_safety = Safety.UNSAFE

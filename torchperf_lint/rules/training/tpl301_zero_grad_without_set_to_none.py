@@ -146,7 +146,6 @@ class ZeroGradWithoutSetToNone(Rule):
     name = "zero-grad-without-set-to-none"
     summary = "Gradients zero-filled instead of set to None"
     message = "{what} writes zeros into every gradient{when}; {remedy}"
-    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.UNSAFE
     where = "anywhere"
     node_types = (cst.Call, cst.Assign)

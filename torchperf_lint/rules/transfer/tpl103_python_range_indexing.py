@@ -286,7 +286,6 @@ class PythonRangeIndexing(Rule):
     fix_safety = Safety.SAFE
     where = "hot code"
     node_types = (cst.Subscript,)
-    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     benchmark = "TPL103"
 
     BAD = {

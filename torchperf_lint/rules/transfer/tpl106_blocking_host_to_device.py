@@ -50,7 +50,6 @@ class BlockingHostToDevice(Rule):
         "{what} of a DataLoader batch blocks the host until the copy ends; pass non_blocking=True "
         "(with pin_memory=True on the DataLoader)"
     )
-    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.SAFE
     where = "step loop"
     node_types = (cst.Call,)
