@@ -69,10 +69,16 @@ def measured_rows(results: dict) -> dict[str, list[dict[str, Any]]]:
     return rows
 
 
+def _case_title(row: dict[str, Any]) -> str:
+    """`title [size]` -> `title`: the case a published row belongs to."""
+    return str(row["case"]).split(" [", 1)[0]
+
+
 def publish(paths: Sequence[Path], out: Path = MEASURED) -> dict[str, list[dict[str, Any]]]:
-    """Write the rows of the runs in `paths` to `out`. A rule measured in these runs gets exactly
-    their rows; every other rule keeps the rows `out` already has, so a run of a few rules'
-    cases (`--only TPL204`) publishes them without dropping the rest of the table."""
+    """Write the rows of the runs in `paths` to `out`. A case measured in these runs gets exactly
+    their rows; every other case keeps the rows `out` already has, so a run of a few cases
+    (`--only TPL204`, `--only tpl102_diffusion_schedule`) publishes them without dropping the rest
+    of the table, other cases of the same rule included."""
     merged: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         results = json.loads(path.read_text(encoding="utf-8"))
@@ -84,7 +90,10 @@ def publish(paths: Sequence[Path], out: Path = MEASURED) -> dict[str, list[dict[
         for code, entries in measured_rows(results).items():
             merged.setdefault(code, []).extend(entries)
     kept = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    merged = {**{code: rows for code, rows in kept.items() if code not in merged}, **merged}
+    measured = {_case_title(row) for rows in merged.values() for row in rows}
+    for code, rows in kept.items():
+        earlier = [row for row in rows if _case_title(row) not in measured]
+        merged[code] = earlier + merged.get(code, [])
     ordered = {code: merged[code] for code in sorted(merged)}
     out.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return ordered

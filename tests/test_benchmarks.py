@@ -198,17 +198,20 @@ def test_publish_writes_rows_that_the_rule_docs_render(tmp_path: Path, monkeypat
     assert NO_GAIN in page
 
 
-def test_publish_replaces_the_rules_it_measured_and_keeps_the_others(tmp_path: Path) -> None:
+def test_publish_replaces_the_cases_it_measured_and_keeps_the_others(tmp_path: Path) -> None:
     source = tmp_path / "run.json"
     source.write_text(json.dumps(_fake_results()))
     out = tmp_path / "measured.json"
-    earlier = {"TPL101": [{"case": "kept"}], "TPL103": [{"case": "replaced"}]}
+    earlier = {
+        "TPL101": [{"case": "kept [n=1]"}],
+        "TPL103": [{"case": "range index [n=1024]"}, {"case": "another case of the rule [n=8]"}],
+    }
     out.write_text(json.dumps(earlier))
     publish([source], out)
     table = json.loads(out.read_text())
     assert sorted(table) == ["TPL101", "TPL103", "TPL304"]
-    assert table["TPL101"] == [{"case": "kept"}]
-    assert [row["case"] for row in table["TPL103"]] == ["range index [n=4096]"]
+    assert table["TPL101"] == [{"case": "kept [n=1]"}]
+    assert [row["case"] for row in table["TPL103"]] == ["another case of the rule [n=8]", "range index [n=4096]"]
 
 
 def test_publish_refuses_a_smoke_run() -> None:
