@@ -50,6 +50,9 @@ def _facts(root: Path, target: str):  # type: ignore[no-untyped-def]
         ("from torch import cuda\nok = cuda.is_available()\n", True),
         ("import torch.cuda as tc\nok = tc.is_available()\n", True),
         ('import torch\ndevice = torch.device("cuda:0")\n', True),
+        ("import torch\ndevice = torch.accelerator.current_accelerator()\n", True),
+        ("import torch as th\nok = th.accelerator.is_available()\n", True),
+        ("from torch import accelerator\nok = accelerator.is_available()\n", True),
         ("import torch as th\nx = th.zeros(1)\n", False),
         ("import numpy as np\nok = np.cuda.is_available()\n", False),  # np is not torch
         ("import torch\nnote = 'on the GPU'\n", False),

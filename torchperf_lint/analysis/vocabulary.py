@@ -7,8 +7,10 @@ import functools
 import re
 from typing import Iterable, Optional
 
-# A file shows CUDA use: `.cuda(`, `torch.cuda.` or a string literal starting with "cuda".
-CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda""")
+# A file shows CUDA use: `.cuda(`, `torch.cuda.`, a string literal starting with "cuda", or
+# `torch.accelerator.` (the device-generic API of torch 2.6+, which picks CUDA on an NVIDIA machine:
+# pytorch/examples choose their device with `torch.accelerator.current_accelerator()`).
+CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda|torch\.accelerator\.""")
 
 
 def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
@@ -17,8 +19,8 @@ def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     prefixes = set()
     for bound, qualified in imports:
         if qualified == "torch" and bound != "torch":
-            prefixes.add(f"{bound}.cuda.")
-        elif qualified == "torch.cuda" and "." not in bound:
+            prefixes.update((f"{bound}.cuda.", f"{bound}.accelerator."))
+        elif qualified in ("torch.cuda", "torch.accelerator") and "." not in bound:
             prefixes.add(f"{bound}.")
     return tuple(sorted(prefixes))
 
@@ -27,7 +29,7 @@ def shows_cuda_use(source: str, prefixes: tuple[str, ...] = ()) -> bool:
     """`.cuda(`, `torch.cuda.` (or its spelling under an import alias, `prefixes`) or a string
     literal starting with "cuda" in `source`. The plain substring test first: most files never
     say cuda, and it costs a fraction of the pattern's scan."""
-    if "cuda" not in source:
+    if "cuda" not in source and "accelerator" not in source:
         return False
     if CUDA_USE.search(source) is not None:
         return True
