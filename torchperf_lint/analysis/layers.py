@@ -7,6 +7,9 @@ heavy math (linear layers, attention, recurrent cells, 1-D and 3-D convolutions)
 builds is counted once per call site, since how often a block repeats is rarely written as a
 literal. A ConvNeXt-style design (depthwise convolutions with LayerNorm and no BatchNorm) is not:
 it was measured to gain 1.02x from channels_last, against 1.7-3.1x for ResNets and MobileNets.
+Nor is a model normalised by InstanceNorm alone (style-transfer and image-to-image nets): ATen's
+instance_norm makes its input contiguous in NCHW, so channels_last adds a transpose around every
+normalisation instead of saving one.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ DENSE = frozenset(
     }
 )
 BATCH_NORMS = frozenset({"BatchNorm2d", "SyncBatchNorm", "LazyBatchNorm2d"})
+INSTANCE_NORMS = frozenset({"InstanceNorm2d", "LazyInstanceNorm2d"})
 # torchvision's 2-D convnet constructors (not ViT, Swin, MaxViT or ConvNeXt); also timm's
 # modules of the same families, called as functions (`timm.models.resnet50()`).
 _CONVNET_FAMILIES = re.compile(
@@ -61,6 +65,7 @@ class LayerCounts:
     dense: int = 0
     layer_norms: int = 0
     batch_norms: int = 0
+    instance_norms: int = 0
 
     def add(self, other: LayerCounts) -> None:
         for field in dataclasses.fields(self):
@@ -71,9 +76,18 @@ class LayerCounts:
         return self.grouped2d > 0 and self.layer_norms > 0 and self.batch_norms == 0
 
     @property
+    def instance_normed(self) -> bool:
+        return self.instance_norms > 0 and self.batch_norms == 0
+
+    @property
     def is_2d_convnet(self) -> bool:
         convs = self.conv2d + self.grouped2d
-        return convs >= 2 and convs > self.dense + self.other_convs and not self.convnext_style
+        return (
+            convs >= 2
+            and convs > self.dense + self.other_convs
+            and not self.convnext_style
+            and not self.instance_normed
+        )
 
 
 def library_layer(qualified: str) -> Optional[LayerCounts]:
@@ -92,6 +106,8 @@ def library_layer(qualified: str) -> Optional[LayerCounts]:
             return LayerCounts(layer_norms=1)
         if last in BATCH_NORMS:
             return LayerCounts(batch_norms=1)
+        if last in INSTANCE_NORMS:
+            return LayerCounts(instance_norms=1)
         return None
     if is_library_convnet(name):
         return LayerCounts(conv2d=_LIBRARY_CONVNET_WEIGHT, batch_norms=1)

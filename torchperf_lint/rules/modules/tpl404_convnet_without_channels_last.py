@@ -64,6 +64,29 @@ class ConvnetWithoutChannelsLast(Rule):
     benchmark = "TPL404"
 
     BAD = {
+        "reported-once-where-the-model-is-stepped": """
+            import torch
+            import torchvision
+
+            def train(loader, device="cuda"):
+                model = torchvision.models.resnet18()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model.to(device)  # expect: TPL404
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device)
+                    torch.nn.functional.cross_entropy(model(x), y.to(device)).backward()
+                    optimizer.step()
+                    if step % 2000 == 0:
+                        torch.save(model.cpu().state_dict(), "ckpt.pth")
+                        model.to(device)
+
+            def stylize(image, device="cuda"):
+                model = torchvision.models.resnet18()
+                model.load_state_dict(torch.load("ckpt.pth"))
+                model.to(device)
+                with torch.no_grad():
+                    return model(image.to(device))
+            """,
         "resnet-like-class": """
             import torch
             import torch.nn as nn
@@ -228,6 +251,36 @@ class ConvnetWithoutChannelsLast(Rule):
             """,
     }
     GOOD = {
+        "instance-normed-style-transfer-net": """
+            import torch
+            import torch.nn as nn
+
+            class ConvLayer(nn.Module):
+                def __init__(self, cin, cout):
+                    super().__init__()
+                    self.pad = nn.ReflectionPad2d(1)
+                    self.conv = nn.Conv2d(cin, cout, 3)
+                    self.norm = nn.InstanceNorm2d(cout, affine=True)
+
+                def forward(self, x):
+                    return torch.relu(self.norm(self.conv(self.pad(x))))
+
+            class TransformerNet(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.Sequential(ConvLayer(3, 32), ConvLayer(32, 64), ConvLayer(64, 3))
+
+                def forward(self, x):
+                    return self.layers(x)
+
+            def train(loader, device="cuda"):
+                net = TransformerNet().to(device)
+                optimizer = torch.optim.Adam(net.parameters())
+                for x in loader:
+                    loss = net(x.to(device)).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
         "3d-convnet": """
             import torch
             import torch.nn as nn
@@ -356,6 +409,8 @@ class ConvnetWithoutChannelsLast(Rule):
         ):
             return
         model = self._model_name(node, ctx)
+        if model is not None and not _first_move_of_a_model_it_runs(node, model, ctx):
+            return
         yield self.report(node, fix=self._fix(node, model, ctx), model=model or "the model")
 
     # -- which model ------------------------------------------------------------------
@@ -430,6 +485,79 @@ class ConvnetWithoutChannelsLast(Rule):
                     assert isinstance(value, cst.Call)
                     found.append(value)
         return found[0] if len(found) == 1 else None
+
+
+class _Mentions(cst.CSTVisitor):
+    """Where a scope names the model, in source order: whether inside a loop, and its moves."""
+
+    def __init__(self, model: str, move: cst.Call) -> None:
+        self.model = model
+        self.move = move  # the reported move, whatever its receiver (`model = Net().to(d)`)
+        self.loops = 0
+        self.in_loop = False
+        self.moves: list[cst.Call] = []
+        self.in_loop_moves: list[cst.Call] = []  # moves inside a loop: re-moves once one came before
+        self.returned = False  # `return model` / `return model, x`: handed to the caller
+
+    def _enter_loop(self, _node: cst.CSTNode) -> None:
+        self.loops += 1
+
+    def _leave_loop(self, _node: cst.CSTNode) -> None:
+        self.loops -= 1
+
+    visit_For = visit_While = _enter_loop  # type: ignore[assignment]
+    leave_For = leave_While = _leave_loop  # type: ignore[assignment]
+
+    def _add(self, move: cst.Call) -> None:
+        if not any(m is move for m in self.moves):
+            self.moves.append(move)
+            if self.loops:
+                self.in_loop_moves.append(move)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `model = Net().to(device)`: a move of the model the name is bound to
+        value = node.value
+        if len(node.targets) == 1 and dotted_name(node.targets[0].target) == self.model:
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+                if value.func.attr.value in ("to", "cuda"):
+                    self._add(value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if node is self.move:
+            self._add(node)
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+            if dotted_name(func.value) == self.model:
+                self._add(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        value = node.value
+        values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        if any(v is not None and dotted_name(v) == self.model for v in values):
+            self.returned = True
+
+    def _mention(self, node: cst.BaseExpression) -> None:
+        if self.loops and dotted_name(node) == self.model:
+            self.in_loop = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._mention(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._mention(node)
+
+
+def _first_move_of_a_model_it_runs(move: cst.Call, model: str, ctx: Context) -> bool:
+    """The move is not a move back inside a loop after an earlier one, and a loop there runs the model
+    or hands it on (`for x in loader: model(x)`, `for epoch ...: train(model, ...)`), or the function
+    returns it to its caller (a `build_model()`): a re-move after saving a checkpoint is the same
+    model, and a model moved to stylize one image is never stepped."""
+    scope: cst.CSTNode = ctx.facts.enclosing_function(move) or ctx.facts.module
+    mentions = _Mentions(model, move)
+    scope.visit(mentions)
+    runs = mentions.in_loop or mentions.returned
+    moved_again = mentions.moves[:1] != [move] and any(m is move for m in mentions.in_loop_moves)
+    return runs and not moved_again
 
 
 def _is_chain(call: cst.Call) -> bool:
