@@ -16,7 +16,7 @@ CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda|torch\.accelerator\.""
 def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     """What `torch.cuda.` is spelled as under the module's imports, from (bound name, qualified
     name) pairs: `th.cuda.` after `import torch as th`, `cuda.` after `from torch import cuda`."""
-    prefixes = set()
+    prefixes: set[str] = set()
     for bound, qualified in imports:
         if qualified == "torch" and bound != "torch":
             prefixes.update((f"{bound}.cuda.", f"{bound}.accelerator."))

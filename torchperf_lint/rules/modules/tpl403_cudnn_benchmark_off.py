@@ -24,7 +24,7 @@ _CUDNN_DECISION_CALLS = frozenset({"torch.backends.cudnn.flags", "torch.use_dete
 
 def _assigned(assign: cst.Assign) -> Iterator[cst.BaseExpression]:
     """Every target, tuple targets unpacked (`cudnn.deterministic, cudnn.benchmark = True, False`)."""
-    pending = [t.target for t in assign.targets]
+    pending: list[cst.BaseExpression] = [t.target for t in assign.targets]
     while pending:
         target = pending.pop()
         if isinstance(target, (cst.Tuple, cst.List)):

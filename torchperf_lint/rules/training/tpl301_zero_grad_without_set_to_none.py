@@ -361,11 +361,10 @@ class ZeroGradWithoutSetToNone(Rule):
                 new = call.with_changes(
                     args=[a.with_changes(value=cst.Name("True")) if a is given else a for a in call.args]
                 )
-                fix = Fix.replace(call, new, Safety.UNSAFE, "pass set_to_none=True")
                 yield self.report(
                     call,
                     reason=ctx.hot_reason(call),
-                    fix=fix,
+                    fix=Fix.replace(call, new, Safety.UNSAFE, "pass set_to_none=True"),
                     what="zero_grad(set_to_none=False)",
                     when="",
                     remedy="pass set_to_none=True",

@@ -225,12 +225,12 @@ class SyncPerStep(Rule):
                 yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
             return
         assert isinstance(node, cst.Call)
-        what = host_sync(node, ctx)
-        if what is None or on_error_path(node, ctx) or _runs_periodically(node, ctx):
+        sync = host_sync(node, ctx)
+        if sync is None or on_error_path(node, ctx) or _runs_periodically(node, ctx):
             return
         if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
             return  # a batch from the DataLoader is still on the host
-        yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
+        yield self.report(node, reason=reason, what=sync, place=hot_place(node, ctx))
 
     @staticmethod
     def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
