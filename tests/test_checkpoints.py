@@ -4,10 +4,9 @@ model trained from scratch keeps the finding."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from torchperf_lint.api import lint_source
+from .helpers import finding_lines, write_project
 
 BACKBONE = """
     import torch.nn as nn
@@ -87,31 +86,23 @@ TRAIN = """
 
 
 def _project(root: Path, files: dict[str, str]) -> Path:
-    for name, text in {"pyproject.toml": "[project]\nname = 'p'\n", "pkg/__init__.py": "", **files}.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
+    return write_project(root, {"pkg/__init__.py": "", **files})
 
-
-def _lines(root: Path, target: str) -> list[int]:
-    path = root / target
-    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL401"])]
 
 
 def test_a_backbone_whose_weights_another_module_downloads_keeps_its_bias(tmp_path: Path) -> None:
     root = _project(tmp_path, {"pkg/backbones.py": BACKBONE, "pkg/detector.py": DETECTOR})
-    assert _lines(root, "pkg/backbones.py") == []
+    assert finding_lines(root, "pkg/backbones.py", "TPL401") == []
 
 
 def test_weights_downloaded_by_a_helper_and_loaded_by_its_caller(tmp_path: Path) -> None:
     root = _project(tmp_path, {"pkg/backbones.py": BACKBONE, "pkg/metric.py": METRIC})
-    assert _lines(root, "pkg/backbones.py") == []
+    assert finding_lines(root, "pkg/backbones.py", "TPL401") == []
 
 
 def test_a_model_trained_from_scratch_and_resumed_keeps_the_finding(tmp_path: Path) -> None:
     root = _project(tmp_path, {"pkg/backbones.py": BACKBONE, "train.py": TRAIN})
-    assert _lines(root, "pkg/backbones.py") == [6]
+    assert finding_lines(root, "pkg/backbones.py", "TPL401") == [6]
 
 
 def test_a_pretrained_model_elsewhere_in_the_project_leaves_other_models_alone(tmp_path: Path) -> None:
@@ -120,5 +111,5 @@ def test_a_pretrained_model_elsewhere_in_the_project_leaves_other_models_alone(t
         tmp_path,
         {"pkg/backbones.py": BACKBONE, "pkg/detector.py": DETECTOR, "pkg/unet.py": other, "train.py": TRAIN},
     )
-    assert _lines(root, "pkg/backbones.py") == []
-    assert _lines(root, "pkg/unet.py") == [6]
+    assert finding_lines(root, "pkg/backbones.py", "TPL401") == []
+    assert finding_lines(root, "pkg/unet.py", "TPL401") == [6]

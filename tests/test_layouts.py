@@ -13,7 +13,7 @@ from torchperf_lint.api import fix_source, lint_source
 from torchperf_lint.project.summary import summarize
 from torchperf_lint.rules.modules.tpl404_convnet_without_channels_last import ConvnetWithoutChannelsLast
 
-from .helpers import example_source
+from .helpers import example_source, finding_lines, write_project
 
 RESNET = """
     import torch.nn as nn
@@ -61,39 +61,28 @@ TRAIN = """
     """
 
 
-def _project(root: Path, files: dict[str, str]) -> Path:
-    for name, text in {"pyproject.toml": "[project]\nname = 'p'\n", **files}.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
-
-
-def _lines(root: Path, target: str) -> list[int]:
-    path = root / target
-    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL404"])]
 
 
 def test_a_convnet_built_in_another_module_by_a_torchvision_style_factory(tmp_path: Path) -> None:
-    root = _project(tmp_path, {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN})
-    assert _lines(root, "train.py") == [5]
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN})
+    assert finding_lines(root, "train.py", "TPL404") == [5]
 
 
 def test_channels_last_in_a_module_the_script_imports_silences_it(tmp_path: Path) -> None:
     model_with_layout = RESNET + "\n    LAYOUT = 'channels_last'\n"
-    root = _project(
+    root = write_project(
         tmp_path, {"models/__init__.py": "", "models/resnet.py": model_with_layout, "train.py": TRAIN}
     )
-    assert _lines(root, "train.py") == []
+    assert finding_lines(root, "train.py", "TPL404") == []
 
 
 def test_channels_last_in_an_unrelated_script_does_not(tmp_path: Path) -> None:
     benchmark = "import torch\nx = torch.randn(1, 3, 8, 8).to(memory_format=torch.channels_last)\n"
-    root = _project(
+    root = write_project(
         tmp_path,
         {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN, "bench.py": benchmark},
     )
-    assert _lines(root, "train.py") == [5]
+    assert finding_lines(root, "train.py", "TPL404") == [5]
 
 
 def test_a_transformer_classifier_in_another_module_is_no_convnet(tmp_path: Path) -> None:
@@ -115,8 +104,8 @@ def test_a_transformer_classifier_in_another_module_is_no_convnet(tmp_path: Path
         def resnet18():
             return ViT()
         """
-    root = _project(tmp_path, {"models/__init__.py": "", "models/resnet.py": vit, "train.py": TRAIN})
-    assert _lines(root, "train.py") == []
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": vit, "train.py": TRAIN})
+    assert finding_lines(root, "train.py", "TPL404") == []
 
 
 def test_the_summary_records_what_classes_and_factories_build() -> None:

@@ -6,34 +6,22 @@ summary and the file's libcst context) say the same."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
-from torchperf_lint.api import lint_source
 from torchperf_lint.engine.context import Context
 from torchperf_lint.project.store import Projects
 from torchperf_lint.project.summary import summarize
 from torchperf_lint.settings import Settings
 from torchperf_lint.syntax.walker import walk
 
+from .helpers import finding_lines, write_project
+
 pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # TPL101 is off by default
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    files = {"pyproject.toml": "[project]\nname = 'p'\n", **files}
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
-
-
-def _codes(root: Path, target: str, code: str) -> list[int]:
-    path = root / target
-    return [f.line for f in lint_source(path.read_text(), str(path), select=[code])]
 
 
 def _facts(root: Path, target: str):  # type: ignore[no-untyped-def]
@@ -110,18 +98,18 @@ _DATA = """
 
 
 def test_a_device_agnostic_model_trained_by_a_cuda_script_runs_on_cuda(tmp_path: Path) -> None:
-    root = _write(tmp_path, {"train.py": _TRAIN, "models/net.py": _NET, "data.py": _DATA})
+    root = write_project(tmp_path, {"train.py": _TRAIN, "models/net.py": _NET, "data.py": _DATA})
     assert (
         _facts(root, "models/net.py").runs_on_cuda
         == "Net is moved to the device in train.py, which shows CUDA use"
     )
-    assert _codes(root, "models/net.py", "TPL101") == [10]
+    assert finding_lines(root, "models/net.py", "TPL101") == [10]
 
 
 def test_a_transform_the_cuda_script_only_imports_does_not_run_on_cuda(tmp_path: Path) -> None:
-    root = _write(tmp_path, {"train.py": _TRAIN, "models/net.py": _NET, "data.py": _DATA})
+    root = write_project(tmp_path, {"train.py": _TRAIN, "models/net.py": _NET, "data.py": _DATA})
     assert _facts(root, "data.py").runs_on_cuda is None
-    assert _codes(root, "data.py", "TPL101") == []
+    assert finding_lines(root, "data.py", "TPL101") == []
 
 
 _SOLVER = """
@@ -164,10 +152,10 @@ def test_a_reached_module_reports_factories_only_where_they_meet_its_tensors(tmp
                 loss.backward()
                 optimizer.step()
         """
-    root = _write(tmp_path, {"train.py": train, "models/net.py": _NET, "solver.py": _SOLVER})
+    root = write_project(tmp_path, {"train.py": train, "models/net.py": _NET, "solver.py": _SOLVER})
     assert _facts(root, "solver.py").runs_on_cuda is not None
-    assert _codes(root, "solver.py", "TPL101") == []
-    assert _codes(root, "models/net.py", "TPL101") == [10]
+    assert finding_lines(root, "solver.py", "TPL101") == []
+    assert finding_lines(root, "models/net.py", "TPL101") == [10]
 
 
 def test_a_helper_the_cuda_step_loop_calls_runs_on_cuda(tmp_path: Path) -> None:
@@ -190,9 +178,9 @@ def test_a_helper_the_cuda_step_loop_calls_runs_on_cuda(tmp_path: Path) -> None:
                 return x * scale
             """,
     }
-    root = _write(tmp_path, files)
+    root = write_project(tmp_path, files)
     assert _facts(root, "noise.py").runs_on_cuda == "called per step from train.py, which shows CUDA use"
-    assert _codes(root, "noise.py", "TPL101") == [4]
+    assert finding_lines(root, "noise.py", "TPL101") == [4]
 
 
 # -- a project helper that returns a CUDA device --------------------------------------------------
@@ -226,11 +214,11 @@ def test_calling_a_helper_that_returns_a_cuda_device_is_cuda_use(tmp_path: Path)
                         self.opt.step()
             """,
     }
-    root = _write(tmp_path, files)
+    root = write_project(tmp_path, files)
     assert (
         _facts(root, "train_util.py").cuda_helper == "calls dev (dist_util.py:3), which returns a CUDA device"
     )
-    assert _codes(root, "train_util.py", "TPL702") == [8]
+    assert finding_lines(root, "train_util.py", "TPL702") == [8]
 
 
 def test_a_device_helper_that_never_picks_cuda_is_not_cuda_use(tmp_path: Path) -> None:
@@ -238,9 +226,9 @@ def test_a_device_helper_that_never_picks_cuda_is_not_cuda_use(tmp_path: Path) -
         "util.py": 'import torch\n\ndef dev():\n    return torch.device("cpu")\n',
         "train.py": "import torch\nfrom util import dev\n\nopt = torch.optim.AdamW([], lr=1)\nx = dev()\n",
     }
-    root = _write(tmp_path, files)
+    root = write_project(tmp_path, files)
     assert _facts(root, "train.py").cuda_helper is None
-    assert _codes(root, "train.py", "TPL702") == []
+    assert finding_lines(root, "train.py", "TPL702") == []
 
 
 # -- a default device set to CUDA ---------------------------------------------------------------------
@@ -272,9 +260,9 @@ def test_a_default_device_set_to_cuda_makes_factories_device_side(tmp_path: Path
                 return rays.cuda()[..., None] * t
             """,
     }
-    root = _write(tmp_path, files)
+    root = write_project(tmp_path, files)
     assert _facts(root, "helpers.py").cuda_default == "run_nerf.py makes CUDA the default device"
-    assert _codes(root, "helpers.py", "TPL101") == []
+    assert finding_lines(root, "helpers.py", "TPL101") == []
 
 
 def test_a_default_device_set_for_loading_and_restored_is_not_the_default(tmp_path: Path) -> None:
@@ -295,6 +283,6 @@ def test_a_default_device_set_for_loading_and_restored_is_not_the_default(tmp_pa
                     optimizer.step()
             """,
     }
-    root = _write(tmp_path, files)
+    root = write_project(tmp_path, files)
     assert _facts(root, "train.py").cuda_default is None
-    assert _codes(root, "train.py", "TPL101") == [11]
+    assert finding_lines(root, "train.py", "TPL101") == [11]
