@@ -104,9 +104,10 @@ def render_rule_page(rule: type[Rule]) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def _precision_cell(code: str, population: str) -> str:
-    precision = precision_of(code, population)
-    return "-" if precision is None else precision.cell()
+def _precision_cells(code: str) -> str:
+    """The rule's precision on each population, as table cells (`training | libraries`)."""
+    rows = [precision_of(code, population) for population in POPULATIONS]
+    return " | ".join("-" if row is None else row.cell() for row in rows)
 
 
 def render_index() -> str:
@@ -119,8 +120,7 @@ def render_index() -> str:
     for rule in ALL_RULES:
         lines.append(
             f"| [{rule.code}]({rule.code}.md) | {rule.name} | {'on' if rule.default_on else 'off'} "
-            f"| {rule.fix_safety.value} | {_precision_cell(rule.code, 'training')} "
-            f"| {_precision_cell(rule.code, 'library')} | {rule.summary} |"
+            f"| {rule.fix_safety.value} | {_precision_cells(rule.code)} | {rule.summary} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -142,7 +142,7 @@ def render_speedup_summary() -> str:
         rows = table.get(rule.code)
         link = (
             f"| [{rule.code}](docs/rules/{rule.code}.md) | {rule.name} | {'on' if rule.default_on else 'off'} "
-            f"| {_precision_cell(rule.code, 'training')} | {_precision_cell(rule.code, 'library')}"
+            f"| {_precision_cells(rule.code)}"
         )
         if not rows:
             reason = "not measured on a GPU yet" if rule.benchmark else "nothing to time"

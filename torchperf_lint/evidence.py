@@ -118,6 +118,19 @@ class Precision:
         return f"{self.good_share:.0%} right, {self.false_share:.0%} FALSE of {self.labelled}"
 
 
+def bars(population: str) -> str:
+    """The precision bars of a population, in words."""
+    if population == TRAINING:
+        return (
+            f"TRUE+SMALL at least {TRAINING_GOOD_BAR:.0%} and FALSE at most {TRAINING_FALSE_BAR:.0%} "
+            "of the labelled findings"
+        )
+    return (
+        f"FALSE at most {LIBRARY_FALSE_BAR:.0%} and DEBATABLE+FALSE at most {LIBRARY_NOISE_BAR:.0%} "
+        "of the labelled findings"
+    )
+
+
 def precision_of(code: str, population: str) -> Optional[Precision]:
     """The rule's row for one population in precision.json, or None when the check does not track it."""
     row = precision_table().get("populations", {}).get(population, {}).get("rules", {}).get(code)

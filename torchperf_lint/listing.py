@@ -36,12 +36,14 @@ def rule_table(as_json: bool) -> str:
         row = precision_of(code, population)
         return "-" if row is None or not row.labelled else f"{row.good_share:.0%}/{row.false_share:.0%}"
 
-    lines = [f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}{'training':<10}{'library':<10}summary"]
+    shares = "".join(f"{population:<10}" for population in POPULATIONS)
+    lines = [f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}{shares}summary"]
     for rule in ALL_RULES:
         default = "on" if rule.default_on else "off"
         lines.append(
             f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}"
-            f"{cell(rule.code, 'training'):<10}{cell(rule.code, 'library'):<10}{rule.summary}"
+            + "".join(f"{cell(rule.code, population):<10}" for population in POPULATIONS)
+            + rule.summary
         )
     return "\n".join(lines) + "\n"
 

@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from torchperf_lint.evidence import LIBRARY, POPULATIONS
+
 from . import labels as labels_module
 from . import snapshot
 from .fixcheck import FixCheck, check_fixes, run_fixer
@@ -23,8 +25,6 @@ from .lint import (
     tracked_rules,
 )
 from .projects import (
-    LIBRARY,
-    POPULATIONS,
     FetchError,
     Project,
     choose,

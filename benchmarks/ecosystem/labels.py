@@ -18,10 +18,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from torchperf_lint.evidence import Precision
+from torchperf_lint.evidence import LIBRARY, POPULATIONS, TRAINING, Precision
 
 from .lint import Finding, Key
-from .projects import LIBRARY, POPULATIONS, TRAINING, Project
+from .projects import Project
 
 CORPUS = {
     TRAINING: "{count} training repositories (the training corpus, pinned in its PINS.tsv)",

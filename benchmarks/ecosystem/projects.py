@@ -19,6 +19,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+# Each project belongs to one of the two populations of the default policy: training code or libraries.
+from torchperf_lint.evidence import LIBRARY, TRAINING
+
 # Written at the top of every unpacked project: it makes that directory the project root (the nearest
 # pyproject.toml) and stops the config search there, so each project is linted alone, with the
 # linter's defaults, wherever the cache lives.
@@ -26,12 +29,6 @@ ROOT_MARKER = "pyproject.toml"
 ROOT_MARKER_TEXT = "# written by the ecosystem check: the project root, linted with the default settings\n[tool.torchperf-lint]\n"
 
 
-# The two populations precision is measured on (RULES.md, "Defaults follow evidence"), in the order
-# the report shows them: training code, whose authors are the linter's users, and libraries.
-TRAINING = "training"
-LIBRARY = "library"
-POPULATIONS = (TRAINING, LIBRARY)
-TITLES = {TRAINING: "Training code", LIBRARY: "Libraries"}
 PINS = "PINS.tsv"
 
 

@@ -8,10 +8,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from torchperf_lint.evidence import POPULATION_NAMES, POPULATIONS, TRAINING, bars
+
 from .fixcheck import FixCheck
 from .labels import Label, precision_per_rule
 from .lint import Finding
-from .projects import POPULATIONS, TITLES, TRAINING, Project
+from .projects import Project
 from .snapshot import diff
 
 _NUMBER = re.compile(r"-?[\d.]+%?|-")
@@ -80,7 +82,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bo
 
 def heading(title: str, markdown: bool, population: str = "") -> list[str]:
     if population:
-        title = f"{title}: {TITLES[population].lower()}"
+        title = f"{title}: {POPULATION_NAMES[population]}"
     return ["", f"## {title}", ""] if markdown else ["", title, "=" * len(title)]
 
 
@@ -196,10 +198,11 @@ def precision(report: Report, markdown: bool) -> list[str]:
         "gone",
     ]
     out += table(headers, rows, markdown)
-    out += ["", f"right: TRUE+SMALL. bar: {BARS[population]}."]
+    out += ["", f"right: TRUE+SMALL. bar: {bars(population)}."]
     if report.default_on is not None:
         firing = {f.key for f in report.findings if f.code in report.default_on}
-        labelled = [label for label in report.labels if label.key in {f.key for f in report.findings}]
+        found = {f.key for f in report.findings}
+        labelled = [label for label in report.labels if label.key in found]
         false = [label for label in report.labels if label.verdict == "FALSE"]
         shown = sum(1 for label in false if label.key in firing)
         reported = sum(1 for label in labelled if label.key in firing)
@@ -225,12 +228,6 @@ def fix_check(report: Report, markdown: bool) -> list[str]:
         else "Passed: every fixed file compiles, adds no pyflakes message and is fixed in one run."
     )
     return out + ["", verdict] + ([""] + block(failures, markdown) if failures else [])
-
-
-BARS = {
-    "training": "TRUE+SMALL at least 90% and FALSE at most 5% of the labelled findings",
-    "library": "FALSE at most 10% and DEBATABLE+FALSE at most 30% of the labelled findings",
-}
 
 
 def render(report: Report, markdown: bool = False) -> str:

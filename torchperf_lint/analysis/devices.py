@@ -133,17 +133,23 @@ def consumed_on_host(call: cst.Call, facts: FileFacts) -> bool:
     """`ix = torch.randint(n, (12,))` whose every read iterates it in Python (`for i in ix`, a
     comprehension) or copies it out (`ix.tolist()`): the host uses the values, so the tensor
     belongs there (nanoGPT's get_batch slices a NumPy memmap with them)."""
-    assign = facts.parents.get(call)
-    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
-        return False
+    reads = _reads_of_bound_name(call, facts)
+    return bool(reads) and all(_host_read(n, facts) for n in reads)
+
+
+def _reads_of_bound_name(value: cst.CSTNode, facts: FileFacts) -> list[cst.Name]:
+    """`name = <value>` inside a function: the other places the function names `name`; none when
+    the value is not assigned to one plain name."""
+    assign = facts.parents.get(value)
+    if not (isinstance(assign, cst.Assign) and assign.value is value and len(assign.targets) == 1):
+        return []
     target = assign.targets[0].target
-    function = facts.enclosing_function(call)
+    function = facts.enclosing_function(value)
     if not isinstance(target, cst.Name) or function is None:
-        return False
+        return []
     visitor = _NameReads(target.value)
     function.body.visit(visitor)
-    reads = [n for n in visitor.found if n is not target]
-    return bool(reads) and all(_host_read(n, facts) for n in reads)
+    return [n for n in visitor.found if n is not target]
 
 
 def _host_read(name: cst.Name, facts: FileFacts) -> bool:
@@ -190,18 +196,7 @@ def flows_into_tensor(
         break
     if _indexes_tensor(expr, facts, is_tensor):
         return True
-    assign = facts.parents.get(expr)
-    function = facts.enclosing_function(call)
-    if not (isinstance(assign, cst.Assign) and assign.value is expr and len(assign.targets) == 1):
-        return False
-    target = assign.targets[0].target
-    if not isinstance(target, cst.Name) or function is None:
-        return False
-    visitor = _NameReads(target.value)
-    function.body.visit(visitor)
-    for read in visitor.found:
-        if read is target:
-            continue
+    for read in _reads_of_bound_name(expr, facts):
         parent = facts.parents.get(read)
         if isinstance(parent, cst.ComparisonTarget):
             parent = facts.parents.get(parent)
