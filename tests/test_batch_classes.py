@@ -125,3 +125,29 @@ def test_the_fixed_detr_like_project_still_trains(tmp_path: Path, extra: list[st
     assert "samples.to(device)" in (root / "engine.py").read_text()
     run = subprocess.run([sys.executable, "main.py"], cwd=root, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def _tpl502(root: Path) -> list[int]:
+    path = root / "main.py"
+    return [f.line for f in lint_source(path.read_text(), path=str(path), select=["TPL502"])]
+
+
+def test_a_loader_collating_into_a_class_pinning_leaves_alone_gets_no_pin_memory_finding(
+    tmp_path: Path,
+) -> None:
+    assert _tpl502(_project(tmp_path)) == []
+
+
+def test_a_batch_class_with_its_own_pin_memory_keeps_the_pin_memory_finding(tmp_path: Path) -> None:
+    misc = MISC.replace(
+        "    def to(self, device):\n",
+        "    def pin_memory(self):\n        return self\n\n    def to(self, device):\n",
+    )
+    assert _tpl502(_project(tmp_path, misc)) == [9]
+
+
+def test_a_batch_class_deriving_from_a_library_container_keeps_the_pin_memory_finding(
+    tmp_path: Path,
+) -> None:
+    misc = MISC.replace("class NestedTensor:", "class NestedTensor(dict):")
+    assert _tpl502(_project(tmp_path, misc)) == [9]

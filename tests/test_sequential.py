@@ -296,3 +296,34 @@ def test_context_exposes_the_analysis_per_loop() -> None:
     assert ctx.is_sequential_loop(first)
     assert not ctx.is_sequential_loop(second)
     assert ctx.loop_facts(first) is ctx.loop_facts(first)
+
+
+def _sums(code: str) -> dict[int, bool]:
+    """For each `loss = loss + ...` statement (by its order): whether it reads `loss` bound afresh."""
+    loop_facts = facts(code)
+    statements = [
+        r.statement for r in loop_facts.reads if r.key == "loss" and isinstance(r.statement, cst.Assign)
+    ]
+    return {i: loop_facts.bound_afresh("loss", s) for i, s in enumerate(dict.fromkeys(statements))}
+
+
+def test_a_sum_started_in_the_same_branch_reads_a_value_of_this_iteration() -> None:
+    code = """
+        for x, y in loader:
+            if plain:
+                loss = f(x, y)
+            else:
+                loss = 0.5 * f(x, y)
+                loss = loss + 0.5 * g(x, y)
+    """
+    assert _sums(code) == {0: True}
+
+
+def test_a_sum_after_a_start_on_one_path_only_reads_the_last_iteration() -> None:
+    code = """
+        for x, y in loader:
+            if first:
+                loss = 0.0
+            loss = loss + f(x, y)
+    """
+    assert _sums(code) == {0: False}

@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, all_params, dotted_name
+from ..syntax.walker import Binding, ClassInfo, FileFacts, all_params, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES
@@ -208,3 +208,63 @@ def movers(facts: FileFacts, hot: HotPaths) -> dict[str, bool]:
                 )
                 found[info.name] = found.get(info.name, True) and takes
     return found
+
+
+def _left_unpinned(info: ClassInfo, facts: FileFacts, hot: HotPaths) -> bool:
+    """This file's half of the project pass's `left_unpinned`: a class, not a module, whose bases
+    are `object` or classes of this file, with a `to`/`cuda` and no `pin_memory` of its own."""
+    for base in info.node.bases:
+        name = dotted_name(base.value)
+        if name != "object" and name not in facts.classes:
+            return False
+    return (
+        not hot.is_module_class(info)
+        and "pin_memory" not in info.methods
+        and any(name in info.methods for name in ("to", "cuda"))
+    )
+
+
+def _returned_classes(function: cst.FunctionDef) -> list[str]:
+    """The callees of `return Callee(...)` statements of `function`'s own body."""
+    found = []
+    for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
+        for node in _own_returns(statement):
+            if isinstance(node.value, cst.Call):
+                found.append(dotted_name(node.value.func) or "")
+    return found
+
+
+def _own_returns(node: cst.CSTNode) -> list[cst.Return]:
+    if isinstance(node, cst.Return):
+        return [node]
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return []
+    return [r for child in node.children for r in _own_returns(child)]
+
+
+def unpinned_collate(call: cst.Call, facts: FileFacts, hot: HotPaths) -> bool:
+    """The DataLoader `call` collates its batches into a project class that `pin_memory=True`
+    leaves in pageable memory: the project pass's answer for the `collate_fn=` written here, or a
+    collate function of this file that constructs such a class of this file, or calls a function
+    of this file returning one."""
+    collate = next(
+        (arg.value for arg in call.args if arg.keyword and arg.keyword.value == "collate_fn"), None
+    )
+    written = dotted_name(collate) if collate is not None else None
+    if written is None:
+        return False
+    if written in hot.entry.unpinned_collates:
+        return True
+    function = facts.module_functions.get(written)
+    info = facts.functions.get(function) if function is not None else None
+    if info is None:
+        return False
+    for inner in info.calls:
+        callee = dotted_name(inner.func) or ""
+        built = [callee]
+        helper = facts.module_functions.get(callee)
+        if helper is not None:
+            built = _returned_classes(helper)
+        if any(name in facts.classes and _left_unpinned(facts.classes[name], facts, hot) for name in built):
+            return True
+    return False

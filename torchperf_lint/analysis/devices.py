@@ -241,3 +241,25 @@ def builds_no_elements(call: cst.Call, factory: str) -> bool:
         else:
             dimensions.append(size)
     return any(isinstance(d, cst.Integer) and d.evaluated_value == 0 for d in dimensions)
+
+
+def fills_device_tensor(call: cst.Call, qualified_name: Callable[[cst.BaseExpression], str | None]) -> bool:
+    """The factory writes into an `out=` tensor made on the device (`torch.arange(0, n,
+    out=torch.cuda.LongTensor(n))`, `out=buf.cuda()`, `out=torch.empty(n, device=d)`): it
+    fills that tensor where it lives and builds nothing on the host."""
+    out = next(
+        (arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "out"), None
+    )
+    if not isinstance(out, cst.Call):
+        return False
+    if isinstance(out.func, cst.Attribute) and out.func.attr.value == "cuda":
+        return True
+    if isinstance(out.func, cst.Attribute) and out.func.attr.value == "to":
+        return bool(out.args) and not _is_cpu(out.args[0].value)
+    qualified = qualified_name(out) or ""
+    if qualified.startswith("torch.cuda.") and qualified.endswith("Tensor"):
+        return True
+    return qualified.startswith("torch.") and any(
+        arg.keyword is not None and arg.keyword.value == "device" and not _is_cpu(arg.value)
+        for arg in out.args
+    )

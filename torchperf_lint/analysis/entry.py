@@ -34,6 +34,9 @@ class EntryFacts:
     # the project's own classes (not modules) with a `to`/`cuda` of their own: a batch may be one
     # (DETR's NestedTensor); name -> whether that method takes non_blocking
     movers: tuple[tuple[str, bool], ...] = ()
+    # `collate_fn=` values, as written here, that pack batches into a project class that
+    # `pin_memory=True` leaves unpinned (project/graph.py, left_unpinned)
+    unpinned_collates: frozenset[str] = frozenset()
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
@@ -80,6 +83,7 @@ class EntryFacts:
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
             movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
+            unpinned_collates=frozenset(map(str, data["unpinned_collates"])),
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),

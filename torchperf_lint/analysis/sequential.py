@@ -83,6 +83,13 @@ class LoopFacts:
         """Reads that may see `key`'s value: `key` itself, `key.attr...`, or a prefix of it."""
         return [r for r in self.reads if touches(r.key, key)]
 
+    def bound_afresh(self, key: str, statement: cst.CSTNode) -> bool:
+        """`statement` reads `key` only where this iteration has already bound it on every
+        path (`loss = a` then `loss = loss + b`, also inside one branch): it sees a value of
+        this iteration, never one carried from the last."""
+        reads = [r for r in self.reads if r.statement is statement and r.key == key]
+        return bool(reads) and all(key in r.defined for r in reads)
+
 
 def touches(read: str, key: str) -> bool:
     return read == key or read.startswith(key + ".") or key.startswith(read + ".")

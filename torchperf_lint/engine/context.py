@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..analysis.batches import Batches, movers
+from ..analysis.batches import Batches, movers, unpinned_collate
 from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
@@ -188,6 +188,12 @@ class Context:
         if not self._movers or self.is_tensor(receiver, certain=True):
             return None
         return all(self._movers.values())
+
+    def collates_unpinned(self, loader: cst.Call) -> bool:
+        """The DataLoader `loader` collates its batches into a project class that
+        `pin_memory=True` leaves in pageable memory (DETR's `NestedTensor`, collated in another
+        module): pinning would reach only the rest of the batch."""
+        return unpinned_collate(loader, self.facts, self.hot)
 
     @functools.cached_property
     def _host_constants(self) -> HostConstants:

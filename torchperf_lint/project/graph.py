@@ -695,6 +695,50 @@ class Project:
             self._movers = tuple(sorted(found.items()))
         return self._movers
 
+    def left_unpinned(self, cls: ClassRef) -> bool:
+        """A batch of this class stays in pageable memory under `pin_memory=True`: the loader's
+        pinning calls a batch's own `pin_memory()` or walks into tensors, mappings and sequences,
+        and hands anything else back as it is. Read for the project's own movers (a class, not a
+        module, with a `to`/`cuda` of its own, like DETR's `NestedTensor`) whose bases are all
+        project classes, so no container base of a library makes them pinnable."""
+        for current in self.lineage(cls):
+            for base in current.info.bases:
+                if base != "object" and not isinstance(self.resolve_dotted(current.module, base), ClassRef):
+                    return False
+        return (
+            not self.is_module_class(cls)
+            and self.find_method(cls, "pin_memory") is None
+            and any(self.find_method(cls, name) is not None for name in ("to", "cuda"))
+        )
+
+    def packs_unpinned(self, function: FunctionRef) -> Optional[ClassRef]:
+        """The class left unpinned (`left_unpinned`) that a collate function packs its batch
+        into: one it constructs, or one a function it calls returns (DETR's `collate_fn` calls
+        `nested_tensor_from_tensor_list`, which returns a `NestedTensor`)."""
+        for call in function.info.calls:
+            if call.kind == "def":
+                found: Optional[Resolved] = FunctionRef(function.module, int(call.target))
+            elif call.kind in ("global", "dotted"):
+                found = self.resolve_dotted(function.module, call.target)
+            else:
+                continue
+            built = [found]
+            if isinstance(found, FunctionRef):
+                built = [self.resolve_dotted(found.module, r[0]) for r in found.info.returns if r]
+            for cls in built:
+                if isinstance(cls, ClassRef) and self.left_unpinned(cls):
+                    return cls
+        return None
+
+    def unpinned_collates(self, module: Module) -> frozenset[str]:
+        """The `collate_fn=` values of the module, as written, whose batches `packs_unpinned`."""
+        found = set()
+        for name in module.summary.collates:
+            collate = self.resolve_dotted(module, name)
+            if isinstance(collate, FunctionRef) and self.packs_unpinned(collate) is not None:
+                found.add(name)
+        return frozenset(found)
+
     def published(self) -> dict[tuple[int, int], str]:
         """Functions whose layers keep a published checkpoint's layout, and why (checkpoints.py)."""
         if self._published is None:
@@ -733,6 +777,7 @@ class Project:
             host_parameters=host,
             runs_on_cuda=self.cuda_reasons().get(key),
             movers=self.movers(),
+            unpinned_collates=self.unpinned_collates(module),
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),

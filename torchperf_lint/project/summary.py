@@ -127,6 +127,7 @@ class Summary:
     shows_cuda: bool = False
     cudnn_decision: bool = False  # sets cudnn.benchmark/deterministic or picks deterministic algorithms
     channels_last: bool = False  # names channels_last in code (memory_format, a flag, an option string)
+    collates: list[str] = dataclasses.field(default_factory=list)  # dotted names passed as collate_fn=
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -150,6 +151,7 @@ class Summary:
             shows_cuda=data["shows_cuda"],
             cudnn_decision=data["cudnn_decision"],
             channels_last=data.get("channels_last", False),
+            collates=data.get("collates", []),
         )
 
 
@@ -736,6 +738,10 @@ class _Summarizer:
             function.weights = (dotted(node.func) or "").split(".")[-1]
         if isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
             function.loads_state = True
+        for keyword in node.keywords:
+            collate = dotted(keyword.value) if keyword.arg == "collate_fn" else None
+            if collate and collate not in self.summary.collates:
+                self.summary.collates.append(collate)
 
         def describe() -> None:
             func = node.func

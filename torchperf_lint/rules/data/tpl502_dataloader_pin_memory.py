@@ -36,7 +36,10 @@ class DataloaderPinMemory(Rule):
     ## When it stays silent
     `pin_memory` written out, whatever its value (`pin_memory=False` and `pin_memory=args.pin` are
     decisions: pinning costs host memory); `**kwargs` or `*args` that could supply it; datasets built
-    from tensors already on the GPU (they cannot be pinned); files that never use CUDA; classes named
+    from tensors already on the GPU (they cannot be pinned); a `collate_fn` that packs the batch into a
+    project class with a `to` of its own and no `pin_memory()` (DETR's `NestedTensor`, also when the
+    collate lives in another module): the loader's pinning hands such an object back unpinned, so
+    the flag would pin only the rest of the batch; files that never use CUDA; classes named
     `DataLoader` that are not torch's.
     """
 
@@ -86,6 +89,27 @@ class DataloaderPinMemory(Rule):
                     self.train_loader = DataLoader(train_set, 32, True, num_workers=4)  # expect: TPL502
                     self.val_loader = DataLoader(val_set, batch_size=64, num_workers=4)  # expect: TPL502
             """,
+        "collated-into-a-pinnable-batch-class": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            class Batch:
+                def __init__(self, images, labels):
+                    self.images, self.labels = images, labels
+
+                def pin_memory(self):
+                    return Batch(self.images.pin_memory(), self.labels.pin_memory())
+
+                def to(self, device, non_blocking=False):
+                    return Batch(self.images.to(device, non_blocking=non_blocking), self.labels.to(device))
+
+            def collate(items):
+                images, labels = zip(*items)
+                return Batch(torch.stack(images), torch.stack(labels))
+
+            loader = DataLoader(dataset, batch_size=64, num_workers=4, collate_fn=collate)  # expect: TPL502
+            device = torch.device("cuda")
+            """,
     }
     FIXED = {
         "training-loader": """
@@ -121,6 +145,27 @@ class DataloaderPinMemory(Rule):
                     self.train_loader = DataLoader(train_set, 32, True, num_workers=4, pin_memory=True)
                     self.val_loader = DataLoader(val_set, batch_size=64, num_workers=4, pin_memory=True)
             """,
+        "collated-into-a-pinnable-batch-class": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            class Batch:
+                def __init__(self, images, labels):
+                    self.images, self.labels = images, labels
+
+                def pin_memory(self):
+                    return Batch(self.images.pin_memory(), self.labels.pin_memory())
+
+                def to(self, device, non_blocking=False):
+                    return Batch(self.images.to(device, non_blocking=non_blocking), self.labels.to(device))
+
+            def collate(items):
+                images, labels = zip(*items)
+                return Batch(torch.stack(images), torch.stack(labels))
+
+            loader = DataLoader(dataset, batch_size=64, num_workers=4, collate_fn=collate, pin_memory=True)
+            device = torch.device("cuda")
+            """,
     }
     GOOD = {
         "pinned-or-decided": """
@@ -155,6 +200,30 @@ class DataloaderPinMemory(Rule):
             dataset = TensorDataset(torch.randn(1024, 16, device="cuda"), torch.ones(1024).cuda())
             loader = DataLoader(dataset, batch_size=128, shuffle=True)
             """,
+        "collated-into-a-class-pinning-cannot-reach": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            class NestedTensor:
+                def __init__(self, tensors, mask):
+                    self.tensors, self.mask = tensors, mask
+
+                def to(self, device):
+                    return NestedTensor(self.tensors.to(device), self.mask.to(device))
+
+            def nested_tensor_from_tensor_list(tensors):
+                batch = torch.stack(tensors)
+                return NestedTensor(batch, torch.zeros(batch.shape[0], dtype=torch.bool))
+
+            def collate_fn(items):
+                items = list(zip(*items))
+                items[0] = nested_tensor_from_tensor_list(items[0])
+                return tuple(items)
+
+            # pinning hands a NestedTensor back as it is: only the small targets would be pinned
+            loader = DataLoader(dataset, batch_size=2, num_workers=4, collate_fn=collate_fn)
+            device = torch.device("cuda")
+            """,
         "other-dataloader-class": """
             import torch
             from torch_geometric.loader import DataLoader
@@ -168,6 +237,8 @@ class DataloaderPinMemory(Rule):
         if not ctx.shows_cuda_use or not dataloader(node, ctx, "pin_memory"):
             return
         if argument(node, "pin_memory") is not None or dataset_on_device(node, ctx):
+            return
+        if ctx.collates_unpinned(node):
             return
         fix = Fix.replace(node, add_keyword(node, "pin_memory", cst.Name("True")), Safety.SAFE, "pin batches")
         yield self.report(node, fix=fix)

@@ -45,7 +45,9 @@ class LossAccumulationKeepsGraph(Rule):
     Inside `torch.no_grad()`/`torch.inference_mode()`; `.item()`, `.detach()`, `.data` and
     `float()` values; gradient accumulation, where the sum is back-propagated in the same function
     (`total = total + loss` then `total.backward()`); and within-step sums, where the accumulator
-    is reset in the loop body every iteration (`loss = criterion(...)`, then `loss += aux`).
+    is reset in the loop body every iteration (`loss = criterion(...)`, then `loss += aux`), or bound
+    afresh earlier in the same iteration on every path to the sum (a branch that starts the loss and
+    adds its terms).
     """
 
     code = "TPL304"
@@ -101,6 +103,21 @@ class LossAccumulationKeepsGraph(Rule):
                     epoch_loss = epoch_loss + loss * x.size(0)  # expect: TPL304
                 return epoch_loss
             """,
+        "summed-in-one-branch-kept-across-steps": """
+            import torch
+
+            def train(model, loader, optimizer, criterion, cosub):
+                total = 0.0
+                for x, y in loader:
+                    out = model(x)
+                    if cosub:
+                        total = 0.0
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    total = total + loss  # expect: TPL304
+                return total
+            """,
     }
     FIXED = {
         "faq-running-total": """
@@ -142,6 +159,21 @@ class LossAccumulationKeepsGraph(Rule):
                     epoch_loss = epoch_loss + loss.detach() * x.size(0)
                 return epoch_loss
             """,
+        "summed-in-one-branch-kept-across-steps": """
+            import torch
+
+            def train(model, loader, optimizer, criterion, cosub):
+                total = 0.0
+                for x, y in loader:
+                    out = model(x)
+                    if cosub:
+                        total = 0.0
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    total = total + loss.detach()
+                return total
+            """,
     }
     GOOD = {
         "item-and-detach": """
@@ -181,6 +213,20 @@ class LossAccumulationKeepsGraph(Rule):
                     parts.append(loss)
                     loss.backward()
                     optimizer.step()
+            """,
+        "within-step-sum-in-one-branch": """
+            import torch
+
+            def train(model, loader, optimizer, criterion, loss_scaler, cosub):
+                for x, y in loader:
+                    out = model(x)
+                    if not cosub:
+                        loss = criterion(out, y)
+                    else:
+                        a, b = out.chunk(2)
+                        loss = 0.5 * criterion(a, y)
+                        loss = loss + 0.5 * criterion(b, y)
+                    loss_scaler(loss, optimizer)  # scales, back-propagates and steps
             """,
         "under-no-grad": """
             import torch
@@ -222,6 +268,8 @@ class LossAccumulationKeepsGraph(Rule):
         if not self._attached(value, before, ctx, 0):
             return
         if ctx.grad_disabled(node) or self._reset_each_step(accumulator, node, loop, ctx):
+            return
+        if self._started_this_step(accumulator, node, loop, ctx):
             return
         if self._backpropagated(accumulator, node, ctx):
             return
@@ -354,6 +402,17 @@ class LossAccumulationKeepsGraph(Rule):
                 if isinstance(ancestor, _CONDITIONAL) or isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
                     break
         return False
+
+    @staticmethod
+    def _started_this_step(
+        accumulator: cst.BaseExpression, node: cst.CSTNode, loop: Loop, ctx: Context
+    ) -> bool:
+        """The sum reads an accumulator this iteration already bound afresh (a branch that
+        starts `loss = 0.25 * criterion(a, y)` and adds three terms): a within-step sum."""
+        while isinstance(accumulator, cst.Subscript):
+            accumulator = accumulator.value
+        key = dotted_name(accumulator)
+        return key is not None and ctx.loop_facts(loop).bound_afresh(key, node)
 
     @staticmethod
     def _backpropagated(accumulator: cst.BaseExpression, node: cst.CSTNode, ctx: Context) -> bool:

@@ -77,7 +77,10 @@ class EvalWithoutNoGrad(Rule):
     code under `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`;
     functions whose every call site in the file is under one of them; model calls after
     `model.train()`; Lightning hooks (`validation_step`, `test_step`, `predict_step`,
-    `on_*`), which Lightning already runs without grad; loss and criterion calls; test files.
+    `on_*`), which Lightning already runs without grad; a helper named like `inference` that a
+    model's forward runs (NeRF's `render_rays` evaluating its MLP in chunks): that graph is the
+    one training back-propagates, and no_grad there would stop training; loss and criterion
+    calls; test files.
     """
 
     code = "TPL305"
@@ -127,8 +130,39 @@ class EvalWithoutNoGrad(Rule):
                         scores.append(self.model.forward(x).softmax(-1))  # expect: TPL305
                     return scores
             """,
+        "inference-helper-called-by-a-script": """
+            import torch
+
+            def inference(net, chunks):
+                return [net(chunk) for chunk in chunks]  # expect: TPL305
+
+            def main(net, images):
+                net.eval()
+                print(inference(net, images.split(64)))
+            """,
     }
     GOOD = {
+        "inference-helper-inside-a-models-forward": """
+            import torch
+            import torch.nn as nn
+
+            def render_rays(model, rays, chunk=1024):
+                def inference(model, points):
+                    out_chunks = []
+                    for i in range(0, points.shape[0], chunk):
+                        out_chunks += [model(points[i : i + chunk])]  # the training graph
+                    return torch.cat(out_chunks)
+
+                return inference(model, rays)
+
+            class NeRFSystem(nn.Module):
+                def __init__(self, nerf):
+                    super().__init__()
+                    self.nerf = nerf
+
+                def forward(self, rays):
+                    return render_rays(self.nerf, rays)
+            """,
         "with-no-grad-and-decorator": """
             import torch
 
@@ -223,7 +257,12 @@ class EvalWithoutNoGrad(Rule):
             ):
                 reason = _EvalLoopReason(loop, mode_call, None)
                 why = f"after {shown}.eval()"
-        elif function is not None and self._eval_function(function) and ctx.tensors.is_module_value(model):
+        elif (
+            function is not None
+            and self._eval_function(function)
+            and ctx.tensors.is_module_value(model)
+            and not self._part_of_a_model(node, ctx)
+        ):
             reason = _EvalLoopReason(loop, None, function.name.value)
             why = f"in {function.name.value}()"
         if reason is None or ctx.grad_disabled(node):
@@ -279,6 +318,15 @@ class EvalWithoutNoGrad(Rule):
                 if last_order < call_order < order and ctx.enclosing_function(call) is function:
                     last, last_order = call, call_order
         return last
+
+    @staticmethod
+    def _part_of_a_model(node: cst.CSTNode, ctx: Context) -> bool:
+        """A model's forward (or a Lightning step hook) runs this code: a helper named like
+        `inference` that evaluates a sub-network inside a trained model's forward (NeRF's
+        `render_rays` -> `inference`) needs the graph, and where the model is evaluated the
+        caller's loop is the place for no_grad."""
+        reason = ctx.hot_reason(node)
+        return reason is not None and reason.from_model_code
 
     @staticmethod
     def _eval_function(function: cst.FunctionDef) -> bool:

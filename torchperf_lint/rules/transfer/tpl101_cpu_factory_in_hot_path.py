@@ -10,6 +10,7 @@ from ...analysis.devices import (
     GENERATING_FACTORIES,
     builds_no_elements,
     consumed_on_host,
+    fills_device_tensor,
     flows_into_tensor,
     may_pass_keyword,
 )
@@ -65,7 +66,7 @@ class CpuFactoryInHotPath(Rule):
     ## When it stays silent
     Cold code (`__init__`, module level, setup functions); `*_like` factories, which inherit their
     argument's device; calls with `device=` or `generator=` (a CPU generator is deliberate);
-    results sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`); empty tensors
+    calls that fill an `out=` tensor made on the device (`out=torch.cuda.LongTensor(n)`); results sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`); empty tensors
     (a literal 0 in the size: `torch.empty(0)`, `torch.zeros(0, 4)`); CPU-only files.
     """
 
@@ -132,6 +133,18 @@ class CpuFactoryInHotPath(Rule):
                     mask = ~torch.zeros(shape).to(device=device, dtype=torch.bool)  # expect: TPL101
                     return mask.cumsum(1)
             """,
+        "written-into-a-host-buffer": """
+            import torch
+
+            def get_mask_from_lengths(lengths):
+                max_len = torch.max(lengths).item()
+                ids = torch.arange(0, max_len, out=torch.LongTensor(max_len))  # expect: TPL101
+                return ids.cuda() < lengths.unsqueeze(1)
+
+            class Decoder(torch.nn.Module):
+                def forward(self, memory, lengths):
+                    return memory.masked_fill(~get_mask_from_lengths(lengths).unsqueeze(-1), 0.0)
+            """,
     }
     FIXED = {
         "chained-cuda-in-forward": """
@@ -159,6 +172,18 @@ class CpuFactoryInHotPath(Rule):
             """,
     }
     GOOD = {
+        "written-into-a-device-tensor": """
+            import torch
+
+            def get_mask_from_lengths(lengths):
+                max_len = torch.max(lengths).item()
+                ids = torch.arange(0, max_len, out=torch.cuda.LongTensor(max_len))
+                return ids < lengths.unsqueeze(1)
+
+            class Decoder(torch.nn.Module):
+                def forward(self, memory, lengths):
+                    return memory.masked_fill(~get_mask_from_lengths(lengths).unsqueeze(-1), 0.0)
+            """,
         "empty-tensors": """
             import torch
             from torch import nn
@@ -255,6 +280,8 @@ class CpuFactoryInHotPath(Rule):
         if keyword(node, "device") is not None or keyword(node, "generator") is not None:
             return
         if may_pass_keyword(node):  # `**kwargs` may carry device=
+            return
+        if fills_device_tensor(node, ctx.qualified_name):
             return
         reason = ctx.hot_reason(node)
         if reason is None or ctx.factories_on_device or _goes_to_host(node, ctx):
