@@ -1,15 +1,20 @@
-"""Which values are DataLoader batches: the target of a loop over a loader and the elements
-reached from it by unpacking, indexing, attribute access and iteration (RULES.md, TPL106).
+"""Which values are DataLoader batches: the target of a loop over a loader, a value drawn with
+`next(...)` from an iterator over one inside a step loop, and the elements reached from either by
+unpacking, indexing, attribute access and iteration (RULES.md, TPL106).
 
 `for i, (x, y) in enumerate(loader)` makes `x` and `y` batches, never the index `i`; so do
 `x, y = batch`, `x = batch[0]`, `batch["image"]`, `batch.x` and the values of
-`{k: v for k, v in batch.items()}`. Host-side conversions (`x.float()`, `x.permute(...)`) keep a
+`{k: v for k, v in batch.items()}`. Step loops that draw their batches write
+`x, y = next(data_iter)` (`data_iter = iter(DataLoader(...))`), `next(iter(loader))` or
+`next(self.dl)` (`self.dl = cycle(loader)`, a generator that yields the loader's items). A loader
+handed to `accelerator.prepare(...)` yields batches already on the device: not host batches.
+Host-side conversions (`x.float()`, `x.permute(...)`) keep a
 batch a batch; `.to(...)`/`.cuda()` results and shape attributes are not batches.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
@@ -25,6 +30,8 @@ HOST_CONVERSIONS = frozenset(
 )
 # Wrappers whose items are the items of their first argument.
 _PASS_THROUGH = frozenset({"tqdm", "iter", "track"})
+# Iterators over the items of their first argument, for `next(...)`.
+_ITERATORS = frozenset({"builtins.iter", "itertools.cycle"})
 # Iterables of counters, never of batches.
 _COUNTERS = frozenset({"range", "count", "trange"})
 
@@ -84,16 +91,83 @@ def batch_names(target: cst.BaseExpression, iterable: cst.BaseExpression) -> set
     return _names_in(target)
 
 
+_HOST, _DEVICE = "host", "device"
+# Where a batch is drawn: the loop over the loader, or the `next(...)` call.
+Source = Union[cst.For, cst.Call]
+
+
+def _first_positional(call: cst.Call) -> Optional[cst.BaseExpression]:
+    return next((arg.value for arg in call.args if arg.keyword is None and arg.star == ""), None)
+
+
+def _loader_iterated(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """`enumerate(tqdm(loader))` -> `loader`."""
+    while isinstance(iterable, cst.Call):
+        callee = (dotted_name(iterable.func) or "").rsplit(".", 1)[-1]
+        inner = _first_positional(iterable)
+        if inner is None or (callee != "enumerate" and callee not in _PASS_THROUGH):
+            break
+        iterable = inner
+    return iterable
+
+
+def _places_on_device(call: cst.Call) -> bool:
+    """`accelerator.prepare(loader)`: Accelerate's loader moves every batch to the device."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "prepare"
+        and "accelerator" in (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
+    )
+
+
+def _yields_items_of_parameter(function: cst.FunctionDef) -> bool:
+    """`def cycle(dl): while True: for data in dl: yield data` (or `yield from dl`): a generator
+    whose items are the items of its first parameter."""
+    params = function.params.params
+    if not params:
+        return False
+    first = params[0].name.value
+    for node in _walk(function.body):
+        if isinstance(node, cst.Yield) and isinstance(node.value, cst.From):
+            if isinstance(node.value.item, cst.Name) and node.value.item.value == first:
+                return True
+        if isinstance(node, cst.For) and isinstance(node.iter, cst.Name) and node.iter.value == first:
+            target = node.target
+            for inner in _walk(node.body):
+                if (
+                    isinstance(inner, cst.Yield)
+                    and isinstance(target, cst.Name)
+                    and isinstance(inner.value, cst.Name)
+                    and inner.value.value == target.value
+                ):
+                    return True
+    return False
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every node under `node`, not entering nested functions or classes."""
+    found: list[cst.CSTNode] = []
+    todo = list(node.children)
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            todo.extend(current.children)
+    return found
+
+
 class Batches:
     def __init__(self, facts: FileFacts, names: Names, hot: HotPaths) -> None:
         self._facts = facts
         self._names = names
         self._hot = hot
-        self._memo: dict[cst.CSTNode, Optional[cst.For]] = {}
+        self._memo: dict[cst.CSTNode, Optional[Source]] = {}
         self._in_progress: set[cst.CSTNode] = set()
 
-    def loop_of(self, expr: cst.BaseExpression) -> Optional[cst.For]:
-        """The loop over a DataLoader whose batch `expr` is (or holds an element of), else None."""
+    def loop_of(self, expr: cst.BaseExpression) -> Optional[Source]:
+        """Where the batch that `expr` is (or holds an element of) is drawn: the loop over a
+        DataLoader, or the `next(...)` call of a step loop; None when `expr` is no batch."""
         if expr in self._memo:
             return self._memo[expr]
         if expr in self._in_progress:
@@ -107,19 +181,23 @@ class Batches:
         return result
 
     def is_whole_item(self, expr: cst.BaseExpression) -> bool:
-        """`expr` names a loader loop's item itself (`for batch in loader`), not an element
-        unpacked or indexed from it: a custom batch class may stand there."""
+        """`expr` is a loader's item itself (`for batch in loader`, `next(self.dl)`, `data =
+        next(it)`), not an element unpacked or indexed from it: a custom batch class may stand there."""
+        if isinstance(expr, cst.Call):
+            return self._drawn(expr) is not None
         if not isinstance(expr, cst.Name):
             return False
         for binding in self._names.lookup(expr.value, expr):
             node = binding.node
+            if binding.kind == "assign" and isinstance(node, cst.Call) and self._drawn(node) is not None:
+                return True
             if binding.kind == "for" and isinstance(node, cst.For) and self._hot.iterates_loader(node):
                 item = item_target(node.target, node.iter)
                 if isinstance(item, cst.Name) and item.value == expr.value:
                     return True
         return False
 
-    def _loop_of(self, expr: cst.BaseExpression) -> Optional[cst.For]:
+    def _loop_of(self, expr: cst.BaseExpression) -> Optional[Source]:
         if isinstance(expr, cst.Name):
             for binding in self._names.lookup(expr.value, expr):
                 loop = self._binding(binding, expr.value)
@@ -132,18 +210,75 @@ class Batches:
             if expr.attr.value in NON_TENSOR_ATTRIBUTES:
                 return None
             return self.loop_of(expr.value)
-        if (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in HOST_CONVERSIONS
-        ):
-            return self.loop_of(expr.func.value)
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in HOST_CONVERSIONS:
+                return self.loop_of(expr.func.value)
+            return self._drawn(expr)
         return None
 
-    def _binding(self, binding: Binding, name: str) -> Optional[cst.For]:
+    def _drawn(self, call: cst.Call) -> Optional[cst.Call]:
+        """`next(it)` in a step loop, where `it` iterates a DataLoader's host batches."""
+        if self._names.qualified_name(call) != "builtins.next" or self._hot.step_loop(call) is None:
+            return None
+        iterator = _first_positional(call)
+        if iterator is None:
+            return None
+        return call if self._items_of(iterator, set()) == _HOST else None
+
+    def _items_of(self, expr: cst.BaseExpression, seen: set[cst.CSTNode]) -> Optional[str]:
+        """What iterating `expr` yields: _HOST (a DataLoader's batches), _DEVICE (a loader that
+        places them on the device), or None (not known to be a loader). Follows names and `self.`
+        attributes to their values, and `iter(...)`, `itertools.cycle(...)` and generators of the
+        file that yield the items of their argument (`cycle(dl)`)."""
+        if expr in seen:
+            return None
+        seen.add(expr)
+        values: list[cst.BaseExpression] = []
+        if isinstance(expr, cst.Call):
+            if _places_on_device(expr):
+                return _DEVICE
+            if (dotted_name(expr.func) or "").rsplit(".", 1)[-1] == "DataLoader":
+                return _HOST
+            inner = _first_positional(expr)
+            if inner is not None and self._passes_items_through(expr):
+                values.append(inner)
+        elif isinstance(expr, cst.Name):
+            bindings = self._names.lookup(expr.value, expr)
+            if any(
+                b.kind == "unpack" and isinstance(b.node, cst.Call) and _places_on_device(b.node)
+                for b in bindings
+            ):
+                return _DEVICE  # `model, opt, loader = accelerator.prepare(model, opt, loader)`
+            values = [
+                b.node for b in bindings if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)
+            ]
+        elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
+            cls = self._hot.enclosing_class(expr)
+            values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
+        found = {self._items_of(value, seen) for value in values}
+        if _DEVICE in found:
+            return _DEVICE
+        if _HOST in found or (isinstance(expr, (cst.Name, cst.Attribute)) and self._hot.loader_label(expr)):
+            return _HOST
+        return None
+
+    def _passes_items_through(self, call: cst.Call) -> bool:
+        if self._names.qualified_name(call) in _ITERATORS:
+            return True
+        if not isinstance(call.func, cst.Name):
+            return False
+        definitions = self._names.lookup(call.func.value, call)
+        return any(
+            b.kind == "def" and isinstance(b.node, cst.FunctionDef) and _yields_items_of_parameter(b.node)
+            for b in definitions
+        )
+
+    def _binding(self, binding: Binding, name: str) -> Optional[Source]:
         node = binding.node
         if binding.kind == "for" and isinstance(node, cst.For):
             if self._hot.iterates_loader(node) is not None:
+                if self._items_of(_loader_iterated(node.iter), set()) == _DEVICE:
+                    return None  # `accelerator.prepare(loader)` moved the batch already
                 return node if name in batch_names(node.target, node.iter) else None
             return self._iterated(node.target, node.iter, name)
         if binding.kind == "compfor" and isinstance(node, cst.CompFor):
@@ -156,7 +291,7 @@ class Batches:
 
     def _iterated(
         self, target: cst.BaseExpression, iterable: cst.BaseExpression, name: str
-    ) -> Optional[cst.For]:
+    ) -> Optional[Source]:
         """`name` bound by iterating `iterable`: the items of a batch, or the values of its dict."""
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
             method = iterable.func.attr.value
@@ -174,7 +309,7 @@ class Batches:
                 return None
         return self.loop_of(iterable)
 
-    def _unpacked(self, value: cst.BaseExpression, name: str) -> Optional[cst.For]:
+    def _unpacked(self, value: cst.BaseExpression, name: str) -> Optional[Source]:
         """`x, y = batch` -> batch; `x, y = batch[0], other` -> batch[0] for x only."""
         if isinstance(value, (cst.Tuple, cst.List)):
             assign = self._facts.parents.get(value)

@@ -15,8 +15,9 @@ import re
 from collections.abc import Sequence
 
 import libcst as cst
+import libcst.matchers as matchers
 
-from ..syntax.walker import Binding, FileFacts
+from ..syntax.walker import Binding, FileFacts, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 
@@ -263,6 +264,34 @@ class ModuleGraph:
             return previous.value
         return None
 
+    def folded_away(self, built: cst.Call, module: cst.BaseExpression) -> bool:
+        """`module` is `self.<attr>`, deleted by the method that calls `built` (`delattr(self, "bn")`,
+        `self.__delattr__("bn")`, `del self.bn`): a fold for deployment, the norm's statistics folded
+        into the new module (yolov5's and ultralytics' `fuse()`), which never meets the norm."""
+        if not (isinstance(module, cst.Attribute) and _is_self(module.value)):
+            return False
+        function = self._facts.enclosing_function(built)
+        info = self._facts.functions.get(function) if function is not None else None
+        if function is None or info is None:
+            return False
+        attr = module.attr.value
+        for call in info.calls:
+            args = [a.value for a in call.args if a.keyword is None and not a.star]
+            if dotted_name(call.func) == "delattr" and len(args) == 2 and _is_self(args[0]):
+                deleted = args[1]
+            elif dotted_name(call.func) == "self.__delattr__" and len(args) == 1:
+                deleted = args[0]
+            else:
+                continue
+            if isinstance(deleted, cst.SimpleString) and deleted.evaluated_value == attr:
+                return True
+        return any(
+            isinstance(target, cst.Attribute) and _is_self(target.value) and target.attr.value == attr
+            for statement in matchers.findall(function, matchers.Del())
+            if isinstance(statement, cst.Del)
+            for target in _deleted(statement.target)
+        )
+
     def _statement_of(self, node: cst.CSTNode) -> cst.BaseSmallStatement | None:
         """The simple statement holding `node`, unless a compound statement or function is nearer."""
         current = self._facts.parents.get(node)
@@ -284,6 +313,13 @@ def _unchained(call: cst.Call) -> cst.Call:
     ):
         call = call.func.value
     return call
+
+
+def _deleted(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`del a, b` -> `a`, `b`."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [element.value for element in target.elements]
+    return [target]
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

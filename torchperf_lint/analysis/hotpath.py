@@ -251,12 +251,13 @@ class HotPaths:
                     if binding.kind == "assign" and isinstance(value, cst.Call):
                         todo.append(value)
         for candidate in candidates:
-            label = self._loader_label(candidate)
+            label = self.loader_label(candidate)
             if label is not None:
                 return label
         return None
 
-    def _loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
+    def loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The loader's name when `expr` (a name, attribute or call) names or builds a DataLoader."""
         target = expr.func if isinstance(expr, cst.Call) else expr
         dotted = dotted_name(target)
         if dotted is None:

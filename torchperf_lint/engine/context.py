@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..analysis.batches import Batches, movers, unpinned_collate
+from ..analysis.batches import Batches, Source, movers, unpinned_collate
 from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
@@ -167,9 +167,10 @@ class Context:
     def _batches(self) -> Batches:
         return Batches(self.facts, self.names, self.hot)
 
-    def batch_loop(self, expr: cst.BaseExpression) -> Optional[cst.For]:
-        """The loop over a DataLoader whose batch `expr` is, or is an element of (unpacked,
-        indexed, or a value of its dict); None when `expr` is not batch data."""
+    def batch_loop(self, expr: cst.BaseExpression) -> Optional[Source]:
+        """Where the DataLoader batch that `expr` is, or is an element of (unpacked, indexed, or a
+        value of its dict), is drawn: the loop over the loader, or a step loop's `next(it)` call;
+        None when `expr` is not host batch data."""
         return self._batches.loop_of(expr)
 
     def is_whole_batch(self, expr: cst.BaseExpression) -> bool:

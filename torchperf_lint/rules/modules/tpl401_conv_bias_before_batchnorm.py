@@ -58,7 +58,9 @@ class ConvBiasBeforeBatchnorm(Rule):
     GroupNorm and LayerNorm (they normalise over groups of channels or the whole sample, so a
     per-channel bias is not cancelled); anything between the conv and the norm (an activation,
     pooling, dropout, an `if`); modules whose constructor cannot be resolved (factory functions,
-    `norm_layer(...)` parameters); `**kwargs` that could supply `bias`; a model whose weights are
+    `norm_layer(...)` parameters); `**kwargs` that could supply `bias`; a conv built by a method
+    that deletes the norm (`delattr(self, "bn")`, `del self.bn`): a `fuse()` for deployment that
+    folds the norm's statistics into a new conv, whose bias then carries them; a model whose weights are
     published (built by a function that downloads its checkpoint with `load_state_dict_from_url`,
     `hf_hub_download`, `model_zoo.load_url` or torchvision's weights enums, or by a timm/torchvision
     `@register_model` factory, through everything such a function reaches in the project): every
@@ -359,6 +361,72 @@ class ConvBiasBeforeBatchnorm(Rule):
             def vgg11_bn(pretrained=False):
                 return _create("vgg11_bn", pretrained, [64, 128])
             """,
+        "norm-folded-into-the-conv-by-fuse": """
+            import torch
+            import torch.nn as nn
+
+            class ConvBN(nn.Module):
+                def __init__(self, c1, c2, k=3):
+                    super().__init__()
+                    self.conv = nn.Conv2d(c1, c2, k, padding=k // 2, bias=False)
+                    self.bn = nn.BatchNorm2d(c2)
+
+                def forward(self, x):
+                    return torch.relu(self.bn(self.conv(x)))
+
+                def forward_fuse(self, x):
+                    return torch.relu(self.conv(x))
+
+                @torch.no_grad()
+                def fuse(self):
+                    std = (self.bn.running_var + self.bn.eps).sqrt()
+                    fused = nn.Conv2d(self.conv.in_channels, self.conv.out_channels, 3, padding=1, bias=True)
+                    fused.weight.copy_(self.conv.weight * (self.bn.weight / std).view(-1, 1, 1, 1))
+                    fused.bias.copy_(self.bn.bias - self.bn.weight * self.bn.running_mean / std)
+                    self.conv = fused
+                    delattr(self, "bn")
+                    self.forward = self.forward_fuse
+            """,
+        "yolov5-fuse-from-the-model": """
+            import torch
+            import torch.nn as nn
+
+            def fuse_conv_and_bn(conv, bn):
+                fusedconv = nn.Conv2d(
+                    conv.in_channels, conv.out_channels, kernel_size=conv.kernel_size,
+                    stride=conv.stride, padding=conv.padding, groups=conv.groups, bias=True,
+                ).requires_grad_(False).to(conv.weight.device)
+                w_bn = torch.diag(bn.weight.div(torch.sqrt(bn.eps + bn.running_var)))
+                fusedconv.weight.copy_(torch.mm(w_bn, conv.weight.view(conv.out_channels, -1)).view(fusedconv.weight.shape))
+                fusedconv.bias.copy_(bn.bias - bn.weight.mul(bn.running_mean).div(torch.sqrt(bn.running_var + bn.eps)))
+                return fusedconv
+
+            class Conv(nn.Module):
+                def __init__(self, c1, c2, k=1, s=1):
+                    super().__init__()
+                    self.conv = nn.Conv2d(c1, c2, k, s, k // 2, bias=False)
+                    self.bn = nn.BatchNorm2d(c2)
+                    self.act = nn.SiLU()
+
+                def forward(self, x):
+                    return self.act(self.bn(self.conv(x)))
+
+                def forward_fuse(self, x):
+                    return self.act(self.conv(x))
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.model = nn.Sequential(Conv(3, 16, 3, 2), Conv(16, 32, 3, 2))
+
+                def fuse(self):
+                    for m in self.model.modules():
+                        if isinstance(m, Conv) and hasattr(m, "bn"):
+                            m.conv = fuse_conv_and_bn(m.conv, m.bn)
+                            delattr(m, "bn")
+                            m.forward = m.forward_fuse
+                    return self
+            """,
     }
 
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
@@ -373,6 +441,8 @@ class ConvBiasBeforeBatchnorm(Rule):
                     continue
                 if graph.star_kwargs_may_supply(conv, "bias") or ctx.published_weights(conv) is not None:
                     continue
+                if graph.folded_away(conv, second):
+                    continue  # the conv a `fuse()` builds after folding the norm into it
                 bias = _bias_argument(conv)
                 if bias is not None and _literal(bias.value) is not True:
                     continue

@@ -19,7 +19,9 @@ class BlockingHostToDevice(Rule):
     """## What it does
     Flags `.to(device)`/`.cuda()` of a DataLoader batch (the loop target, or an element of it:
     unpacked, indexed, or a value of `{k: v.to(dev) for k, v in batch.items()}`) without
-    `non_blocking=True`, in the step loop.
+    `non_blocking=True`, in the step loop. A batch drawn in the step loop with `next(it)` counts
+    too, where `it` iterates a DataLoader (`iter(loader)`, `itertools.cycle(loader)`, or a
+    generator of the file that yields the loader's items, as in `self.dl = cycle(dl)`).
 
     ## Why it is slow
     A blocking copy makes the CPU wait until the batch has reached the GPU before it can queue
@@ -31,7 +33,7 @@ class BlockingHostToDevice(Rule):
     Safe for tensors: adding `non_blocking=True` to a host-to-device copy never changes the values
     the device computes with, as the copy is ordered on the stream before the kernels that use
     it. Unsafe when the moved value is the loop's whole item (`for batch in loader:
-    batch.to(device)`), which may be a custom batch class whose `.to` does not accept
+    batch.to(device)`, `next(self.dl).to(device)`), which may be a custom batch class whose `.to` does not accept
     `non_blocking`, and wherever the project defines a class with a `to`/`cuda` of its own that
     takes it (the batch may be one, collated in another module).
 
@@ -39,7 +41,8 @@ class BlockingHostToDevice(Rule):
     Calls that pass `non_blocking` (any value, a decision) or `**kwargs`; batches that are not
     certainly tensors in a project that defines a class whose own `to`/`cuda` takes no
     `non_blocking` (DETR's `NestedTensor.to(self, device)`): the argument would raise; `model.to(device)` and
-    other values that are not batches; dtype casts (`x.to(torch.float16)`) and `.to("cpu")`;
+    other values that are not batches; batches of a loader handed to `accelerator.prepare(...)`,
+    which places them on the device itself; a batch drawn once before the step loop; dtype casts (`x.to(torch.float16)`) and `.to("cpu")`;
     moves outside the step loop.
     """
 
@@ -103,6 +106,43 @@ class BlockingHostToDevice(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        "drawn-with-next-in-step-loop": """
+            import torch
+
+            def training_loop(net, dataset, optimizer, device, rounds):
+                loader = torch.utils.data.DataLoader(dataset, batch_size=64, pin_memory=True, num_workers=4)
+                dataset_iterator = iter(loader)
+                while True:
+                    for round_idx in range(rounds):
+                        images, labels = next(dataset_iterator)
+                        images = images.to(device).to(torch.float32) / 127.5 - 1  # expect: TPL106
+                        loss = net(images, labels.to(device))  # expect: TPL106
+                        loss.sum().backward()
+                    optimizer.step()
+            """,
+        "cycled-loader-in-trainer": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def cycle(dl):
+                while True:
+                    for data in dl:
+                        yield data
+
+            class Trainer:
+                def __init__(self, model, dataset, device):
+                    self.model, self.device = model, device
+                    self.dl = cycle(DataLoader(dataset, batch_size=32, pin_memory=True, num_workers=4))
+                    self.opt = torch.optim.Adam(model.parameters())
+
+                def train(self, steps, accumulate):
+                    for step in range(steps):
+                        for _ in range(accumulate):
+                            data = next(self.dl).to(self.device)  # expect: TPL106
+                            self.model(data).backward()
+                        self.opt.step()
+                        self.opt.zero_grad()
+            """,
     }
     FIXED = {
         "unpacked-batch": """
@@ -151,6 +191,43 @@ class BlockingHostToDevice(Rule):
                     loss = model(inputs.float(), labels)
                     loss.backward()
                     optimizer.step()
+            """,
+        "drawn-with-next-in-step-loop": """
+            import torch
+
+            def training_loop(net, dataset, optimizer, device, rounds):
+                loader = torch.utils.data.DataLoader(dataset, batch_size=64, pin_memory=True, num_workers=4)
+                dataset_iterator = iter(loader)
+                while True:
+                    for round_idx in range(rounds):
+                        images, labels = next(dataset_iterator)
+                        images = images.to(device, non_blocking=True).to(torch.float32) / 127.5 - 1
+                        loss = net(images, labels.to(device, non_blocking=True))
+                        loss.sum().backward()
+                    optimizer.step()
+            """,
+        "cycled-loader-in-trainer": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def cycle(dl):
+                while True:
+                    for data in dl:
+                        yield data
+
+            class Trainer:
+                def __init__(self, model, dataset, device):
+                    self.model, self.device = model, device
+                    self.dl = cycle(DataLoader(dataset, batch_size=32, pin_memory=True, num_workers=4))
+                    self.opt = torch.optim.Adam(model.parameters())
+
+                def train(self, steps, accumulate):
+                    for step in range(steps):
+                        for _ in range(accumulate):
+                            data = next(self.dl).to(self.device, non_blocking=True)
+                            self.model(data).backward()
+                        self.opt.step()
+                        self.opt.zero_grad()
             """,
     }
     GOOD = {
@@ -225,6 +302,48 @@ class BlockingHostToDevice(Rule):
                     mask = masks[step].to(device)
                     names = [k.to(device) for k in batch.keys()]
                     loss = model(batch, mask, names)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "drawn-from-a-loader-that-places-batches": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def cycle(dl):
+                while True:
+                    for data in dl:
+                        yield data
+
+            def train(model, dataset, optimizer, accelerator, device, steps):
+                dl = DataLoader(dataset, batch_size=32, pin_memory=True, num_workers=4)
+                dl = accelerator.prepare(dl)
+                batches = cycle(dl)
+                for step in range(steps):
+                    data = next(batches).to(device)
+                    loss = model(data)
+                    accelerator.backward(loss)
+                    optimizer.step()
+                for batch in dl:
+                    model(batch.to(device))
+
+            def evaluate(model, accelerator, train_dataloader, eval_dataloader):
+                model, train_dataloader, eval_dataloader = accelerator.prepare(
+                    model, train_dataloader, eval_dataloader
+                )
+                for step, batch in enumerate(eval_dataloader):
+                    batch.to(accelerator.device)
+                    outputs = model(**batch)
+                    outputs.loss.backward()
+            """,
+        "drawn-from-other-iterators": """
+            import torch
+
+            def train(model, optimizer, device, steps, noise, loader):
+                first = next(iter(loader))
+                for step in range(steps):
+                    z = next(noise).to(device)
+                    weights = next(model.parameters()).to(device)
+                    loss = model(z, weights, first.to(device))
                     loss.backward()
                     optimizer.step()
             """,
