@@ -343,12 +343,14 @@ class _Locals:
         self.names: set[str] = set()
         self.values: dict[str, list[ast.AST]] = {}
         self.nested: dict[str, FunctionNode] = {}
+        self.params: set[str] = set()
         if function is None:
             return
         args = function.args
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if arg is not None:
                 self.names.add(arg.arg)
+                self.params.add(arg.arg)
 
 
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -748,7 +750,7 @@ class _Summarizer:
             described = None if cold else self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
-                function.calls.append(Call(kind, target, loop, node.lineno, self._host_args(node)))
+                function.calls.append(Call(kind, target, loop, node.lineno, self._host_args(node, scopes[0])))
 
         self._later(describe)
 
@@ -818,12 +820,16 @@ class _Summarizer:
                 return "instance", f"{callee}|{method}"
         return None
 
-    def _host_args(self, node: ast.Call) -> list[str]:
-        host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg)]
-        host.extend(k.arg for k in node.keywords if k.arg and self._is_host(k.value))
+    def _host_args(self, node: ast.Call, local: _Locals) -> list[str]:
+        host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg, local)]
+        host.extend(k.arg for k in node.keywords if k.arg and self._is_host(k.value, local))
         return host
 
-    def _is_host(self, expr: ast.AST) -> bool:
+    def _is_host(self, expr: ast.AST, local: Optional[_Locals] = None) -> bool:
+        if isinstance(expr, ast.Name) and local is not None and expr.id not in local.params:
+            # `scores_host = scores.cpu(); f(scores_host)`: every value the function binds to it
+            values = local.values.get(expr.id, ())
+            return bool(values) and all(self._is_host(v) for v in values)
         if isinstance(expr, ast.Constant):
             return expr.value is not None
         if isinstance(expr, ast.JoinedStr):
