@@ -315,6 +315,31 @@ def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_
     assert finding_lines(root, "ransac.py", "TPL105") == [10]
 
 
+def test_a_module_every_caller_hands_python_sizes_as_tensors_reads_them_without_a_sync(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path,
+        {
+            "transform.py": """
+                import torch
+                from torch import nn
+
+                class _Core(nn.Module):
+                    def forward(self, image: torch.Tensor, target_size: torch.Tensor, scale: torch.Tensor):
+                        target_h, target_w = target_size.tolist()
+                        return image[:, :target_h, :target_w] * scale.item()
+
+                class Transform:
+                    def __init__(self):
+                        self.core = _Core()
+
+                    def __call__(self, image, sizes, scale):
+                        return self.core(image=image, target_size=torch.tensor(sizes), scale=scale.mean())
+                """
+        },
+    )
+    assert finding_lines(root, "transform.py", "TPL105") == [7]
+
+
 # -- rule details ------------------------------------------------------------------------------
 
 

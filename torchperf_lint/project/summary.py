@@ -842,8 +842,20 @@ class _Summarizer:
                 arg = expr.args[0]
                 return isinstance(arg, ast.Constant) and arg.value == "cpu"
             name = dotted(func)
-            return name is not None and self.qualify(name) in _HOST_FUNCTIONS
+            qualified = self.qualify(name) if name is not None else ""
+            return qualified in _HOST_FUNCTIONS or self._builds_host_tensor(qualified, expr)
         return False
+
+    @staticmethod
+    def _builds_host_tensor(qualified: str, call: ast.Call) -> bool:
+        """`torch.tensor(sizes)`: built on the host (no `device=`) from Python data, not from a
+        call or attribute that may be a device tensor. Not `torch.zeros(...)`: a model's own
+        `self.forward(torch.zeros(1, 3, s, s))` at set-up would make its input a host value."""
+        if any(k.arg in ("device", None) for k in call.keywords):
+            return False
+        if qualified not in ("torch.tensor", "torch.as_tensor") or not call.args:
+            return False
+        return isinstance(call.args[0], (ast.Name, ast.List, ast.Tuple, ast.Constant, ast.ListComp))
 
     # -- loaders ------------------------------------------------------------------------
     def _loader(self, iterable: ast.AST, scopes: tuple[_Locals, ...]) -> Optional[str]:
