@@ -276,16 +276,18 @@ def test_self_attributes_assigned_only_host_tensors_are_host() -> None:
                 w = torch.as_tensor(weights) if weights is not None else torch.ones(4)
                 self.weights = w
                 self.scale = torch.zeros(3)
+                self.register_buffer("class_weight", torch.ones(4))
 
             def reset(self):
                 self.lam = torch.tensor(self.init_lambda)
 
             def forward(self, x):
                 self.scale = self.scale.to(x.device)
-                probe(self.lam); probe(self.weights.clone().sum()); probe(self.scale)
+                self.class_weight = torch.as_tensor([self.class_weight] * 4)
+                probe(self.lam); probe(self.weights.clone().sum()); probe(self.scale); probe(self.class_weight)
         """
     )
-    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False]
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False]
 
 
 def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_path: Path) -> None:

@@ -123,7 +123,18 @@ class HostTensors:
             return False
         cls = self._hot.enclosing_class(expr)
         values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
-        return bool(values) and all(self.is_host_tensor(v) for v in values)
+        if not values or self._registered(expr.attr.value):
+            return False  # a buffer moves with the module, whatever is assigned to it later
+        return all(self.is_host_tensor(v) for v in values)
+
+    def _registered(self, attr: str) -> bool:
+        """The file registers a buffer or parameter named `attr` (`register_buffer("w", w)`)."""
+        for method in ("register_buffer", "register_parameter"):
+            for call in self._facts.method_calls.get(method, ()):
+                first = call.args[0].value if call.args else None
+                if isinstance(first, cst.SimpleString) and first.evaluated_value == attr:
+                    return True
+        return False
 
     def _call(self, call: cst.Call) -> bool:
         if self._copies_to_host(call):
