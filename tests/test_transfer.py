@@ -15,6 +15,8 @@ from torchperf_lint.engine.context import Context
 from torchperf_lint.engine.findings import Safety
 from torchperf_lint.syntax.walker import walk
 
+from .helpers import finding_lines, write_project
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "transfer_syncs.py"
 
 
@@ -198,6 +200,146 @@ def test_factories_without_device_make_host_tensors_until_moved() -> None:
         """
     )
     assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, False, False]
+
+
+def test_a_name_is_host_where_its_last_binding_before_the_read_is() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x, arr, flag):
+                m = x.softmax(-1)
+                if m.shape[0] == 0:
+                    m = torch.zeros(3, device=x.device)
+                else:
+                    m = m.argmax(-1)
+                m = torch.from_numpy(arr)
+                for i in range(3):
+                    probe(m.eq(i).sum())
+                y = torch.from_numpy(arr)
+                if flag:
+                    y = y.cuda()
+                probe(y)
+                z = torch.zeros(3)
+                for i in range(3):
+                    probe(z)
+                    z = x * i
+                w = x.sum()
+                w = w.cpu()
+                probe(w)
+                v = torch.zeros(3)
+                def later():
+                    probe(v)
+                probe(v.sum())
+                v = x.mean()
+        """
+    )
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, False, False, True, False, True]
+
+
+def test_dtype_casts_and_moves_to_a_cpu_device_name_stay_on_the_host() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x, device):
+                host = torch.device("cpu")
+                k = x.detach().to(host).double()
+                probe(torch.isfinite(k).all(1)); probe(k.to(torch.float64)); probe(k.to(dtype=torch.half))
+                probe(k.to(device)); probe(k.to(x)); probe(k.to(x.device, torch.float64))
+                a, b = x.cpu(), x.cuda()
+                probe(a); probe(b)
+                probe(torch.ByteTensor(torch.ByteStorage.from_buffer(bytes(4)))); probe(torch.cuda.FloatTensor(3))
+                probe(torch.as_tensor([1.0, 2.0])); probe(torch.as_tensor(x.sum())); probe(torch.tensor(x.mean()))
+        """
+    )
+    host = [ctx.is_host_tensor(p) for p in probes]
+    assert host[:6] == [True, True, True, False, False, False]  # casts and moves
+    assert host[6:8] == [True, False]  # unpacked from a tuple
+    assert host[8:10] == [True, False]  # legacy constructors
+    assert host[10:] == [True, False, False]  # copies of host data, of device tensors
+
+
+def test_self_attributes_assigned_only_host_tensors_are_host() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        class Explainer(nn.Module):
+            def __init__(self, weights=None):
+                super().__init__()
+                w = torch.as_tensor(weights) if weights is not None else torch.ones(4)
+                self.weights = w
+                self.scale = torch.zeros(3)
+                self.register_buffer("class_weight", torch.ones(4))
+
+            def reset(self):
+                self.lam = torch.tensor(self.init_lambda)
+
+            def forward(self, x):
+                self.scale = self.scale.to(x.device)
+                self.class_weight = torch.as_tensor([self.class_weight] * 4)
+                probe(self.lam); probe(self.weights.clone().sum()); probe(self.scale); probe(self.class_weight)
+        """
+    )
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False]
+
+
+def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path,
+        {
+            "ransac.py": """
+                import torch
+                from torch import nn
+
+                class Ransac(nn.Module):
+                    @staticmethod
+                    def _records(scores: torch.Tensor, prior: float):
+                        return (scores > prior).nonzero().flatten().tolist()
+
+                    def _counts(self, scores: torch.Tensor):
+                        return scores.sum().item()
+
+                    def forward(self, x):
+                        scores = self.score(x)
+                        scores_host = scores.cpu()
+                        records = self._records(scores_host, 0.5)
+                        return records, self._counts(scores)
+                """
+        },
+    )
+    assert finding_lines(root, "ransac.py", "TPL105") == [10]
+
+
+def test_a_module_every_caller_hands_python_sizes_as_tensors_reads_them_without_a_sync(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path,
+        {
+            "transform.py": """
+                import torch
+                from torch import nn
+
+                class _Core(nn.Module):
+                    def forward(self, image: torch.Tensor, target_size: torch.Tensor, scale: torch.Tensor):
+                        target_h, target_w = target_size.tolist()
+                        return image[:, :target_h, :target_w] * scale.item()
+
+                class Transform:
+                    def __init__(self):
+                        self.core = _Core()
+
+                    def __call__(self, image, sizes, scale):
+                        return self.core(image=image, target_size=torch.tensor(sizes), scale=scale.mean())
+                """
+        },
+    )
+    assert finding_lines(root, "transform.py", "TPL105") == [7]
 
 
 # -- rule details ------------------------------------------------------------------------------

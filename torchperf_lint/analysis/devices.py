@@ -6,12 +6,14 @@ layer drop of many transformer implementations).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, dotted_name
+from ..syntax.walker import Binding, FileFacts, dotted_name
+from .hotpath import HotPaths
 from .names import Names
+from .tensors import Tensorness
 
 # Factories that generate data; without device= they fill a CPU tensor.
 GENERATING_FACTORIES = frozenset(
@@ -28,15 +30,38 @@ _SIZE_ARGUMENTS: dict[str, tuple[slice, str]] = {
     "linspace": (slice(2, 3), "steps"),
     "logspace": (slice(2, 3), "steps"),
 }
-# Builders of tensors from host data.
+# Builders of tensors from host data: the copy stays on the device of a tensor argument.
 _FROM_HOST_DATA = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
+# Methods that keep the receiver's device: `.to(dtype)` is judged apart.
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
+# Builders that follow a default device set to CUDA (`torch.from_numpy` and typed legacy
+# constructors never do).
+_FOLLOW_DEFAULT_DEVICE = frozenset({"tensor", "as_tensor", "asarray", "Tensor"})
+# `torch.<X>Tensor(...)` legacy constructors: CPU types (`torch.cuda.FloatTensor` is the device one).
+_LEGACY_CPU_TYPES = frozenset(
+    """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor
+    IntTensor LongTensor BoolTensor""".split()
+)
 
 
 class HostTensors:
-    def __init__(self, names: Names, is_tensor: Callable[[cst.BaseExpression], bool]) -> None:
+    """`is_host_tensor` answers for one file. `hot` gives `self.` attributes and the parameters
+    every project caller passes a host value for; `factories_on_device` is the project's default
+    device set to CUDA (then no factory fills a CPU tensor)."""
+
+    def __init__(
+        self,
+        facts: FileFacts,
+        names: Names,
+        hot: HotPaths,
+        tensorness: Callable[[cst.BaseExpression], Tensorness],
+        factories_on_device: bool = False,
+    ) -> None:
+        self._facts = facts
         self._names = names
-        self._is_tensor = is_tensor
+        self._hot = hot
+        self._tensorness = tensorness
+        self._factories_on_device = factories_on_device
         self._memo: dict[cst.CSTNode, bool] = {}
         self._in_progress: set[cst.CSTNode] = set()
 
@@ -56,18 +81,17 @@ class HostTensors:
 
     def _operands_on_host(self, operands: list[cst.BaseExpression]) -> bool:
         """The tensor operands (at least one) are all on the host; plain numbers do not count."""
-        tensors = [o for o in operands if self._is_tensor(o)]
+        tensors = [o for o in operands if self._tensorness(o) >= Tensorness.LIKELY]
         return bool(tensors) and all(self.is_host_tensor(o) for o in tensors)
 
     def _host(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
             return self._call(expr)
         if isinstance(expr, cst.Name):
-            bindings = self._names.lookup(expr.value, expr)
-            return bool(bindings) and all(
-                b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self.is_host_tensor(b.node)
-                for b in bindings
-            )
+            bindings = self._names.reaching(expr)
+            return bool(bindings) and all(self._binding(b, expr.value) for b in bindings)
+        if isinstance(expr, cst.Attribute):
+            return self._self_attribute(expr)
         if isinstance(expr, cst.Subscript):
             return self.is_host_tensor(expr.value)
         if isinstance(expr, cst.UnaryOperation):
@@ -76,20 +100,134 @@ class HostTensors:
             return self._operands_on_host([expr.left, expr.right])
         if isinstance(expr, cst.Comparison):
             return self._operands_on_host([expr.left, *(c.comparator for c in expr.comparisons)])
+        if isinstance(expr, cst.IfExp):
+            return self.is_host_tensor(expr.body) and self.is_host_tensor(expr.orelse)
+        return False
+
+    def _binding(self, binding: Binding, name: str) -> bool:
+        node = binding.node
+        if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
+            return self.is_host_tensor(node)
+        if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
+            element = _unpacked_element(node, name, self._facts)
+            return element is not None and self.is_host_tensor(element)
+        if binding.kind == "param" and isinstance(node, cst.Param):
+            function = binding.scope.node
+            return isinstance(function, cst.FunctionDef) and self._hot.is_host_parameter(function, name)
+        return False
+
+    def _self_attribute(self, expr: cst.Attribute) -> bool:
+        """`self.lam` whose every assignment in the class is a host tensor. A plain attribute,
+        not a buffer: `model.cuda()` leaves it where it is."""
+        if not (isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+            return False
+        cls = self._hot.enclosing_class(expr)
+        values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
+        if not values or self._registered(expr.attr.value):
+            return False  # a buffer moves with the module, whatever is assigned to it later
+        return all(self.is_host_tensor(v) for v in values)
+
+    def _registered(self, attr: str) -> bool:
+        """The file registers a buffer or parameter named `attr` (`register_buffer("w", w)`)."""
+        for method in ("register_buffer", "register_parameter"):
+            for call in self._facts.method_calls.get(method, ()):
+                first = call.args[0].value if call.args else None
+                if isinstance(first, cst.SimpleString) and first.evaluated_value == attr:
+                    return True
         return False
 
     def _call(self, call: cst.Call) -> bool:
-        if _copies_to_host(call):
+        if self._copies_to_host(call):
             return True
         qualified = self._names.qualified_name(call) or ""
         name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
-        if name in GENERATING_FACTORIES or name in _FROM_HOST_DATA:
-            return not any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
+        if name in GENERATING_FACTORIES:
+            return not self._factories_on_device and not _names_device(call)
+        if name == "from_numpy":
+            return True
+        if name in _FROM_HOST_DATA or name in _LEGACY_CPU_TYPES:
+            if self._factories_on_device and name in _FOLLOW_DEFAULT_DEVICE:
+                return False
+            return not _names_device(call) and not self._copies_a_device_tensor(call)
         if name and "." not in name:
             return self._operands_on_host([arg.value for arg in call.args if arg.keyword is None])
         if isinstance(call.func, cst.Attribute) and not qualified:
-            return call.func.attr.value not in _MOVES and self.is_host_tensor(call.func.value)
+            method = call.func.attr.value
+            if method == "to":
+                return self._casts_only(call) and self.is_host_tensor(call.func.value)
+            return method not in _MOVES and self.is_host_tensor(call.func.value)
         return False
+
+    def _casts_only(self, call: cst.Call) -> bool:
+        """`.to(torch.float64)`, `.to(dtype=torch.half)`, `.to(x.dtype)`: a cast on the same device."""
+        for arg in call.args:
+            if arg.star:
+                return False
+            if arg.keyword is not None:
+                if arg.keyword.value not in ("dtype", "copy", "memory_format", "non_blocking"):
+                    return False
+                continue
+            if isinstance(arg.value, cst.Call):
+                return False  # `torch.device("cuda")`
+            dtype = self._names.qualified_name(arg.value) or dotted_name(arg.value) or ""
+            if not (dtype.startswith("torch.") and dtype[6:].isidentifier() or dtype.endswith(".dtype")):
+                return False
+        return True
+
+    def _copies_a_device_tensor(self, call: cst.Call) -> bool:
+        """`torch.tensor(x.sum())`: the data is certainly a tensor, not one on the host. A
+        parameter or a batch may as well be a list or a host tensor (`torch.as_tensor(weights)`)."""
+        data = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+        return (
+            bool(data)
+            and self._tensorness(data[0]) == Tensorness.CERTAIN
+            and not self.is_host_tensor(data[0])
+        )
+
+    def _copies_to_host(self, call: cst.Call) -> bool:
+        """`t.cpu()`, `t.to("cpu")`, `t.to(device=torch.device("cpu"))`, `t.to(host)` after
+        `host = torch.device("cpu")`: the result lives on the host."""
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        method = call.func.attr.value
+        if method == "cpu":
+            return not call.args
+        if method == "to" and call.args:
+            first = call.args[0]
+            if first.keyword is None or first.keyword.value == "device":
+                return self._is_cpu(first.value)
+        return False
+
+    def _is_cpu(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            bindings = self._names.lookup(expr.value, expr)
+            return bool(bindings) and all(
+                b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and _is_cpu(b.node)
+                for b in bindings
+            )
+        return _is_cpu(expr)
+
+
+def _names_device(call: cst.Call) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
+
+
+def _unpacked_element(value: cst.BaseExpression, name: str, facts: FileFacts) -> Optional[cst.BaseExpression]:
+    """The element of `a, b = x.cpu(), y` that `name` takes, when both sides are plain tuples of
+    the same length."""
+    assign = facts.parents.get(value)
+    if not isinstance(assign, cst.Assign) or not isinstance(value, (cst.Tuple, cst.List)):
+        return None
+    for target in assign.targets:
+        names = target.target
+        if not isinstance(names, (cst.Tuple, cst.List)) or len(names.elements) != len(value.elements):
+            continue
+        for element, source in zip(names.elements, value.elements, strict=True):
+            if isinstance(element, cst.StarredElement) or isinstance(source, cst.StarredElement):
+                return None
+            if isinstance(element.value, cst.Name) and element.value.value == name:
+                return source.value
+    return None
 
 
 def _is_cpu(expr: cst.BaseExpression) -> bool:
@@ -98,20 +236,6 @@ def _is_cpu(expr: cst.BaseExpression) -> bool:
         return expr.evaluated_value == "cpu"
     if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("device") and expr.args:
         return _is_cpu(expr.args[0].value)
-    return False
-
-
-def _copies_to_host(call: cst.Call) -> bool:
-    """`t.cpu()`, `t.to("cpu")`, `t.to(device=torch.device("cpu"))`: the result lives on the host."""
-    if not isinstance(call.func, cst.Attribute):
-        return False
-    method = call.func.attr.value
-    if method == "cpu":
-        return not call.args
-    if method == "to" and call.args:
-        first = call.args[0]
-        if first.keyword is None or first.keyword.value == "device":
-            return _is_cpu(first.value)
     return False
 
 

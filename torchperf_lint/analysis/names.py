@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
@@ -59,6 +59,35 @@ class Names:
             scope = scope.parent
         return []
 
+    def reaching(self, name: cst.Name) -> list[Binding]:
+        """The bindings of `name` that may reach this read: only the last one before it when that
+        one is a statement of a block around the read (it runs on every path to the read), every
+        other binding before the read comes earlier, and none after it shares a loop with the read
+        (so none comes round); otherwise every binding. `m = x.softmax(-1)` ...
+        `m = torch.from_numpy(a)`, then `m.sum()` reads only the last."""
+        bindings = self.lookup(name.value, name)
+        if len(bindings) < 2 or self.scope_at(name) is not bindings[0].scope:
+            return bindings
+        parents = self._facts.parents
+        around = _blocks_around(name, parents)
+        loops = {id(n) for n in _ancestors(name, parents) if isinstance(n, (cst.For, cst.While))}
+        before: list[Binding] = []
+        for binding in bindings:
+            placed = _placed_before(binding.node, around, parents)
+            if placed is None:
+                return bindings
+            if placed:
+                before.append(binding)
+            elif any(id(n) in loops for n in _ancestors(binding.node, parents)):
+                return bindings  # a later binding in a loop around the read comes round to it
+        if not before:
+            return bindings
+        last = max(before, key=lambda b: b.order)
+        statement = _statement_of(last.node, parents)
+        if statement is None or id(statement[0]) not in around:
+            return bindings  # inside a branch: it may not run
+        return [last]
+
     def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
         """`torch.nn.functional.relu` for `F.relu` after `import torch.nn.functional as F`.
 
@@ -94,3 +123,61 @@ class Names:
                 if module_bindings and module_bindings[-1].kind == "import":
                     return bound
         return None
+
+
+_BLOCKS = (cst.IndentedBlock, cst.Module)
+
+
+def _statement_of(
+    node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]
+) -> Optional[tuple[cst.CSTNode, cst.CSTNode]]:
+    """The block and the statement of it that hold `node`."""
+    child, parent = node, parents.get(node)
+    while parent is not None and not isinstance(parent, _BLOCKS):
+        child, parent = parent, parents.get(parent)
+    return None if parent is None else (parent, child)
+
+
+def _blocks_around(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> dict[int, cst.CSTNode]:
+    """Each block around `node` (by id), with its statement that holds `node`."""
+    around: dict[int, cst.CSTNode] = {}
+    child, parent = node, parents.get(node)
+    while parent is not None:
+        if isinstance(parent, _BLOCKS):
+            around[id(parent)] = child
+        child, parent = parent, parents.get(parent)
+    return around
+
+
+def _ancestors(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    current = parents.get(node)
+    while current is not None:
+        yield current
+        current = parents.get(current)
+
+
+def _placed_before(
+    node: cst.CSTNode, around: dict[int, cst.CSTNode], parents: dict[cst.CSTNode, cst.CSTNode]
+) -> Optional[bool]:
+    """Whether `node` comes before the read whose blocks are `around`, compared in the innermost
+    block both are in; None when both are in the same statement of it (`x = x.cpu()`, or an
+    `if` with the read in one branch and `node` in the other)."""
+    child, parent = node, parents.get(node)
+    while parent is not None:
+        if isinstance(parent, _BLOCKS) and id(parent) in around:
+            read_at = around[id(parent)]
+            if read_at is child:
+                return None
+            return _precedes(parent, child, read_at)
+        child, parent = parent, parents.get(parent)
+    return None
+
+
+def _precedes(block: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    body = block.body  # type: ignore[attr-defined]
+    for statement in body:
+        if statement is second:
+            return False
+        if statement is first:
+            return True
+    return False

@@ -216,7 +216,13 @@ class Context:
         # not self.is_tensor: a bound method cached on self is a reference cycle, which keeps
         # the tree alive until the garbage collector's next full pass
         tensors = self.tensors
-        return HostTensors(self.names, lambda expr: tensors.infer(expr) >= Tensorness.LIKELY)
+        return HostTensors(
+            self.facts,
+            self.names,
+            self.hot,
+            tensors.infer,
+            factories_on_device=self.factories_on_device,
+        )
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a CPU tensor: built by a torch factory or from host data without

@@ -807,7 +807,7 @@ def _first(item: tuple[int, Any]) -> int:
 def _host_parameter_names(call: Call, callee: Function) -> set[str]:
     """The callee's parameters that `call` passes a host value for."""
     params = callee.params
-    if callee.cls < 0 or call.kind == "def":
+    if callee.cls < 0 or call.kind == "def" or "staticmethod" in callee.decorators:
         bound = False
     elif call.kind in ("global", "dotted"):
         # an instance's __call__/forward passes `self` itself; `Cls.method(obj, ...)` does not

@@ -345,12 +345,14 @@ class _Locals:
         self.names: set[str] = set()
         self.values: dict[str, list[ast.AST]] = {}
         self.nested: dict[str, FunctionNode] = {}
+        self.params: set[str] = set()
         if function is None:
             return
         args = function.args
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if arg is not None:
                 self.names.add(arg.arg)
+                self.params.add(arg.arg)
 
 
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -754,7 +756,7 @@ class _Summarizer:
             described = None if cold else self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
-                function.calls.append(Call(kind, target, loop, node.lineno, self._host_args(node)))
+                function.calls.append(Call(kind, target, loop, node.lineno, self._host_args(node, scopes[0])))
 
         self._later(describe)
 
@@ -824,12 +826,16 @@ class _Summarizer:
                 return "instance", f"{callee}|{method}"
         return None
 
-    def _host_args(self, node: ast.Call) -> list[str]:
-        host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg)]
-        host.extend(k.arg for k in node.keywords if k.arg and self._is_host(k.value))
+    def _host_args(self, node: ast.Call, local: _Locals) -> list[str]:
+        host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg, local)]
+        host.extend(k.arg for k in node.keywords if k.arg and self._is_host(k.value, local))
         return host
 
-    def _is_host(self, expr: ast.AST) -> bool:
+    def _is_host(self, expr: ast.AST, local: Optional[_Locals] = None) -> bool:
+        if isinstance(expr, ast.Name) and local is not None and expr.id not in local.params:
+            # `scores_host = scores.cpu(); f(scores_host)`: every value the function binds to it
+            values = local.values.get(expr.id, ())
+            return bool(values) and all(self._is_host(v) for v in values)
         if isinstance(expr, ast.Constant):
             return expr.value is not None
         if isinstance(expr, ast.JoinedStr):
@@ -842,8 +848,20 @@ class _Summarizer:
                 arg = expr.args[0]
                 return isinstance(arg, ast.Constant) and arg.value == "cpu"
             name = dotted(func)
-            return name is not None and self.qualify(name) in _HOST_FUNCTIONS
+            qualified = self.qualify(name) if name is not None else ""
+            return qualified in _HOST_FUNCTIONS or self._builds_host_tensor(qualified, expr)
         return False
+
+    @staticmethod
+    def _builds_host_tensor(qualified: str, call: ast.Call) -> bool:
+        """`torch.tensor(sizes)`: built on the host (no `device=`) from Python data, not from a
+        call or attribute that may be a device tensor. Not `torch.zeros(...)`: a model's own
+        `self.forward(torch.zeros(1, 3, s, s))` at set-up would make its input a host value."""
+        if any(k.arg in ("device", None) for k in call.keywords):
+            return False
+        if qualified not in ("torch.tensor", "torch.as_tensor") or not call.args:
+            return False
+        return isinstance(call.args[0], (ast.Name, ast.List, ast.Tuple, ast.Constant, ast.ListComp))
 
     # -- loaders ------------------------------------------------------------------------
     def _loader(self, iterable: ast.AST, scopes: tuple[_Locals, ...]) -> Optional[str]:

@@ -23,16 +23,19 @@ def _is_item_call(expr: cst.BaseExpression) -> bool:
 
 
 def _scalar_of_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
-    """`t.item()`, `float(t)`/`int(t)` of a tensor, or a tensor derived by torch."""
+    """`t.item()`, `float(t)`/`int(t)` of a tensor, or a tensor derived by torch; not of a tensor
+    that lives on the host (reading it waits for no device)."""
     if _is_item_call(expr):
-        return True
+        assert isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+        return not ctx.is_host_tensor(expr.func.value)
     if (
         isinstance(expr, cst.Call)
         and ctx.qualified_name(expr) in ("builtins.float", "builtins.int", "builtins.bool")
         and len(expr.args) == 1
     ):
-        return ctx.is_tensor(expr.args[0].value, certain=True)  # `Tensor | float` params are often floats
-    return ctx.is_tensor(expr, certain=True)
+        value = expr.args[0].value  # certain: `Tensor | float` params are often floats
+        return ctx.is_tensor(value, certain=True) and not ctx.is_host_tensor(value)
+    return ctx.is_tensor(expr, certain=True) and not ctx.is_host_tensor(expr)
 
 
 def _tensor_elements(data: cst.BaseExpression, ctx: Context, follow_names: bool = True) -> Optional[str]:
@@ -42,7 +45,7 @@ def _tensor_elements(data: cst.BaseExpression, ctx: Context, follow_names: bool 
             return "a list of tensors"
         return None
     if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
-        if _is_item_call(data.elt):
+        if _is_item_call(data.elt) and _scalar_of_tensor(data.elt, ctx):
             return "a list of .item() values"
         return "a list of tensors" if _scalar_of_tensor(data.elt, ctx) else None
     if isinstance(data, cst.Name) and follow_names:
@@ -143,6 +146,14 @@ class TensorFromTensorList(Rule):
                     accuracies.append((model(x).argmax(1) == y).float().mean())
                 return torch.as_tensor(accuracies).mean()  # expect: TPL203
             """,
+        "device-values-beside-host-ones": """
+            import torch
+
+            def suggestion(history, scores):
+                losses = torch.tensor(history)
+                on_host = scores.detach().cpu()
+                return torch.tensor([on_host[0].item(), scores[1].item(), losses[0]])  # expect: TPL203
+            """,
     }
     GOOD = {
         "python-numbers-and-literals": """
@@ -186,6 +197,15 @@ class TensorFromTensorList(Rule):
                 for line in lines:
                     values.append(float(line))
                 return torch.tensor(values)
+            """,
+        "values-of-host-tensors": """
+            import torch
+
+            def suggestion(history, scores):
+                losses = torch.tensor(history)
+                grads = torch.tensor([0.5 * (losses[i + 1] - losses[i - 1]) for i in range(1, len(losses) - 1)])
+                on_host = scores.detach().cpu()
+                return grads.argmin(), torch.tensor([on_host[i].item() for i in range(3)])
             """,
     }
 

@@ -319,7 +319,9 @@ class CpuFactoryInHotPath(Rule):
         if ctx.shows_cuda_use:
             return True
         if ctx.runs_on_cuda:
-            return flows_into_tensor(node, ctx.facts, ctx.is_tensor)
+            return flows_into_tensor(
+                node, ctx.facts, lambda e: ctx.is_tensor(e) and not ctx.is_host_tensor(e)
+            )
         return self._meets_tensor(node, ctx)
 
     @staticmethod

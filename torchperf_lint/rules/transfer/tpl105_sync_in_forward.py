@@ -149,6 +149,23 @@ class SyncInForward(Rule):
                 def forward(self, x):
                     return route(x, torch.sigmoid(self.gate(x)))
             """,
+        "device-value-beside-host-copies": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Panoptic(nn.Module):
+                def forward(self, masks, seg):
+                    host = torch.device("cpu")
+                    kp = masks.detach().to(host).double()
+                    finite = torch.isfinite(kp).all(1)
+                    kp = kp.to(masks.device)
+                    if not bool(torch.isfinite(kp).any()):  # expect: TPL105
+                        return None
+                    m_id = torch.from_numpy(np.asarray(seg))
+                    m_id = m_id.to(masks.device, torch.float64)
+                    return int(finite.sum()), m_id.sum().item()  # expect: TPL105
+            """,
         "lightning-step-hook": """
             import pytorch_lightning as pl
             import torch.nn.functional as F
@@ -162,6 +179,25 @@ class SyncInForward(Rule):
             """,
     }
     GOOD = {
+        "host-copies-and-rebound-names": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Panoptic(nn.Module):
+                def forward(self, masks, seg, sizes):
+                    m_id = masks.softmax(-1).argmax(-1)
+                    m_id = torch.from_numpy(np.asarray(seg))
+                    area = [m_id.eq(i).sum().item() for i in range(len(sizes))]
+                    host = torch.device("cpu")
+                    kp = masks.detach().to(host).double()
+                    finite = torch.isfinite(kp).all(1)
+                    if not bool(finite.any()):
+                        return None
+                    target = torch.tensor([masks.shape[-2], masks.shape[-1]])
+                    target_h, target_w = target.tolist()
+                    return area, int(finite.sum()), target_h * target_w
+            """,
         "shape-arithmetic": """
             import torch
             from torch import nn
