@@ -65,9 +65,10 @@ class ConvBiasBeforeBatchnorm(Rule):
     `hf_hub_download`, `model_zoo.load_url` or torchvision's weights enums, or by a timm/torchvision
     `@register_model` factory, through everything such a function reaches in the project): every
     published checkpoint holds the bias, and `load_state_dict(strict=True)` would reject it without.
-    `--show-context` prints a note at such a conv that names the function fetching the weights:
-    `net.py:8:21: TPL401 note: nn.Conv2d keeps its bias before nn.BatchNorm2d: the weights are
-    published (Net.__init__ (net.py:18) calls load_state_dict_from_url)`.
+    `--show-context` prints a note at such a conv that names the function fetching the weights
+    (torchvision 0.29): `torchvision/models/vgg.py:81:22: TPL401 note: nn.Conv2d keeps its bias before
+    nn.BatchNorm2d: the weights are published (_vgg (torchvision/models/vgg.py:98) calls
+    get_state_dict)`.
     """
 
     code = "TPL401"
