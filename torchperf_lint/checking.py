@@ -58,6 +58,7 @@ class FileOutcome:
     output: Optional[bytes] = None  # stdin under --fix: the bytes to print
     applied: int = 0  # fixes written (--fix), printed (stdin) or shown (--diff)
     hidden: list[Finding] = dataclasses.field(default_factory=list)  # of the job's hidden rules
+    notes: list[Finding] = dataclasses.field(default_factory=list)  # why rules stayed silent (--show-context)
 
 
 def light(finding: Finding) -> Finding:
@@ -167,11 +168,14 @@ class Checker:
         return None if found is None else self._hidden_apart(FileOutcome(found))
 
     def _hidden_apart(self, outcome: FileOutcome) -> FileOutcome:
-        """The findings of the job's hidden rules (off by default, only counted) set apart."""
-        if self.job.hidden_codes:
-            hidden = set(self.job.hidden_codes)
-            outcome.hidden = [f for f in outcome.findings if f.code in hidden]
-            outcome.findings = [f for f in outcome.findings if f.code not in hidden]
+        """The findings of the job's hidden rules (off by default, only counted) set apart, and
+        notes apart from findings, so that they never count; a hidden rule's notes are dropped."""
+        hidden = set(self.job.hidden_codes)
+        if hidden or self.job.settings.notes:
+            found = outcome.findings
+            outcome.notes = [f for f in found if f.note and f.code not in hidden]
+            outcome.hidden = [f for f in found if not f.note and f.code in hidden]
+            outcome.findings = [f for f in found if not f.note and f.code not in hidden]
         return outcome
 
     # -- Python files -----------------------------------------------------------------

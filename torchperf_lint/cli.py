@@ -110,7 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     output = parser.add_argument_group("output")
     output.add_argument("--format", choices=FORMATS, default="text")
-    output.add_argument("--show-context", action="store_true", help="say why each line counts as hot")
+    output.add_argument(
+        "--show-context",
+        action="store_true",
+        help="say why each line counts as hot, and add notes where a rule stays silent on purpose "
+        "(text and json only; notes never count as findings)",
+    )
     output.add_argument(
         "--statistics",
         action="store_true",

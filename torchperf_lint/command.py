@@ -46,6 +46,8 @@ def _over_command_line(args: argparse.Namespace, settings: Settings) -> Settings
         changes["torch_version_source"] = f"--torch-version {args.torch_version}"
     if args.lint_all_files:
         changes["lint_all_files"] = True
+    if args.show_context:
+        changes["notes"] = True  # why a rule stays silent is context too
     if args.no_respect_gitignore:
         changes["respect_gitignore"] = False
     if args.format == "sarif":
@@ -333,15 +335,18 @@ def run(args: argparse.Namespace) -> int:
         stdin_output = outcome.output
     outcomes.extend(check_paths(jobs.jobs, files, args.jobs or default_jobs(), job_of))
     hidden: list[Finding] = []
+    notes: list[Finding] = []
     for outcome in outcomes:
         findings.extend(outcome.findings)
         hidden.extend(outcome.hidden)
+        notes.extend(outcome.notes)
         diffs.append(outcome.diff)
     findings.extend(error_finding(path, message) for path, message in discovery_errors)
     if args.add_noqa:
         return _add_noqa(args, files, outcomes, findings)
     findings.sort(key=Finding.sort_key)
-    options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics, hidden)
+    notes.sort(key=Finding.sort_key)
+    options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics, hidden, notes)
     report = reporter(args.format)(findings, options)
     if stdin_output is not None and args.fix:
         sys.stdout.buffer.write(stdin_output)

@@ -63,6 +63,7 @@ class Settings:
     cache_dir: str = DEFAULT_CACHE_DIRECTORY  # at the project root unless configured
     text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
     noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
+    notes: bool = False  # report rules' notes on candidates they stay silent on (--show-context)
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

@@ -64,7 +64,8 @@ class TextEdit(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """What a rule yields: the node and message; the engine adds positions and renders the reason."""
+    """What a rule yields: the node and message; the engine adds positions and renders the reason.
+    A note (`note=True`) says why the rule stays silent on a candidate: see `Finding.note`."""
 
     code: str
     name: str
@@ -72,11 +73,17 @@ class Report:
     message: str
     reason: object | None = None  # an analysis.hotpath.Reason, rendered once positions exist
     fix: Fix | None = None
+    note: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    """One reported problem. Line and column are 1-based; `node` is the tree node it points at."""
+    """One reported problem. Line and column are 1-based; `node` is the tree node it points at.
+
+    A note is no problem: it says why a rule stays silent on a candidate (TPL401 keeps the bias of a
+    model whose weights are published). The engine drops notes unless `Settings.notes` asks for them
+    (`--show-context`); the command line sets them apart from findings, so they never count.
+    """
 
     code: str
     name: str
@@ -91,6 +98,7 @@ class Finding:
     node: cst.CSTNode | None = dataclasses.field(default=None, compare=False, repr=False)
     cell: int | None = None  # notebooks: the cell (1-based); line and col are within it
     edits: tuple[TextEdit, ...] = ()  # the fix as text edits, when it can be expressed as such
+    note: bool = False
 
     @property
     def fixable(self) -> bool:

@@ -188,6 +188,8 @@ def run_rules(
             raise  # the file is too deeply nested for every rule, not a bug in this one
         except Exception as error:  # noqa: BLE001 - a bug in one rule must not hide the others
             failures.append(Report(ERROR_CODE, "internal-error", module, internal_error(rule.code, error)))
+    if not settings.notes:
+        reports = [report for report in reports if not report.note]  # before positions are paid for
     if not reports and not failures:
         return [], facts.parents
     return _place(module, source, path, reports + failures, settings), facts.parents
@@ -218,7 +220,7 @@ def _place(
         return positions[node].start.line
 
     findings: list[Finding] = []
-    seen: set[tuple[str, int, int]] = set()
+    seen: set[tuple[str, int, int, bool]] = set()
     for report in reports:
         where = positions.get(report.node)
         start_line, start_col = (where.start.line, where.start.column) if where else (1, 0)
@@ -228,7 +230,7 @@ def _place(
                 continue
             if ignored and report.code.startswith(ignored):
                 continue
-        key = (report.code, start_line, start_col)
+        key = (report.code, start_line, start_col, report.note)
         if key in seen:
             continue
         seen.add(key)
@@ -247,6 +249,7 @@ def _place(
                 report.fix,
                 report.node,
                 edits=_text_edits(report.fix, module, source) if settings.text_edits else (),
+                note=report.note,
             )
         )
     findings.sort(key=Finding.sort_key)

@@ -19,11 +19,15 @@ class ReportOptions:
         unsafe_fixes: bool = False,
         statistics: bool = False,
         hidden: Sequence[Finding] = (),
+        notes: Sequence[Finding] = (),
     ) -> None:
         self.show_context = show_context
         self.unsafe_fixes = unsafe_fixes
         self.statistics = statistics
         self.hidden = hidden  # findings of rules off by default: the text summary counts them
+        # why rules stayed silent (--show-context): text and JSON show them among the findings,
+        # never counted; SARIF and GitHub annotations leave them out
+        self.notes = notes
 
 
 FORMATS = ("github", "json", "sarif", "text")

@@ -1,4 +1,5 @@
-"""A JSON list of finding objects (1-based lines and columns)."""
+"""A JSON list of finding objects (1-based lines and columns); with --show-context, the notes of
+rules that stayed silent among them, marked `"kind": "note"`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     fix = None
     if finding.fix is not None:
         fix = {"safety": finding.fix.safety.value, "description": finding.fix.description}
+    kind = {"kind": "note"} if finding.note else {}  # present only where notes were asked for
     return {
         "path": finding.path,
         "cell": finding.cell,
@@ -30,6 +32,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "message": finding.message,
         "context": finding.context,
         "fix": fix,
+        **kind,
     }
 
 
@@ -38,4 +41,5 @@ def render_json(findings: Sequence[Finding], options: ReportOptions) -> str:
     if options.statistics:
         rows = [dataclasses.asdict(row) for row in count_by_rule(findings, options.unsafe_fixes)]
         return json.dumps(rows, indent=2) + "\n"
-    return json.dumps([finding_to_dict(f) for f in findings], indent=2) + "\n"
+    shown = sorted([*findings, *options.notes], key=Finding.sort_key) if options.notes else findings
+    return json.dumps([finding_to_dict(f) for f in shown], indent=2) + "\n"

@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
     lines: list[str] = []
-    for finding in findings:
-        mark = " [*]" if allowed(finding.fix, options.unsafe_fixes) else ""
+    # a note reads as a compiler's `note:`, at the candidate the rule stayed silent on
+    shown = sorted([*findings, *options.notes], key=Finding.sort_key) if options.notes else findings
+    for finding in shown:
+        mark = " note:" if finding.note else " [*]" if allowed(finding.fix, options.unsafe_fixes) else ""
         cell = f"cell {finding.cell}:" if finding.cell is not None else ""
         lines.append(
             f"{finding.path}:{cell}{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}"

@@ -52,6 +52,11 @@ class Rule:
     ) -> Report:
         return Report(self.code, self.name, node, self.message.format(**message_args), reason, fix)
 
+    def note(self, node: cst.CSTNode, why: str) -> Report:
+        """Why the rule stays silent on a candidate at `node`; shown only where asked for
+        (`--show-context`), never counted as a finding."""
+        return Report(self.code, self.name, node, why, note=True)
+
     @classmethod
     def explanation(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")

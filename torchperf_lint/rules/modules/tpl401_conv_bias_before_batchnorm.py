@@ -65,6 +65,10 @@ class ConvBiasBeforeBatchnorm(Rule):
     `hf_hub_download`, `model_zoo.load_url` or torchvision's weights enums, or by a timm/torchvision
     `@register_model` factory, through everything such a function reaches in the project): every
     published checkpoint holds the bias, and `load_state_dict(strict=True)` would reject it without.
+    `--show-context` prints a note at such a conv that names the function fetching the weights
+    (torchvision 0.29): `torchvision/models/vgg.py:81:22: TPL401 note: nn.Conv2d keeps its bias before
+    nn.BatchNorm2d: the weights are published (_vgg (torchvision/models/vgg.py:98) calls
+    get_state_dict)`.
     """
 
     code = "TPL401"
@@ -439,12 +443,17 @@ class ConvBiasBeforeBatchnorm(Rule):
                 conv_class = nn_class(conv, ctx, CONVS)
                 if conv_class is None or any(a.star == "*" for a in conv.args):
                     continue
-                if graph.star_kwargs_may_supply(conv, "bias") or ctx.published_weights(conv) is not None:
+                if graph.star_kwargs_may_supply(conv, "bias"):
                     continue
                 if graph.folded_away(conv, second):
                     continue  # the conv a `fuse()` builds after folding the norm into it
                 bias = _bias_argument(conv)
                 if bias is not None and _literal(bias.value) is not True:
+                    continue
+                published = ctx.published_weights(conv)
+                if published is not None:
+                    why = f"the weights are published ({published})"
+                    yield self.note(conv, f"nn.{conv_class} keeps its bias before nn.{norm}: {why}")
                     continue
                 yield self.report(conv, fix=self._fix(conv, bias), conv=conv_class, norm=norm)
 
