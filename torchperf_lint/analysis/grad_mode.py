@@ -23,6 +23,9 @@ _SWITCHES = frozenset(
     {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"}
 )
 
+# Moves and casts that keep a tensor's graph: `x.cpu().numpy()` raises where `x.numpy()` would.
+_GRAPH_KEEPING_MOVES = frozenset({"cpu", "to", "double", "float", "half", "contiguous", "clone"})
+
 
 def _is_constant(expr: cst.BaseExpression, value: str) -> bool:
     return isinstance(expr, cst.Name) and expr.value == value
@@ -91,6 +94,33 @@ class GradMode:
             result = self._every_caller_disabled(function)
         self._memo[node] = result
         return result
+
+    def converted_to_numpy_after(self, value: cst.BaseExpression, node: cst.CSTNode) -> Optional[cst.Call]:
+        """A later `.numpy()` of `value` (a name or attribute, through `.cpu()`-style moves and
+        casts, never `.detach()`) in the same function as `node`: `numpy()` raises on a tensor
+        that requires grad, so as the code runs `value` carries no graph (edm's FID statistics,
+        summed from a frozen detector's features and returned as `mu.cpu().numpy()`)."""
+        key = dotted_name(value)
+        order = self._facts.order.get(node)
+        if key is None or order is None:
+            return None
+        function = self._facts.enclosing_function(node)
+        for call in self._facts.method_calls.get("numpy", ()):
+            if (
+                self._facts.order.get(call, -1) <= order
+                or self._facts.enclosing_function(call) is not function
+            ):
+                continue
+            receiver = call.func.value  # type: ignore[attr-defined]  # a method call
+            while (
+                isinstance(receiver, cst.Call)
+                and isinstance(receiver.func, cst.Attribute)
+                and receiver.func.attr.value in _GRAPH_KEEPING_MOVES
+            ):
+                receiver = receiver.func.value
+            if dotted_name(receiver) == key:
+                return call
+        return None
 
     def _switched_off_before(
         self, node: cst.CSTNode, function: Optional[cst.FunctionDef]

@@ -47,7 +47,10 @@ class LossAccumulationKeepsGraph(Rule):
     (`total = total + loss` then `total.backward()`); and within-step sums, where the accumulator
     is reset in the loop body every iteration (`loss = criterion(...)`, then `loss += aux`), or bound
     afresh earlier in the same iteration on every path to the sum (a branch that starts the loss and
-    adds its terms).
+    adds its terms); sums that the same function later turns into NumPy (`mu.cpu().numpy()`),
+    which raises on a tensor that requires grad: as the code runs, they carry no graph (a frozen
+    feature network's statistics). A `.detach()` before `.numpy()` proves nothing and keeps the
+    finding.
     """
 
     code = "TPL304"
@@ -76,6 +79,15 @@ class LossAccumulationKeepsGraph(Rule):
                     optimizer.step()
                     total_loss += loss  # expect: TPL304
                 return total_loss / len(loader)
+            """,
+        "detached-before-numpy": """
+            import torch
+
+            def feature_stats(net, loader):
+                mu = torch.zeros(512, device="cuda")
+                for images, _ in loader:
+                    mu += net(images.cuda()).sum(0)  # expect: TPL304
+                return mu.detach().cpu().numpy()
             """,
         "list-of-losses": """
             import torch
@@ -176,6 +188,16 @@ class LossAccumulationKeepsGraph(Rule):
             """,
     }
     GOOD = {
+        "statistics-returned-as-numpy": """
+            import torch
+
+            def feature_stats(detector_net, loader, dim=2048):
+                mu = torch.zeros([dim], dtype=torch.float64, device="cuda")
+                for images, _ in loader:
+                    features = detector_net(images.cuda()).to(torch.float64)
+                    mu += features.sum(0)  # numpy() below would raise on a graph
+                return mu.cpu().numpy()
+            """,
         "item-and-detach": """
             import torch
 
@@ -273,6 +295,8 @@ class LossAccumulationKeepsGraph(Rule):
             return
         if self._backpropagated(accumulator, node, ctx):
             return
+        if ctx.grad_mode.converted_to_numpy_after(accumulator, node) is not None:
+            return  # numpy() would raise on a graph: the summed values carry none
         fixed = self._detached(value, before, ctx)
         shown = ctx.code(without_parens(value))
         short = shown if len(shown) <= 30 else "the loss"
