@@ -49,7 +49,9 @@ class LossAccumulationKeepsGraph(Rule):
     afresh earlier in the same iteration on every path to the sum (a branch that starts the loss and
     adds its terms); sums that the same function later turns into NumPy (`mu.cpu().numpy()`),
     which raises on a tensor that requires grad: as the code runs, they carry no graph (a frozen
-    feature network's statistics). A `.detach()` before `.numpy()` proves nothing and keeps the
+    feature network's statistics); outputs of a module whose every parameter the file freezes and
+    never unfreezes (`net.requires_grad_(False)`, `Net().eval().requires_grad_(False)`, or each
+    `p` of `net.parameters()`: a frozen network used as a metric). A `.detach()` before `.numpy()` proves nothing and keeps the
     finding.
     """
 
@@ -88,6 +90,18 @@ class LossAccumulationKeepsGraph(Rule):
                 for images, _ in loader:
                     mu += net(images.cuda()).sum(0)  # expect: TPL304
                 return mu.detach().cpu().numpy()
+            """,
+        "some-parameters-frozen": """
+            import torch
+
+            def score(net, loader):
+                for name, p in net.named_parameters():
+                    if "head" not in name:
+                        p.requires_grad = False
+                total = 0.0
+                for x, y in loader:
+                    total += net(x).mean()  # expect: TPL304
+                return total
             """,
         "list-of-losses": """
             import torch
@@ -188,6 +202,20 @@ class LossAccumulationKeepsGraph(Rule):
             """,
     }
     GOOD = {
+        "frozen-metric-network": """
+            import torch
+
+            class Trainer:
+                def __init__(self, model, feature_net):
+                    self.model = model
+                    self.lpips_net = feature_net.eval().requires_grad_(False)
+
+                def score(self, loader):
+                    total = 0.0
+                    for x, y in loader:
+                        total += self.lpips_net(self.model(x).detach(), y).mean()
+                    return total
+            """,
         "statistics-returned-as-numpy": """
             import torch
 
@@ -381,6 +409,8 @@ class LossAccumulationKeepsGraph(Rule):
                 return self._attached(func.value, before, ctx, depth + 1)
             if method in ("item", "detach", "tolist", "numpy", "detach_"):
                 return False
+        if ctx.grad_mode.frozen(func) is not None:
+            return False  # every parameter frozen: its outputs carry no graph
         last = (dotted_name(func) or "").rsplit(".", 1)[-1]
         return bool(LOSS_NAME.search(last)) or ctx.tensors.is_module_value(func)
 
