@@ -52,3 +52,35 @@ def test_a_helper_module_imported_by_the_training_script_is_not_the_script(tmp_p
     script = "from utils.torch_utils import train\n\ntrain([])\n"
     _write(tmp_path, {"utils/torch_utils.py": CONV_TRAINING, "train.py": script})
     assert _codes(tmp_path, "utils/torch_utils.py") == []
+
+
+TRAIN_WITH_FALLBACK = """\
+import torch
+from utils import smart_ddp
+
+def setup(model, rank):
+    if rank == -1 and torch.cuda.device_count() > 1:
+        model = torch.nn.DataParallel(model)
+    if rank != -1:
+        model = smart_ddp(model, rank)
+    return model
+"""
+
+
+def _tpl402(root: Path, files: dict[str, str]) -> list[int]:
+    _write(root, files)
+    path = root / "train.py"
+    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL402"])]
+
+
+def test_data_parallel_beside_a_ddp_helper_of_the_project_is_the_fallback(tmp_path: Path) -> None:
+    helper = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "def smart_ddp(model, rank):\n    return DDP(model, device_ids=[rank])\n"
+    )
+    assert _tpl402(tmp_path, {"train.py": TRAIN_WITH_FALLBACK, "utils.py": helper}) == []
+
+
+def test_a_helper_that_returns_no_ddp_keeps_the_data_parallel_finding(tmp_path: Path) -> None:
+    helper = "def smart_ddp(model, rank):\n    return model.to(rank)\n"
+    assert _tpl402(tmp_path, {"train.py": TRAIN_WITH_FALLBACK, "utils.py": helper}) == [6]

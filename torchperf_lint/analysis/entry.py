@@ -37,6 +37,9 @@ class EntryFacts:
     # `collate_fn=` values, as written here, that pack batches into a project class that
     # `pin_memory=True` leaves unpinned (project/graph.py, left_unpinned)
     unpinned_collates: frozenset[str] = frozenset()
+    # why the module already offers DistributedDataParallel (it builds one, or calls a project
+    # helper that returns one): a DataParallel beside it is the single-process fallback (TPL402)
+    offers_ddp: Optional[str] = None
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
@@ -84,6 +87,7 @@ class EntryFacts:
             ),
             movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
             unpinned_collates=frozenset(map(str, data["unpinned_collates"])),
+            offers_ddp=_text(data["offers_ddp"]),
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),

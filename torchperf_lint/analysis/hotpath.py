@@ -298,6 +298,11 @@ class HotPaths:
             child, current = current, self._facts.parents.get(current)
         return loops
 
+    def runs_once(self, node: cst.CSTNode) -> bool:
+        """`node` runs once per run of the file: module-level code outside any loop (a usage
+        example under `if __name__ == "__main__":` back-propagating one batch)."""
+        return self._facts.enclosing_function(node) is None and not self.loops_around(node)
+
     def _find_step_loops(self) -> dict[Loop, Reason]:
         labels: dict[Loop, str] = {}
         for loop in self._facts.loops:

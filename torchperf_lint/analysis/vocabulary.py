@@ -110,6 +110,15 @@ MODULE_CHAIN_METHODS = frozenset(
     {"cuda", "to", "train", "eval", "half", "float", "double", "bfloat16", "cpu", "requires_grad_"}
 )
 
+# DistributedDataParallel, as imported or spelled through torch.nn.
+DISTRIBUTED_DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.nn.DistributedDataParallel",
+    }
+)
+
 NO_GRAD_CONTEXTS = frozenset(
     {
         "torch.no_grad",

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator, Optional, Union
 
 from ..analysis.entry import EntryFacts, ExternalReason
 from ..analysis.vocabulary import (
+    DISTRIBUTED_DATA_PARALLEL,
     MODULE_ENTRY_POINTS,
     STEP_HOOKS,
     extra_entry_points,
@@ -739,6 +740,27 @@ class Project:
                 found.add(name)
         return frozenset(found)
 
+    def _is_ddp(self, module: Module, dotted: str) -> bool:
+        found = self.resolve_dotted(module, dotted)
+        return isinstance(found, External) and found.qualified in DISTRIBUTED_DATA_PARALLEL
+
+    def offers_ddp(self, module: Module) -> Optional[str]:
+        """Why the module already offers DistributedDataParallel: a call of its own builds one,
+        or calls a project function that returns one it builds (yolov5's `smart_DDP`)."""
+        summary = module.summary
+        for index in range(-1, len(summary.functions)):
+            function = FunctionRef(module, index)
+            for position, call in enumerate(function.info.calls):
+                if call.kind in ("global", "dotted") and self._is_ddp(module, call.target):
+                    return f"builds DistributedDataParallel at line {call.line}"
+                for callee in self.callees(function, position):
+                    if any(built and self._is_ddp(callee.module, built[0]) for built in callee.info.returns):
+                        return (
+                            f"calls {callee.info.qualname} ({callee.module.display}) at line {call.line},"
+                            " which returns a DistributedDataParallel"
+                        )
+        return None
+
     def published(self) -> dict[tuple[int, int], str]:
         """Functions whose layers keep a published checkpoint's layout, and why (checkpoints.py)."""
         if self._published is None:
@@ -778,6 +800,7 @@ class Project:
             runs_on_cuda=self.cuda_reasons().get(key),
             movers=self.movers(),
             unpinned_collates=self.unpinned_collates(module),
+            offers_ddp=self.offers_ddp(module),
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),

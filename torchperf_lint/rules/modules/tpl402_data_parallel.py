@@ -37,7 +37,10 @@ class DataParallel(Rule):
 
     ## When it stays silent
     `isinstance(model, nn.DataParallel)` checks and classes deriving from it (only construction is
-    flagged); classes named DataParallel that do not come from `torch.nn`.
+    flagged); classes named DataParallel that do not come from `torch.nn`; a module that also
+    builds a `DistributedDataParallel` (itself, or through a project helper that returns one, like
+    yolov5's `smart_DDP`): the project already offers DDP, DataParallel is its single-process
+    fallback, and moving to DDP is a launch choice, not a code change.
     """
 
     code = "TPL402"
@@ -72,8 +75,27 @@ class DataParallel(Rule):
                 def __init__(self, model):
                     self.model = th.nn.DataParallel(model).cuda()  # expect: TPL402
             """,
+        "ddp-only-in-another-script": """
+            import torch.nn as nn
+
+            def build(net, gpus):
+                if len(gpus) > 1:
+                    return nn.DataParallel(net, device_ids=gpus)  # expect: TPL402
+                return net
+            """,
     }
     GOOD = {
+        "fallback-beside-ddp": """
+            import torch
+            import torch.nn as nn
+
+            def wrap(model, args):
+                if args.distributed:
+                    return nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+                if torch.cuda.device_count() > 1:
+                    return nn.DataParallel(model)  # single-process fallback
+                return model
+            """,
         "distributed-data-parallel": """
             import torch
             from torch.nn.parallel import DistributedDataParallel as DDP
@@ -104,5 +126,5 @@ class DataParallel(Rule):
     }
 
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
-        if ctx.qualified_name(node) in _DATA_PARALLEL:
+        if ctx.qualified_name(node) in _DATA_PARALLEL and ctx.entry.offers_ddp is None:
             yield self.report(node)

@@ -57,7 +57,9 @@ class CudnnBenchmarkOff(Rule):
     tuple assignment) or `torch.backends.cudnn.deterministic`, or calls
     `torch.use_deterministic_algorithms(...)` or `torch.backends.cudnn.flags(...)`: the choice was
     made; helper modules that another module of the project imports (the finding belongs to the
-    script that runs the training); files without a training step or without convolutions; files
+    script that runs the training); files without a training step or without convolutions (a
+    model file whose only `.backward()` is a one-step usage example under
+    `if __name__ == "__main__":`, outside any loop, trains nothing); files
     that never use CUDA; test files.
     """
 
@@ -118,6 +120,15 @@ class CudnnBenchmarkOff(Rule):
             for step in range(100):
                 net(th.randn(2, 1, 16, 16, 16, device="cuda")).sum().backward()
             """,
+        "training-loop-under-main": """
+            import torch
+            import torch.nn as nn
+
+            if __name__ == "__main__":
+                net = nn.Conv2d(3, 3, 3).cuda()  # expect: TPL403
+                for _ in range(1000):
+                    net(torch.randn(8, 3, 64, 64, device="cuda")).mean().backward()
+            """,
     }
     FIXED = {
         "convnet-training-script": """
@@ -169,6 +180,23 @@ class CudnnBenchmarkOff(Rule):
             """,
     }
     GOOD = {
+        "one-step-usage-example-in-a-model-file": """
+            import torch
+            import torch.nn as nn
+
+            class Unet(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 3, 3, padding=1)
+
+                def forward(self, x):
+                    return self.conv(x)
+
+            if __name__ == "__main__":
+                model = Unet().cuda()
+                loss = model(torch.randn(8, 3, 64, 64).cuda()).mean()
+                loss.backward()
+            """,
         "benchmark-already-set": """
             import torch
             from torch.backends import cudnn
@@ -224,7 +252,9 @@ class CudnnBenchmarkOff(Rule):
         # the choice made anywhere in the project, or a helper module other modules import
         if ctx.is_test_file or not ctx.shows_cuda_use or ctx.entry.cudnn_decided or ctx.entry.imported:
             return
-        if not ctx.facts.method_calls.get("backward") and not ctx.hot.step_loops:
+        # a module-level `.backward()` outside loops is a one-step usage example, not training
+        backwards = [c for c in ctx.facts.method_calls.get("backward", ()) if not ctx.hot.runs_once(c)]
+        if not backwards and not ctx.hot.step_loops:
             return
         for assign in ctx.nodes(cst.Assign):
             assert isinstance(assign, cst.Assign)

@@ -47,7 +47,12 @@ class LossAccumulationKeepsGraph(Rule):
     (`total = total + loss` then `total.backward()`); and within-step sums, where the accumulator
     is reset in the loop body every iteration (`loss = criterion(...)`, then `loss += aux`), or bound
     afresh earlier in the same iteration on every path to the sum (a branch that starts the loss and
-    adds its terms).
+    adds its terms); sums that the same function later turns into NumPy (`mu.cpu().numpy()`),
+    which raises on a tensor that requires grad: as the code runs, they carry no graph (a frozen
+    feature network's statistics); outputs of a module whose every parameter the file freezes and
+    never unfreezes (`net.requires_grad_(False)`, `Net().eval().requires_grad_(False)`, or each
+    `p` of `net.parameters()`: a frozen network used as a metric). A `.detach()` before `.numpy()` proves nothing and keeps the
+    finding.
     """
 
     code = "TPL304"
@@ -76,6 +81,27 @@ class LossAccumulationKeepsGraph(Rule):
                     optimizer.step()
                     total_loss += loss  # expect: TPL304
                 return total_loss / len(loader)
+            """,
+        "detached-before-numpy": """
+            import torch
+
+            def feature_stats(net, loader):
+                mu = torch.zeros(512, device="cuda")
+                for images, _ in loader:
+                    mu += net(images.cuda()).sum(0)  # expect: TPL304
+                return mu.detach().cpu().numpy()
+            """,
+        "some-parameters-frozen": """
+            import torch
+
+            def score(net, loader):
+                for name, p in net.named_parameters():
+                    if "head" not in name:
+                        p.requires_grad = False
+                total = 0.0
+                for x, y in loader:
+                    total += net(x).mean()  # expect: TPL304
+                return total
             """,
         "list-of-losses": """
             import torch
@@ -176,6 +202,30 @@ class LossAccumulationKeepsGraph(Rule):
             """,
     }
     GOOD = {
+        "frozen-metric-network": """
+            import torch
+
+            class Trainer:
+                def __init__(self, model, feature_net):
+                    self.model = model
+                    self.lpips_net = feature_net.eval().requires_grad_(False)
+
+                def score(self, loader):
+                    total = 0.0
+                    for x, y in loader:
+                        total += self.lpips_net(self.model(x).detach(), y).mean()
+                    return total
+            """,
+        "statistics-returned-as-numpy": """
+            import torch
+
+            def feature_stats(detector_net, loader, dim=2048):
+                mu = torch.zeros([dim], dtype=torch.float64, device="cuda")
+                for images, _ in loader:
+                    features = detector_net(images.cuda()).to(torch.float64)
+                    mu += features.sum(0)  # numpy() below would raise on a graph
+                return mu.cpu().numpy()
+            """,
         "item-and-detach": """
             import torch
 
@@ -273,6 +323,8 @@ class LossAccumulationKeepsGraph(Rule):
             return
         if self._backpropagated(accumulator, node, ctx):
             return
+        if ctx.grad_mode.converted_to_numpy_after(accumulator, node) is not None:
+            return  # numpy() would raise on a graph: the summed values carry none
         fixed = self._detached(value, before, ctx)
         shown = ctx.code(without_parens(value))
         short = shown if len(shown) <= 30 else "the loss"
@@ -357,6 +409,8 @@ class LossAccumulationKeepsGraph(Rule):
                 return self._attached(func.value, before, ctx, depth + 1)
             if method in ("item", "detach", "tolist", "numpy", "detach_"):
                 return False
+        if ctx.grad_mode.frozen(func) is not None:
+            return False  # every parameter frozen: its outputs carry no graph
         last = (dotted_name(func) or "").rsplit(".", 1)[-1]
         return bool(LOSS_NAME.search(last)) or ctx.tensors.is_module_value(func)
 

@@ -140,8 +140,24 @@ class EvalWithoutNoGrad(Rule):
                 net.eval()
                 print(inference(net, images.split(64)))
             """,
+        "frozen-then-unfrozen": """
+            import torch
+
+            def validate(net, loader):
+                net.requires_grad_(False)
+                net.requires_grad_(True)
+                return [net(x) for x in loader]  # expect: TPL305
+            """,
     }
     GOOD = {
+        "frozen-feature-network": """
+            import torch
+
+            def evaluate(feature_net, loader):
+                for p in feature_net.parameters():
+                    p.requires_grad_(False)
+                return [feature_net(x).mean(0) for x, _ in loader]  # no parameter needs grad
+            """,
         "inference-helper-inside-a-models-forward": """
             import torch
             import torch.nn as nn
@@ -265,7 +281,7 @@ class EvalWithoutNoGrad(Rule):
         ):
             reason = _EvalLoopReason(loop, None, function.name.value)
             why = f"in {function.name.value}()"
-        if reason is None or ctx.grad_disabled(node):
+        if reason is None or ctx.grad_disabled(node) or ctx.grad_mode.frozen(model) is not None:
             return
         yield self.report(
             node, reason=cast(Reason, reason), model=shown, why=why
