@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis.batches import Batches, movers
+from ..analysis.caches import SlotCaches
 from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
@@ -98,7 +99,7 @@ class Context:
 
     @functools.cached_property
     def _loop_dependences(self) -> LoopDependences:
-        return LoopDependences(self.facts.imports)
+        return LoopDependences(self.facts.imports, SlotCaches(self.names, self.hot).holds_slots)
 
     def loop_facts(self, loop: Loop) -> LoopFacts:
         """What one iteration of `loop` hands to the next (`.carried`: name -> reduction or

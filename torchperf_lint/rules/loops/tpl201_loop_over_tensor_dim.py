@@ -170,13 +170,18 @@ class LoopOverTensorDim(Rule):
     read by the next iteration before the body assigns it again, as in an RNN step
     (`h = cell(x[t], h)`) or autoregressive decoding (`tok = model(tok).argmax(-1)`), or a
     tensor or list is read elsewhere than where it is written (`y[:, t] = y[:, t - 1] * a`,
-    `toks.append(model(toks[-1]))`). Appending to a list the body never reads is not such a
-    dependence, and neither is a *reduction*, a single update that folds independent terms into
-    an accumulator (`acc = acc + f(x[i])`, `total += x[i].sum()`): both are vectorisable and
-    flagged. Also silent: loops that leave early (`break`, `return`, `yield`: the trip count
-    depends on the data), chunked loops (`range(0, n, batch_size)`), loops over Python lists of
-    modules or tensors (`for layer in self.layers`, `range(len(features))` on a parameter that
-    may be a list), counts that are not tensor sizes (`range(self.num_layers)`), the step loop
+    `toks.append(model(toks[-1]))`), or a cache of empty slots (`self._feat_map = [None] * n`)
+    is handed to a call on every iteration (`decoder(z[:, :, k], feat_cache=self._feat_map)`:
+    the callee fills it, the next frame reads it). Appending to a list the body never reads is
+    not such a dependence, and neither is a *reduction*, a single update that folds independent
+    terms into an accumulator (`acc = acc + f(x[i])`, `total += x[i].sum()`): both are
+    vectorisable and flagged. Also silent: loops that leave early (`break`, `return`, `yield`:
+    the trip count depends on the data), chunked loops (`range(0, n, batch_size)`), loops over
+    Python lists of modules or tensors (`for layer in self.layers`, `range(len(features))` on a
+    parameter that may be a list), counts that are not tensor sizes (`range(self.num_layers)`),
+    loops over the classes or channels of a map that take the whole batch each time
+    (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`; a plain `x[:, t]` may walk tokens and is
+    flagged), the step loop
     itself, inner loops of a loop already reported, and cold code (`__init__`, module level).
     """
 
@@ -255,8 +260,58 @@ class LoopOverTensorDim(Rule):
                         total = total + flat[i].pow(2).sum()
                     return total
             """,
+        "per-token-projection-of-a-sequence": """
+            import torch
+            from torch import nn
+
+            class TokenHeads(nn.Module):
+                def forward(self, x):
+                    outs = []
+                    for t in range(x.shape[1]):  # expect: TPL201
+                        outs.append(self.proj(x[:, t]))
+                    return torch.stack(outs, 1)
+            """,
+        "frames-decoded-independently": """
+            import torch
+            from torch import nn
+
+            class FrameDecoder(nn.Module):
+                def forward(self, z):
+                    _, _, num_frames, _, _ = z.shape
+                    frames = []
+                    for k in range(num_frames):  # expect: TPL201
+                        frames.append(self.decoder(z[:, :, k : k + 1]))
+                    return torch.cat(frames, dim=2)
+            """,
     }
     GOOD = {
+        "causal-decoding-through-a-frame-cache": """
+            import torch
+            from torch import nn
+
+            class CausalVideoDecoder(nn.Module):
+                def clear_cache(self):
+                    self._feat_map = [None] * self._conv_num
+
+                def forward(self, z):
+                    _, _, num_frames, _, _ = z.shape
+                    self.clear_cache()
+                    frames = []
+                    for k in range(num_frames):
+                        frames.append(self.decoder(z[:, :, k : k + 1], feat_cache=self._feat_map))
+                    return torch.cat(frames, dim=2)
+            """,
+        "one-loss-per-class-channel": """
+            import torch
+            from torch import nn
+
+            class PerClassFocal(nn.Module):
+                def forward(self, logits, masks):
+                    losses = []
+                    for c in range(logits.size(1)):
+                        losses.append(self.focal(logits[:, c, ...], masks[:, [c]]))
+                    return torch.stack(losses).mean()
+            """,
         "index-picks-a-configuration-entry": """
             import torch
             from torch import nn
@@ -439,4 +494,6 @@ class LoopOverTensorDim(Rule):
             return None
         if any(ctx.indexed_configuration(loop.body, v) for v in index_vars):
             return None  # one iteration per entry of a configuration: RoPE axes, layers
+        if ctx.loops_over_configuration(loop):
+            return None  # one iteration per class or channel, each over the whole batch
         return over, (element_vars or index_vars)[0]
