@@ -221,6 +221,10 @@ class Context:
         wanted = Tensorness.CERTAIN if certain else Tensorness.LIKELY
         return self.tensors.infer(expr) >= wanted
 
+    def is_declared_sequence(self, expr: cst.BaseExpression) -> bool:
+        """A parameter annotated as a list or tuple (`images: list[Tensor]`): not a tensor."""
+        return self.tensors.is_declared_sequence(expr)
+
     def parameter_sequence(self, expr: cst.BaseExpression) -> Optional[ParameterSequence]:
         """`expr` iterates a module's parameters, buffers or state-dict tensors
         (`model.parameters()`, `zip(ema.parameters(), model.parameters())`, a list built from one),

@@ -129,7 +129,8 @@ def _feeds_tensor_op(read: Read, walked: str, ctx: Context) -> bool:
 
 def _picks_from_container(read: Read, walked: str, ctx: Context) -> bool:
     """The loop index also picks from a Python container: a list built in the function
-    (`lengths = lens.tolist()`, then `x[i, :lengths[i]]`) or a list of dicts
+    (`lengths = lens.tolist()`, then `x[i, :lengths[i]]`), a parameter declared a list
+    (`images: list[Tensor]`: ragged images or keypoint sets), or a list of dicts
     (`targets[b]["boxes"]`). Each row then meets data of its own size, which rarely batches."""
     parent = ctx.parent(read.node)
     element = ctx.parent(parent) if isinstance(parent, cst.Index) else None
@@ -145,7 +146,11 @@ def _picks_from_container(read: Read, walked: str, ctx: Context) -> bool:
         if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
             return True
     is_attribute = isinstance(picked, cst.Attribute) and dotted_name(picked.value) == "self"
-    return isinstance(picked, cst.Name) and not is_attribute and not ctx.is_tensor(picked)
+    return (
+        isinstance(picked, cst.Name)
+        and not is_attribute
+        and (not ctx.is_tensor(picked) or ctx.is_declared_sequence(picked))
+    )
 
 
 class LoopOverTensorDim(Rule):
@@ -282,6 +287,17 @@ class LoopOverTensorDim(Rule):
                     for k in range(num_frames):  # expect: TPL201
                         frames.append(self.decoder(z[:, :, k : k + 1]))
                     return torch.cat(frames, dim=2)
+            """,
+        "rows-paired-with-a-tensor-parameter": """
+            import torch
+            from torch import Tensor, nn
+
+            class Scaler(nn.Module):
+                def forward(self, images: Tensor, scales: Tensor) -> Tensor:
+                    out = torch.empty_like(images)
+                    for i in range(images.shape[0]):  # expect: TPL201
+                        out[i] = images[i] * scales[i]
+                    return out
             """,
     }
     GOOD = {
@@ -420,6 +436,18 @@ class LoopOverTensorDim(Rule):
                         labels = targets[b]["labels"]
                         losses.append(self.match(logits[b, : sizes[b]], labels))
                     return torch.stack(losses).mean()
+            """,
+        "images-of-their-own-sizes-padded-into-a-batch": """
+            import torch
+            from torch import Tensor, nn
+
+            class Batcher(nn.Module):
+                def forward(self, images: list[Tensor]) -> Tensor:
+                    batch = images[0].new_zeros(len(images), 3, 512, 512)
+                    for i in range(batch.shape[0]):
+                        img = images[i]
+                        batch[i, :, : img.shape[1], : img.shape[2]].copy_(img)
+                    return batch
             """,
         "loop-index-used-only-on-the-host": """
             import torch
