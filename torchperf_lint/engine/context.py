@@ -89,6 +89,10 @@ class Context:
         """The step loop whose body holds `node` (in the same function), if any."""
         return self.hot.step_loop(node)
 
+    def prepares_dataset(self, node: cst.CSTNode) -> bool:
+        """`node` runs once, in a dataset's `process()`/`download()` (analysis/vocabulary.py)."""
+        return self.hot.prepares_dataset(node)
+
     def is_optimizer_step(self, call: cst.Call) -> bool:
         """`<x>.step()` on an optimizer: a receiver named like one, or bound to `torch.optim.*`."""
         return (

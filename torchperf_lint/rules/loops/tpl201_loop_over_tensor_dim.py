@@ -187,7 +187,8 @@ class LoopOverTensorDim(Rule):
     loops over the classes or channels of a map that take the whole batch each time
     (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`; a plain `x[:, t]` may walk tokens and is
     flagged), the step loop
-    itself, inner loops of a loop already reported, and cold code (`__init__`, module level).
+    itself, inner loops of a loop already reported, and cold code (`__init__`, module level, a
+    dataset's one-off `process()`).
     """
 
     code = "TPL201"
@@ -301,6 +302,23 @@ class LoopOverTensorDim(Rule):
             """,
     }
     GOOD = {
+        "one-off-feature-extraction-in-dataset-process": """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.data import DataLoader
+            from torch_geometric.data import InMemoryDataset
+
+            class Keypoints(InMemoryDataset):
+                def process(self):
+                    loader = DataLoader(self.images, batch_size=32)
+                    device = torch.device("cuda")
+                    features = []
+                    for batch in loader:
+                        out = F.interpolate(self.vgg(batch.to(device)), (256, 256))
+                        for j in range(out.size(0)):
+                            features.append(out[j].flatten())
+                    torch.save(features, self.processed_paths[0])
+            """,
         "causal-decoding-through-a-frame-cache": """
             import torch
             from torch import nn
