@@ -6,6 +6,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from ...analysis.iteration import ragged_list
 from ...analysis.sequential import Read
 from ...engine.context import Context
 from ...engine.findings import Report
@@ -186,7 +187,9 @@ class LoopOverTensorDim(Rule):
     parameter that may be a list), counts that are not tensor sizes (`range(self.num_layers)`),
     loops over the classes or channels of a map that take the whole batch each time
     (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`; a plain `x[:, t]` may walk tokens and is
-    flagged), the step loop
+    flagged), loops that return a ragged list, one entry per row of a size read from the data
+    (`nonzero`, `unique`: keypoints per image; concatenated after the loop, it is flagged), the
+    step loop
     itself, inner loops of a loop already reported, and cold code (`__init__`, module level, a
     dataset's one-off `process()`).
     """
@@ -289,6 +292,19 @@ class LoopOverTensorDim(Rule):
                         frames.append(self.decoder(z[:, :, k : k + 1]))
                     return torch.cat(frames, dim=2)
             """,
+        "per-class-detections-concatenated-after-the-loop": """
+            import torch
+            from torch import nn
+
+            class Postprocess(nn.Module):
+                def forward(self, scores, boxes):
+                    kept_boxes, kept_scores = [], []
+                    for c in range(scores.shape[0]):  # expect: TPL201
+                        keep = (scores[c] > self.threshold).nonzero().squeeze(1)
+                        kept_boxes.append(boxes[keep])
+                        kept_scores.append(scores[c, keep])
+                    return torch.cat(kept_boxes), torch.cat(kept_scores)
+            """,
         "rows-paired-with-a-tensor-parameter": """
             import torch
             from torch import Tensor, nn
@@ -334,6 +350,19 @@ class LoopOverTensorDim(Rule):
                     for k in range(num_frames):
                         frames.append(self.decoder(z[:, :, k : k + 1], feat_cache=self._feat_map))
                     return torch.cat(frames, dim=2)
+            """,
+        "keypoints-of-their-own-count-per-image": """
+            import torch
+            from torch import nn
+
+            class Detector(nn.Module):
+                def forward(self, heatmap):
+                    peaks = heatmap > self.threshold
+                    keypoints = []
+                    for b in range(heatmap.shape[0]):
+                        yx = peaks[b].nonzero()
+                        keypoints.append((yx.flip(1), heatmap[b][peaks[b]]))
+                    return keypoints
             """,
         "one-loss-per-class-channel": """
             import torch
@@ -542,4 +571,6 @@ class LoopOverTensorDim(Rule):
             return None  # one iteration per entry of a configuration: RoPE axes, layers
         if ctx.loops_over_configuration(loop):
             return None  # one iteration per class or channel, each over the whole batch
+        if ragged_list(loop, ctx.enclosing_function(loop)):
+            return None  # the output is one entry of its own size per row
         return over, (element_vars or index_vars)[0]
