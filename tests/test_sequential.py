@@ -327,3 +327,39 @@ def test_a_sum_after_a_start_on_one_path_only_reads_the_last_iteration() -> None
             loss = loss + f(x, y)
     """
     assert _sums(code) == {0: False}
+
+
+def _loops_of(source: str) -> tuple[Context, list[cst.For]]:
+    source = textwrap.dedent(source)
+    file_facts = walk(cst.parse_module(source), frozenset({cst.For}))
+    loops = [loop for loop in file_facts.collected[cst.For] if isinstance(loop, cst.For)]
+    return Context("f.py", source, file_facts, Settings()), loops
+
+
+def test_slots_cache_handed_to_a_callee_carries_state_between_iterations() -> None:
+    ctx, (on_self, local, output_list, rebuilt) = _loops_of("""
+        import torch
+
+        class CausalDecoder:
+            def clear_cache(self):
+                self._feat_map = [None] * self._conv_num
+
+            def decode(self, z):
+                frames = []
+                for k in range(z.shape[2]):
+                    frames.append(self.decoder(z[:, :, k : k + 1], feat_cache=self._feat_map))
+                cache = [None, None]
+                for k in range(z.shape[2]):
+                    frames.append(self.decoder(z[:, :, k : k + 1], cache))
+                outputs = []
+                for k in range(z.shape[2]):
+                    self.decoder(z[:, :, k : k + 1], outputs)
+                for k in range(z.shape[2]):
+                    fresh = [None] * 4
+                    frames.append(self.decoder(z[:, :, k : k + 1], fresh))
+                return frames
+        """)
+    assert ctx.loop_facts(on_self).carried == {"self._feat_map": Carry.RECURRENCE}
+    assert ctx.is_sequential_loop(local)
+    assert not ctx.is_sequential_loop(output_list)  # an output list the callee appends to
+    assert not ctx.is_sequential_loop(rebuilt)  # new slots every iteration

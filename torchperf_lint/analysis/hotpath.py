@@ -25,6 +25,7 @@ from .vocabulary import (
     is_module_base,
     is_optimizer_class,
     is_optimizer_name,
+    prepares_dataset,
     runs_rarely,
 )
 
@@ -75,8 +76,11 @@ class HotPaths:
         self._module_class_cache: dict[str, bool] = {}
         self._owners: dict[cst.CSTNode, Optional[Owner]] = {}
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
+        self._preparing = {node for node, info in facts.functions.items() if _prepares_dataset(info)}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
-        self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
+        self._rare = {
+            node for node, info in facts.functions.items() if self._runs_rarely(info)
+        } | self._preparing
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
         self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
@@ -306,6 +310,8 @@ class HotPaths:
     def _find_step_loops(self) -> dict[Loop, Reason]:
         labels: dict[Loop, str] = {}
         for loop in self._facts.loops:
+            if self.prepares_dataset(loop):
+                continue  # one-off preprocessing when the dataset is first built
             loader = self.iterates_loader(loop)
             if loader is not None:
                 labels[loop] = f"loop over {loader}"
@@ -318,7 +324,7 @@ class HotPaths:
         updating = {loops[0] for loops in map(self.loops_around, updates) if loops}
         loops = self._facts.loops
         for index in self.entry.step_loops:  # the step happens in a function of the project
-            if index < len(loops):
+            if index < len(loops) and not self.prepares_dataset(loops[index]):
                 labels.setdefault(loops[index], "training loop")
         loaders = {loop for loop, label in labels.items() if label.startswith("loop over")}
         outer: set[Loop] = set()
@@ -434,6 +440,16 @@ class HotPaths:
             self._spread(queue, calls_by_owner, hot)
         return hot
 
+    def prepares_dataset(self, node: cst.CSTNode) -> bool:
+        """`node` runs in a dataset's one-off preparation (`process()`, `download()`), or a
+        function nested in one."""
+        function = self._facts.enclosing_function(node)
+        while function is not None:
+            if function in self._preparing:
+                return True
+            function = self._facts.enclosing_function(function)
+        return False
+
     def _runs_rarely(self, info: FunctionInfo) -> bool:
         """A cached builder or a visualisation helper: cold whoever calls it (vocabulary.py)."""
         qualified = self._names.qualified_name
@@ -485,3 +501,9 @@ class HotPaths:
             if loop in self.step_loops:
                 return loop
         return None
+
+
+def _prepares_dataset(info: FunctionInfo) -> bool:
+    return info.cls is not None and prepares_dataset(
+        info.name, (dotted_name(base.value) for base in info.cls.node.bases)
+    )

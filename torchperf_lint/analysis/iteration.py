@@ -7,6 +7,11 @@ wrappers, and one call deep into a function of the same file that receives it as
 reads the same `self.<attr>`. The repeating loop may be around the iterating loop or around a call
 of the function that holds it. A loop that also holds the constructing call does not count: the
 object is rebuilt on each of its passes anyway.
+
+Also here: whether a loop builds a ragged list, one entry per iteration whose size depends on the
+data (`nonzero`, `unique`, `masked_select`), returned as a list (a detector's keypoints per
+image). Such a loop is the output's shape, not a batch waiting to be vectorised; one that
+concatenates the pieces after the loop is not ragged.
 """
 
 from __future__ import annotations
@@ -175,3 +180,53 @@ def _iterated(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         if isinstance(current, cst.Call) and (dotted_name(current.func) or "").split(".")[-1] in _WRAPPERS:
             todo.extend(arg.value for arg in current.args if arg.keyword is None and not arg.star)
     return found
+
+
+# Calls whose result has a size read from the data.
+_DATA_SIZED = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
+
+
+def ragged_list(loop: cst.For, function: cst.FunctionDef | None) -> str | None:
+    """The list that `loop` appends data-sized results to and `function` returns as a list."""
+    if function is None:
+        return None
+    finder = _Appends()
+    loop.body.visit(finder)
+    if not finder.data_sized:
+        return None
+    returned = _returned_names(function)
+    return next((name for name in finder.appended if name in returned), None)
+
+
+class _Appends(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.appended: list[str] = []
+        self.data_sized = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = (dotted_name(node.func) or "").split(".")[-1]
+        if isinstance(node.func, cst.Attribute):
+            name = node.func.attr.value  # also on a call's result: `(x > t).nonzero()`
+            if name == "append" and isinstance(node.func.value, cst.Name):
+                self.appended.append(node.func.value.value)
+        if name in _DATA_SIZED:
+            self.data_sized = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+
+def _returned_names(function: cst.FunctionDef) -> set[str]:
+    names: set[str] = set()
+
+    class Returns(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+            names.update(v.value for v in values if isinstance(v, cst.Name))
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+    function.visit(Returns())
+    return names

@@ -4,7 +4,9 @@ A loop is *sequential* when one iteration needs what an earlier one computed: a 
 attribute chain such as `self.hidden`) assigned in the body is read by the next iteration before
 the body assigns it again (`h = cell(x[t], h)`, `tok = model(tok).argmax(-1)`), or a container is
 read elsewhere than where it is written (`h[t + 1] = f(h[t])`, `toks.append(model(toks[-1]))`).
-Such loops cannot be replaced by one batched tensor op.
+A call that receives a cache of empty slots (analysis/caches.py: `feat_cache=self._feat_map`, a
+`[None] * n` list the callee fills) updates it for the next iteration the same way. Such loops
+cannot be replaced by one batched tensor op.
 
 Two carried patterns do *not* make a loop sequential:
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 import libcst as cst
 
@@ -51,6 +53,11 @@ _REDUCING_IN_PLACE = frozenset(
 # Methods that add to a container without reading what it holds.
 _GROWING_METHODS = frozenset({"append", "extend", "insert", "appendleft"})
 _EMPTY: frozenset[str] = frozenset()
+HoldsSlots = Callable[[cst.BaseExpression], bool]
+
+
+def _no_slots(expr: cst.BaseExpression) -> bool:
+    return False
 
 
 class Carry(enum.Enum):
@@ -117,8 +124,9 @@ Suite = Union[cst.BaseSuite, cst.Else, cst.Finally]
 class _BodyScan:
     """One pass over a loop body: reads with what is defined at that point, and writes."""
 
-    def __init__(self, modules: frozenset[str]) -> None:
+    def __init__(self, modules: frozenset[str], holds_slots: HoldsSlots = _no_slots) -> None:
         self.modules = modules  # imported names: `nn.init.zeros_(w)` mutates w, not `nn.init`
+        self.holds_slots = holds_slots  # a cache the callee fills: passing it updates it
         self.defined: set[str] = set()
         self.reads: list[Read] = []
         self.writes: dict[str, list[cst.CSTNode]] = {}  # key -> statements assigning or updating it
@@ -396,6 +404,9 @@ class _BodyScan:
         self.expr(func, bound)
         for arg in call.args:
             self.expr(arg.value, bound)
+            key = self._chain(arg.value, bound)
+            if key is not None and self.holds_slots(arg.value):
+                self._update(key)
 
     def _in_place(self, receiver: cst.BaseExpression, bound: frozenset[str]) -> None:
         """`h.add_(v)`, `h[i].mul_(a)`, `h.mul_(a).add_(v)`: an update of h."""
@@ -468,9 +479,12 @@ def _reduces(statement: cst.CSTNode, key: str) -> bool:
     return False
 
 
-def analyse_loop(loop: Loop, modules: frozenset[str] = _EMPTY) -> LoopFacts:
-    """What one iteration of `loop` hands to the next. `modules`: names bound to imports."""
-    scan = _BodyScan(modules)
+def analyse_loop(
+    loop: Loop, modules: frozenset[str] = _EMPTY, holds_slots: HoldsSlots = _no_slots
+) -> LoopFacts:
+    """What one iteration of `loop` hands to the next. `modules`: names bound to imports;
+    `holds_slots`: whether an argument is a cache of empty slots that its callee fills."""
+    scan = _BodyScan(modules, holds_slots)
     own: set[str] = set()
     if isinstance(loop, cst.For):
         own = set(_target_keys(loop.target))  # rebound by the loop before every iteration
@@ -507,12 +521,13 @@ def analyse_loop(loop: Loop, modules: frozenset[str] = _EMPTY) -> LoopFacts:
 class LoopDependences:
     """Memoised `analyse_loop` for one file."""
 
-    def __init__(self, modules: Iterable[str]) -> None:
+    def __init__(self, modules: Iterable[str], holds_slots: HoldsSlots = _no_slots) -> None:
         self._modules = frozenset(modules)
+        self._holds_slots = holds_slots
         self._memo: dict[Loop, LoopFacts] = {}
 
     def facts(self, loop: Loop) -> LoopFacts:
         found = self._memo.get(loop)
         if found is None:
-            found = self._memo[loop] = analyse_loop(loop, self._modules)
+            found = self._memo[loop] = analyse_loop(loop, self._modules, self._holds_slots)
         return found

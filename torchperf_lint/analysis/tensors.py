@@ -63,6 +63,8 @@ NON_TENSOR_ATTRIBUTES = frozenset(
 )
 TENSOR_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
 _NOT_TENSOR_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+# Annotations of sequences: `images: list[Tensor]` holds one tensor per image, of its own size.
+_SEQUENCE_ANNOTATIONS = frozenset("list List tuple Tuple Sequence MutableSequence".split())
 # Names people give to models and losses: calling one yields a tensor.
 _MODULE_NAME = re.compile(
     r"^(model|net|network|criterion|loss_fn|loss_func|encoder|decoder|module)$|_model$|_net$"
@@ -277,6 +279,20 @@ class TensorInference:
             return Tensorness.LIKELY
         return Tensorness.NO
 
+    def is_declared_sequence(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a parameter annotated as a list or tuple (`images: list[Tensor]`): its
+        items may be tensors, but it is not one, and each item may have a size of its own."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self._names.lookup(expr.value, expr)
+        return bool(bindings) and all(
+            b.kind == "param"
+            and isinstance(b.node, cst.Param)
+            and b.node.annotation is not None
+            and _sequence_annotation(b.node.annotation.annotation)
+            for b in bindings
+        )
+
     def _string_parameters(self, func: cst.FunctionDef) -> frozenset[str]:
         """Parameters the function itself treats as strings: compared with a string literal
         (`if split == "train":`), or formatted into one (nanoGPT's `get_batch(split)`)."""
@@ -299,7 +315,11 @@ class TensorInference:
         plain = _plain_values(scope.node)
         for name, bindings in scope.bindings.items():
             first = bindings[0]
-            if first.kind == "param" and name not in plain and self._binding(first, name) >= Tensorness.LIKELY:
+            if (
+                first.kind == "param"
+                and name not in plain
+                and self._binding(first, name) >= Tensorness.LIKELY
+            ):
                 params.append(name)
             elif all(b.order < order and _is_device_move(b) for b in bindings):
                 moved.append(name)
@@ -354,7 +374,9 @@ class _StringUses(cst.CSTVisitor):
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         operands = [node.left, *(c.comparator for c in node.comparisons)]
-        if any(isinstance(o, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) for o in operands):
+        if any(
+            isinstance(o, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) for o in operands
+        ):
             self.names.update(o.value for o in operands if isinstance(o, cst.Name))
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
@@ -387,3 +409,11 @@ def _is_device_move(binding: Binding) -> bool:
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value in ("to", "cuda")
     )
+
+
+def _sequence_annotation(annotation: cst.BaseExpression) -> bool:
+    """`list[Tensor]`, `List[Tensor]`, `Sequence[Tensor]`, `tuple[Tensor, ...]`, `list`."""
+    if isinstance(annotation, cst.Subscript):
+        annotation = annotation.value
+    name = dotted_name(annotation) or ""
+    return name.rsplit(".", 1)[-1] in _SEQUENCE_ANNOTATIONS

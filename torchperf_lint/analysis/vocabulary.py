@@ -192,6 +192,8 @@ def is_cudnn_decision(dotted: str) -> bool:
 def is_cudnn_decision_call(dotted: str) -> bool:
     """`torch.use_deterministic_algorithms(...)`, `torch.backends.cudnn.flags(...)`."""
     return dotted.endswith("use_deterministic_algorithms") or dotted.rsplit(".", 2)[-2:] == ["cudnn", "flags"]
+
+
 # `if step == 0:`, `if batch_idx == 0:`: a branch taken on one step of many (the first batch of an
 # epoch in a validation step). Bare `i` is not among them: `if i == 0:` over layers runs every step.
 STEP_COUNTERS = frozenset(
@@ -225,6 +227,19 @@ VISUAL_CALLS = frozenset(
 _VISUAL_NAME = re.compile(
     r"_?(visuali[sz]e|plot|(sample|save|log|show)_(images?|samples?|grid))", re.IGNORECASE
 )
+
+
+# Methods a dataset runs once, when it is first built: torch_geometric's `process()` and
+# `download()` (the processed result is saved and loaded on later runs), Lightning's
+# `prepare_data()`. A loader or a loop there is one-off preprocessing, not the training step.
+DATASET_PREPARATION = frozenset({"process", "download", "prepare_data"})
+
+
+def prepares_dataset(method: str, bases: Iterable[Optional[str]]) -> bool:
+    """A method named `method` of a class with these (dotted) bases prepares a dataset once."""
+    return method in DATASET_PREPARATION and any(
+        base is not None and base.rsplit(".", 1)[-1].endswith(("Dataset", "DataModule")) for base in bases
+    )
 
 
 def runs_rarely(name: str, decorators: Iterable[Optional[str]], calls: Iterable[Optional[str]]) -> bool:

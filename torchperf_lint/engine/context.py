@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis.batches import Batches, Source, movers, unpinned_collate
+from ..analysis.caches import SlotCaches
 from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
@@ -88,6 +89,10 @@ class Context:
         """The step loop whose body holds `node` (in the same function), if any."""
         return self.hot.step_loop(node)
 
+    def prepares_dataset(self, node: cst.CSTNode) -> bool:
+        """`node` runs once, in a dataset's `process()`/`download()` (analysis/vocabulary.py)."""
+        return self.hot.prepares_dataset(node)
+
     def is_optimizer_step(self, call: cst.Call) -> bool:
         """`<x>.step()` on an optimizer: a receiver named like one, or bound to `torch.optim.*`."""
         return (
@@ -98,7 +103,7 @@ class Context:
 
     @functools.cached_property
     def _loop_dependences(self) -> LoopDependences:
-        return LoopDependences(self.facts.imports)
+        return LoopDependences(self.facts.imports, SlotCaches(self.names, self.hot).holds_slots)
 
     def loop_facts(self, loop: Loop) -> LoopFacts:
         """What one iteration of `loop` hands to the next (`.carried`: name -> reduction or
@@ -232,6 +237,10 @@ class Context:
     def is_tensor(self, expr: cst.BaseExpression, certain: bool = False) -> bool:
         wanted = Tensorness.CERTAIN if certain else Tensorness.LIKELY
         return self.tensors.infer(expr) >= wanted
+
+    def is_declared_sequence(self, expr: cst.BaseExpression) -> bool:
+        """A parameter annotated as a list or tuple (`images: list[Tensor]`): not a tensor."""
+        return self.tensors.is_declared_sequence(expr)
 
     def parameter_sequence(self, expr: cst.BaseExpression) -> Optional[ParameterSequence]:
         """`expr` iterates a module's parameters, buffers or state-dict tensors

@@ -32,6 +32,7 @@ from ..analysis.vocabulary import (
     is_optimizer_class,
     is_optimizer_name,
     normalised_code,
+    prepares_dataset,
     runs_rarely,
     sets_cuda_default,
     shows_cuda_use,
@@ -510,7 +511,9 @@ class _Summarizer:
         decorators = [
             d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d
         ]
-        rare = runs_rarely(node.name, map(self.qualify, decorators), ())
+        rare = runs_rarely(node.name, map(self.qualify, decorators), ()) or (
+            cls >= 0 and prepares_dataset(node.name, self.summary.classes[cls].bases)
+        )
         function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
         function.varkw = args.kwarg is not None
         registry = next((d for d in decorators if registers_model(d)), None)
@@ -656,7 +659,6 @@ class _Summarizer:
         if self.function_stack and node.id in ("no_grad", "inference_mode"):
             if self.qualify(node.id) in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
-
 
     def _keyword(self, node: ast.keyword) -> None:
         if node.arg and "channels_last" in node.arg:

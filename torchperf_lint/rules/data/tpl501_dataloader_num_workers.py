@@ -30,7 +30,8 @@ class DataloaderNumWorkers(Rule):
     `num_workers` given as an expression (`num_workers=args.workers`: the user decides); `**kwargs`
     or `*args` that could supply it; datasets built from tensors already on the GPU
     (`TensorDataset(x.cuda(), y.cuda())`, where workers would fail); files that never use CUDA;
-    classes named `DataLoader` that are not torch's.
+    classes named `DataLoader` that are not torch's; loaders of a dataset's one-off preparation
+    (its `process()` or `download()`, run once when the dataset is first built).
     """
 
     code = "TPL501"
@@ -75,6 +76,23 @@ class DataloaderNumWorkers(Rule):
             """,
     }
     GOOD = {
+        "one-off-feature-extraction-in-dataset-process": """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.data import DataLoader
+            from torch_geometric.data import InMemoryDataset
+
+            class Keypoints(InMemoryDataset):
+                def process(self):
+                    loader = DataLoader(self.images, batch_size=32)
+                    device = torch.device("cuda")
+                    features = []
+                    for batch in loader:
+                        out = F.interpolate(self.vgg(batch.to(device)), (256, 256))
+                        for j in range(out.size(0)):
+                            features.append(out[j].flatten())
+                    torch.save(features, self.processed_paths[0])
+            """,
         "workers-given": """
             import torch
             from torch.utils.data import DataLoader
@@ -122,6 +140,6 @@ class DataloaderNumWorkers(Rule):
         workers = argument(node, "num_workers")
         if workers is not None and int_literal(workers) != 0:
             return
-        if dataset_on_device(node, ctx):
+        if dataset_on_device(node, ctx) or ctx.prepares_dataset(node):
             return
         yield self.report(node, how="without num_workers" if workers is None else "with num_workers=0")

@@ -40,7 +40,8 @@ class DataloaderPinMemory(Rule):
     project class with a `to` of its own and no `pin_memory()` (DETR's `NestedTensor`, also when the
     collate lives in another module): the loader's pinning hands such an object back unpinned, so
     the flag would pin only the rest of the batch; files that never use CUDA; classes named
-    `DataLoader` that are not torch's.
+    `DataLoader` that are not torch's; loaders of a dataset's one-off preparation (its
+    `process()` or `download()`, run once when the dataset is first built).
     """
 
     code = "TPL502"
@@ -168,6 +169,23 @@ class DataloaderPinMemory(Rule):
             """,
     }
     GOOD = {
+        "one-off-feature-extraction-in-dataset-process": """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.data import DataLoader
+            from torch_geometric.data import InMemoryDataset
+
+            class Keypoints(InMemoryDataset):
+                def process(self):
+                    loader = DataLoader(self.images, batch_size=32)
+                    device = torch.device("cuda")
+                    features = []
+                    for batch in loader:
+                        out = F.interpolate(self.vgg(batch.to(device)), (256, 256))
+                        for j in range(out.size(0)):
+                            features.append(out[j].flatten())
+                    torch.save(features, self.processed_paths[0])
+            """,
         "pinned-or-decided": """
             import torch
             from torch.utils.data import DataLoader
@@ -238,7 +256,7 @@ class DataloaderPinMemory(Rule):
             return
         if argument(node, "pin_memory") is not None or dataset_on_device(node, ctx):
             return
-        if ctx.collates_unpinned(node):
+        if ctx.collates_unpinned(node) or ctx.prepares_dataset(node):
             return
         fix = Fix.replace(node, add_keyword(node, "pin_memory", cst.Name("True")), Safety.SAFE, "pin batches")
         yield self.report(node, fix=fix)

@@ -6,6 +6,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from ...analysis.iteration import ragged_list
 from ...analysis.sequential import Read
 from ...engine.context import Context
 from ...engine.findings import Report
@@ -129,7 +130,8 @@ def _feeds_tensor_op(read: Read, walked: str, ctx: Context) -> bool:
 
 def _picks_from_container(read: Read, walked: str, ctx: Context) -> bool:
     """The loop index also picks from a Python container: a list built in the function
-    (`lengths = lens.tolist()`, then `x[i, :lengths[i]]`) or a list of dicts
+    (`lengths = lens.tolist()`, then `x[i, :lengths[i]]`), a parameter declared a list
+    (`images: list[Tensor]`: ragged images or keypoint sets), or a list of dicts
     (`targets[b]["boxes"]`). Each row then meets data of its own size, which rarely batches."""
     parent = ctx.parent(read.node)
     element = ctx.parent(parent) if isinstance(parent, cst.Index) else None
@@ -145,7 +147,11 @@ def _picks_from_container(read: Read, walked: str, ctx: Context) -> bool:
         if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
             return True
     is_attribute = isinstance(picked, cst.Attribute) and dotted_name(picked.value) == "self"
-    return isinstance(picked, cst.Name) and not is_attribute and not ctx.is_tensor(picked)
+    return (
+        isinstance(picked, cst.Name)
+        and not is_attribute
+        and (not ctx.is_tensor(picked) or ctx.is_declared_sequence(picked))
+    )
 
 
 class LoopOverTensorDim(Rule):
@@ -170,14 +176,22 @@ class LoopOverTensorDim(Rule):
     read by the next iteration before the body assigns it again, as in an RNN step
     (`h = cell(x[t], h)`) or autoregressive decoding (`tok = model(tok).argmax(-1)`), or a
     tensor or list is read elsewhere than where it is written (`y[:, t] = y[:, t - 1] * a`,
-    `toks.append(model(toks[-1]))`). Appending to a list the body never reads is not such a
-    dependence, and neither is a *reduction*, a single update that folds independent terms into
-    an accumulator (`acc = acc + f(x[i])`, `total += x[i].sum()`): both are vectorisable and
-    flagged. Also silent: loops that leave early (`break`, `return`, `yield`: the trip count
-    depends on the data), chunked loops (`range(0, n, batch_size)`), loops over Python lists of
-    modules or tensors (`for layer in self.layers`, `range(len(features))` on a parameter that
-    may be a list), counts that are not tensor sizes (`range(self.num_layers)`), the step loop
-    itself, inner loops of a loop already reported, and cold code (`__init__`, module level).
+    `toks.append(model(toks[-1]))`), or a cache of empty slots (`self._feat_map = [None] * n`)
+    is handed to a call on every iteration (`decoder(z[:, :, k], feat_cache=self._feat_map)`:
+    the callee fills it, the next frame reads it). Appending to a list the body never reads is
+    not such a dependence, and neither is a *reduction*, a single update that folds independent
+    terms into an accumulator (`acc = acc + f(x[i])`, `total += x[i].sum()`): both are
+    vectorisable and flagged. Also silent: loops that leave early (`break`, `return`, `yield`:
+    the trip count depends on the data), chunked loops (`range(0, n, batch_size)`), loops over
+    Python lists of modules or tensors (`for layer in self.layers`, `range(len(features))` on a
+    parameter that may be a list), counts that are not tensor sizes (`range(self.num_layers)`),
+    loops over the classes or channels of a map that take the whole batch each time
+    (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`; a plain `x[:, t]` may walk tokens and is
+    flagged), loops that return a ragged list, one entry per row of a size read from the data
+    (`nonzero`, `unique`: keypoints per image; concatenated after the loop, it is flagged), the
+    step loop
+    itself, inner loops of a loop already reported, and cold code (`__init__`, module level, a
+    dataset's one-off `process()`).
     """
 
     code = "TPL201"
@@ -255,8 +269,112 @@ class LoopOverTensorDim(Rule):
                         total = total + flat[i].pow(2).sum()
                     return total
             """,
+        "per-token-projection-of-a-sequence": """
+            import torch
+            from torch import nn
+
+            class TokenHeads(nn.Module):
+                def forward(self, x):
+                    outs = []
+                    for t in range(x.shape[1]):  # expect: TPL201
+                        outs.append(self.proj(x[:, t]))
+                    return torch.stack(outs, 1)
+            """,
+        "frames-decoded-independently": """
+            import torch
+            from torch import nn
+
+            class FrameDecoder(nn.Module):
+                def forward(self, z):
+                    _, _, num_frames, _, _ = z.shape
+                    frames = []
+                    for k in range(num_frames):  # expect: TPL201
+                        frames.append(self.decoder(z[:, :, k : k + 1]))
+                    return torch.cat(frames, dim=2)
+            """,
+        "per-class-detections-concatenated-after-the-loop": """
+            import torch
+            from torch import nn
+
+            class Postprocess(nn.Module):
+                def forward(self, scores, boxes):
+                    kept_boxes, kept_scores = [], []
+                    for c in range(scores.shape[0]):  # expect: TPL201
+                        keep = (scores[c] > self.threshold).nonzero().squeeze(1)
+                        kept_boxes.append(boxes[keep])
+                        kept_scores.append(scores[c, keep])
+                    return torch.cat(kept_boxes), torch.cat(kept_scores)
+            """,
+        "rows-paired-with-a-tensor-parameter": """
+            import torch
+            from torch import Tensor, nn
+
+            class Scaler(nn.Module):
+                def forward(self, images: Tensor, scales: Tensor) -> Tensor:
+                    out = torch.empty_like(images)
+                    for i in range(images.shape[0]):  # expect: TPL201
+                        out[i] = images[i] * scales[i]
+                    return out
+            """,
     }
     GOOD = {
+        "one-off-feature-extraction-in-dataset-process": """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.data import DataLoader
+            from torch_geometric.data import InMemoryDataset
+
+            class Keypoints(InMemoryDataset):
+                def process(self):
+                    loader = DataLoader(self.images, batch_size=32)
+                    device = torch.device("cuda")
+                    features = []
+                    for batch in loader:
+                        out = F.interpolate(self.vgg(batch.to(device)), (256, 256))
+                        for j in range(out.size(0)):
+                            features.append(out[j].flatten())
+                    torch.save(features, self.processed_paths[0])
+            """,
+        "causal-decoding-through-a-frame-cache": """
+            import torch
+            from torch import nn
+
+            class CausalVideoDecoder(nn.Module):
+                def clear_cache(self):
+                    self._feat_map = [None] * self._conv_num
+
+                def forward(self, z):
+                    _, _, num_frames, _, _ = z.shape
+                    self.clear_cache()
+                    frames = []
+                    for k in range(num_frames):
+                        frames.append(self.decoder(z[:, :, k : k + 1], feat_cache=self._feat_map))
+                    return torch.cat(frames, dim=2)
+            """,
+        "keypoints-of-their-own-count-per-image": """
+            import torch
+            from torch import nn
+
+            class Detector(nn.Module):
+                def forward(self, heatmap):
+                    peaks = heatmap > self.threshold
+                    keypoints = []
+                    for b in range(heatmap.shape[0]):
+                        yx = peaks[b].nonzero()
+                        keypoints.append((yx.flip(1), heatmap[b][peaks[b]]))
+                    return keypoints
+            """,
+        "one-loss-per-class-channel": """
+            import torch
+            from torch import nn
+
+            class PerClassFocal(nn.Module):
+                def forward(self, logits, masks):
+                    losses = []
+                    for c in range(logits.size(1)):
+                        losses.append(self.focal(logits[:, c, ...], masks[:, [c]]))
+                    return torch.stack(losses).mean()
+            """,
         "index-picks-a-configuration-entry": """
             import torch
             from torch import nn
@@ -366,6 +484,18 @@ class LoopOverTensorDim(Rule):
                         losses.append(self.match(logits[b, : sizes[b]], labels))
                     return torch.stack(losses).mean()
             """,
+        "images-of-their-own-sizes-padded-into-a-batch": """
+            import torch
+            from torch import Tensor, nn
+
+            class Batcher(nn.Module):
+                def forward(self, images: list[Tensor]) -> Tensor:
+                    batch = images[0].new_zeros(len(images), 3, 512, 512)
+                    for i in range(batch.shape[0]):
+                        img = images[i]
+                        batch[i, :, : img.shape[1], : img.shape[2]].copy_(img)
+                    return batch
+            """,
         "loop-index-used-only-on-the-host": """
             import torch
             from torch import nn
@@ -439,4 +569,8 @@ class LoopOverTensorDim(Rule):
             return None
         if any(ctx.indexed_configuration(loop.body, v) for v in index_vars):
             return None  # one iteration per entry of a configuration: RoPE axes, layers
+        if ctx.loops_over_configuration(loop):
+            return None  # one iteration per class or channel, each over the whole batch
+        if ragged_list(loop, ctx.enclosing_function(loop)):
+            return None  # the output is one entry of its own size per row
         return over, (element_vars or index_vars)[0]

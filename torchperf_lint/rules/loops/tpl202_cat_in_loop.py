@@ -92,7 +92,8 @@ class CatInLoop(Rule):
     counter can replace them. Loops over configuration, not data (analysis/configuration.py): a
     literal tuple or list, a `self` attribute that is not a tensor (`self.config.cond_types`,
     `self.layers`), a mapping's entries (`conditions.items()`), `range(self.num_layers)` or
-    `range(len(self.blocks))`: a handful of iterations fixed when the model is built.
+    `range(len(self.blocks))`: a handful of iterations fixed when the model is built; and loops
+    over the classes or channels of a map (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`).
     """
 
     code = "TPL202"
@@ -151,8 +152,30 @@ class CatInLoop(Rule):
                         self.seen = torch.cat([self.seen, x.detach()], dim=0)  # expect: TPL202
                     return xs
             """,
+        "per-token-features-grown": """
+            import torch
+            from torch import nn
+
+            class TokenFeatures(nn.Module):
+                def forward(self, x):
+                    feats = self.net(x[:, 0])
+                    for t in range(1, x.shape[1]):
+                        feats = torch.cat([feats, self.net(x[:, t])], dim=1)  # expect: TPL202
+                    return feats
+            """,
     }
     GOOD = {
+        "one-feature-pass-per-image-channel": """
+            import torch
+            from torch import nn
+
+            class PerChannelPerceptual(nn.Module):
+                def forward(self, image):
+                    feats = self.net(image[:, 0, ...].unsqueeze(1))
+                    for c in range(1, image.shape[1]):
+                        feats = torch.cat([feats, self.net(image[:, c, ...].unsqueeze(1))], dim=1)
+                    return feats
+            """,
         "loops-over-configuration": """
             import torch
             from torch import nn

@@ -22,9 +22,9 @@ def _is_item_call(expr: cst.BaseExpression) -> bool:
     )
 
 
-def _scalar_of_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
-    """`t.item()`, `float(t)`/`int(t)` of a tensor, or a tensor derived by torch; not of a tensor
-    that lives on the host (reading it waits for no device)."""
+def _host_number_of_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """`t.item()`, or `float(t)`/`int(t)`/`bool(t)` of a tensor: a Python number read from one;
+    not from a tensor that lives on the host (reading it waits for no device)."""
     if _is_item_call(expr):
         assert isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
         return not ctx.is_host_tensor(expr.func.value)
@@ -33,28 +33,40 @@ def _scalar_of_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
         and ctx.qualified_name(expr) in ("builtins.float", "builtins.int", "builtins.bool")
         and len(expr.args) == 1
     ):
-        value = expr.args[0].value  # certain: `Tensor | float` params are often floats
-        return ctx.is_tensor(value, certain=True) and not ctx.is_host_tensor(value)
-    return ctx.is_tensor(expr, certain=True) and not ctx.is_host_tensor(expr)
+        return _is_tensor(expr.args[0].value, ctx)  # certain: `Tensor | float` params are often floats
+    return False
+
+
+def _scalar_of_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """A Python number read from a tensor, or a tensor derived by torch."""
+    return _host_number_of_tensor(expr, ctx) or _is_tensor(expr, ctx)
 
 
 def _tensor_elements(data: cst.BaseExpression, ctx: Context, follow_names: bool = True) -> Optional[str]:
     """What `data` is when it is a Python list of tensors or of their `.item()` values."""
+    # A list named and filled in other statements already holds the numbers that `.item()` read
+    # there (that is where the syncs are): here it is one host-to-device copy, as `x.tolist()`.
+    element = _scalar_of_tensor if follow_names else _is_tensor
     if isinstance(data, (cst.List, cst.Tuple)):
-        if any(_scalar_of_tensor(e.value, ctx) for e in data.elements if isinstance(e, cst.Element)):
+        if any(element(e.value, ctx) for e in data.elements if isinstance(e, cst.Element)):
             return "a list of tensors"
         return None
     if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
-        if _is_item_call(data.elt) and _scalar_of_tensor(data.elt, ctx):
+        if follow_names and _is_item_call(data.elt) and _host_number_of_tensor(data.elt, ctx):
             return "a list of .item() values"
-        return "a list of tensors" if _scalar_of_tensor(data.elt, ctx) else None
+        return "a list of tensors" if element(data.elt, ctx) else None
     if isinstance(data, cst.Name) and follow_names:
         return _appended_tensors(data, ctx)
     return None
 
 
+def _is_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """A tensor derived by torch that is not known to live on the host."""
+    return ctx.is_tensor(expr, certain=True) and not ctx.is_host_tensor(expr)
+
+
 def _appended_tensors(name: cst.Name, ctx: Context) -> Optional[str]:
-    """`vals = []` then `vals.append(t.item())` in the same scope."""
+    """`vals = []` then `vals.append(loss.detach())` in the same scope."""
     bindings = ctx.bindings(name.value, name)
     if not bindings:
         return None
@@ -73,7 +85,7 @@ def _appended_tensors(name: cst.Name, ctx: Context) -> Optional[str]:
             and receiver.value == name.value
             and len(call.args) == 1
             and ctx.bindings(name.value, call) is bindings
-            and _scalar_of_tensor(call.args[0].value, ctx)
+            and _is_tensor(call.args[0].value, ctx)
         ):
             found = found or "a list of tensors"
     return found
@@ -85,7 +97,7 @@ class TensorFromTensorList(Rule):
     `torch.FloatTensor`-style constructors) applied to a Python list of tensors or of their
     `.item()` values: `torch.tensor([t.item() for t in losses])`,
     `torch.tensor([loss_a.detach(), loss_b.detach()])`, or a list filled by
-    `vals.append(t.item())` in the same function. Looks everywhere.
+    `vals.append(loss.detach())` in the same function. Looks everywhere.
 
     ## Why it is slow
     `torch.tensor` reads a list element by element on the host: every CUDA tensor in it is
@@ -100,8 +112,10 @@ class TensorFromTensorList(Rule):
 
     ## When it stays silent
     Python numbers, literal lists and shapes (`torch.tensor([x.shape[0], 5])`), NumPy arrays,
-    `torch.tensor(x.tolist())` (one transfer), and lists whose elements are not known to be
-    tensors (a parameter that may hold floats).
+    `torch.tensor(x.tolist())` (one transfer), lists whose elements are not known to be
+    tensors (a parameter that may hold floats), and a named list of numbers that `.item()` read
+    in other statements (`tokens.append(tok.item())` while decoding, lengths also handed to
+    `split`): it holds Python numbers by then, and the syncs are where `.item()` is called.
     """
 
     code = "TPL203"
@@ -117,6 +131,14 @@ class TensorFromTensorList(Rule):
     benchmark = "TPL203"
 
     BAD = {
+        "device-values-beside-host-ones": """
+            import torch
+
+            def suggestion(history, scores):
+                losses = torch.tensor(history)
+                on_host = scores.detach().cpu()
+                return torch.tensor([on_host[0].item(), scores[1].item(), losses[0]])  # expect: TPL203
+            """,
         "item-comprehension": """
             import torch
 
@@ -146,16 +168,17 @@ class TensorFromTensorList(Rule):
                     accuracies.append((model(x).argmax(1) == y).float().mean())
                 return torch.as_tensor(accuracies).mean()  # expect: TPL203
             """,
-        "device-values-beside-host-ones": """
+    }
+    GOOD = {
+        "values-of-host-tensors": """
             import torch
 
             def suggestion(history, scores):
                 losses = torch.tensor(history)
+                grads = torch.tensor([0.5 * (losses[i + 1] - losses[i - 1]) for i in range(1, len(losses) - 1)])
                 on_host = scores.detach().cpu()
-                return torch.tensor([on_host[0].item(), scores[1].item(), losses[0]])  # expect: TPL203
+                return grads.argmin(), torch.tensor([on_host[i].item() for i in range(3)])
             """,
-    }
-    GOOD = {
         "python-numbers-and-literals": """
             import torch
 
@@ -189,6 +212,27 @@ class TensorFromTensorList(Rule):
                 history = torch.stack([loss.detach() for loss in step_losses])
                 return history.mean()
             """,
+        "item-values-kept-as-host-numbers": """
+            import torch
+
+            def pack(hidden, mask, groups, n):
+                lengths = [mask[groups == g].sum().item() for g in range(n)]
+                parts = torch.split(hidden, lengths)
+                return parts, torch.tensor(lengths)
+            """,
+        "tokens-read-while-decoding": """
+            import torch
+
+            @torch.no_grad()
+            def generate(model, token, stop, steps):
+                tokens = []
+                for _ in range(steps):
+                    token = model(token).argmax(-1)
+                    if token.item() in stop:
+                        break
+                    tokens.append(token.item())
+                return torch.tensor(tokens)
+            """,
         "floats-appended": """
             import torch
 
@@ -197,15 +241,6 @@ class TensorFromTensorList(Rule):
                 for line in lines:
                     values.append(float(line))
                 return torch.tensor(values)
-            """,
-        "values-of-host-tensors": """
-            import torch
-
-            def suggestion(history, scores):
-                losses = torch.tensor(history)
-                grads = torch.tensor([0.5 * (losses[i + 1] - losses[i - 1]) for i in range(1, len(losses) - 1)])
-                on_host = scores.detach().cpu()
-                return grads.argmin(), torch.tensor([on_host[i].item() for i in range(3)])
             """,
     }
 
