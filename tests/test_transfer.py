@@ -290,6 +290,39 @@ def test_self_attributes_assigned_only_host_tensors_are_host() -> None:
     assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False]
 
 
+def test_values_derived_only_from_host_tensors_are_host() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        class Sampler(nn.Module):
+            def __init__(self, weights=None):
+                super().__init__()
+                w = torch.as_tensor(weights) if weights is not None else torch.ones(4)
+                if not w.is_floating_point():
+                    w = w.to(torch.get_default_dtype())
+                self.weights = w
+
+            def forward(self, x, kp):
+                host = torch.device("cpu")
+                device, dtype = x.device, x.dtype
+                kp_host, kp_device = kp.detach().to(host).double(), kp.double()
+                finite = torch.isfinite(kp_host).all(1)
+                scores = kp_host.sum(1)
+                earlier = torch.cat([scores.new_full((1,), 0.5), torch.cummax(scores, 0).values[:-1]])
+                probe(finite.any()); probe(scores > earlier); probe(kp_host.to(dtype))
+                probe(torch.count_nonzero(self.weights.clone())); probe(self.weights.sum() == 0)
+                probe(torch.isfinite(kp_device)); probe(finite & torch.isfinite(kp_device))
+                probe(torch.cat([scores, x.sum(1)])); probe(torch.cummax(x, 0).values); probe(kp_host.to(device))
+                probe(finite & (x.sum(1) > 0))
+        """
+    )
+    host = [ctx.is_host_tensor(p) for p in probes]
+    assert host[:5] == [True, True, True, True, True]
+    assert host[5:] == [False, False, False, False, False, False]  # a device operand or a move
+
+
 def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_path: Path) -> None:
     root = write_project(
         tmp_path,

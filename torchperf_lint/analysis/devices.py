@@ -42,6 +42,8 @@ _LEGACY_CPU_TYPES = frozenset(
     """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor
     IntTensor LongTensor BoolTensor""".split()
 )
+# Operators between masks: neither side is a plain number to leave out.
+_MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 
 
 class HostTensors:
@@ -80,9 +82,21 @@ class HostTensors:
         return result
 
     def _operands_on_host(self, operands: list[cst.BaseExpression]) -> bool:
-        """The tensor operands (at least one) are all on the host; plain numbers do not count."""
-        tensors = [o for o in operands if self._tensorness(o) >= Tensorness.LIKELY]
-        return bool(tensors) and all(self.is_host_tensor(o) for o in tensors)
+        """The tensor operands (at least one) are all on the host; plain numbers do not count.
+        The elements of a list or tuple argument are operands (`torch.cat([a, b])`), and a host
+        tensor counts as one whatever its inferred tensorness (a name unpacked from a tuple)."""
+        flat: list[cst.BaseExpression] = []
+        for operand in operands:
+            if isinstance(operand, (cst.List, cst.Tuple)):
+                if any(isinstance(e, cst.StarredElement) for e in operand.elements):
+                    return False
+                flat.extend(e.value for e in operand.elements)
+            else:
+                flat.append(operand)
+        host = [self.is_host_tensor(o) for o in flat]
+        return any(host) and all(
+            on_host or self._tensorness(o) == Tensorness.NO for o, on_host in zip(flat, host, strict=True)
+        )
 
     def _host(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
@@ -91,12 +105,17 @@ class HostTensors:
             bindings = self._names.reaching(expr)
             return bool(bindings) and all(self._binding(b, expr.value) for b in bindings)
         if isinstance(expr, cst.Attribute):
-            return self._self_attribute(expr)
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                return self._self_attribute(expr)
+            # a field of a host result: `torch.cummax(h, 0).values`, `h.T`
+            return self.is_host_tensor(expr.value)
         if isinstance(expr, cst.Subscript):
             return self.is_host_tensor(expr.value)
         if isinstance(expr, cst.UnaryOperation):
             return self.is_host_tensor(expr.expression)
         if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, _MASK_OPERATORS):  # `finite & ok`: both are masks
+                return self.is_host_tensor(expr.left) and self.is_host_tensor(expr.right)
             return self._operands_on_host([expr.left, expr.right])
         if isinstance(expr, cst.Comparison):
             return self._operands_on_host([expr.left, *(c.comparator for c in expr.comparisons)])
@@ -119,8 +138,6 @@ class HostTensors:
     def _self_attribute(self, expr: cst.Attribute) -> bool:
         """`self.lam` whose every assignment in the class is a host tensor. A plain attribute,
         not a buffer: `model.cuda()` leaves it where it is."""
-        if not (isinstance(expr.value, cst.Name) and expr.value.value == "self"):
-            return False
         cls = self._hot.enclosing_class(expr)
         values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
         if not values or self._registered(expr.attr.value):
@@ -167,12 +184,29 @@ class HostTensors:
                 if arg.keyword.value not in ("dtype", "copy", "memory_format", "non_blocking"):
                     return False
                 continue
-            if isinstance(arg.value, cst.Call):
-                return False  # `torch.device("cuda")`
-            dtype = self._names.qualified_name(arg.value) or dotted_name(arg.value) or ""
-            if not (dtype.startswith("torch.") and dtype[6:].isidentifier() or dtype.endswith(".dtype")):
+            if not self._is_dtype(arg.value):
                 return False
         return True
+
+    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
+        """`torch.float64`, `x.dtype`, `torch.get_default_dtype()`, or a name bound only to those
+        (`device, dtype = x.device, x.dtype`); not `torch.device("cuda")`."""
+        if isinstance(expr, cst.Call):
+            return self._names.qualified_name(expr) == "torch.get_default_dtype"
+        if isinstance(expr, cst.Name):
+            values = []
+            for binding in self._names.lookup(expr.value, expr):
+                node = binding.node if isinstance(binding.node, cst.BaseExpression) else None
+                if binding.kind == "unpack" and node is not None:
+                    node = _unpacked_element(node, expr.value, self._facts)
+                if binding.kind not in ("assign", "unpack") or node is None:
+                    break
+                values.append(node)
+            else:
+                if values and all(self._is_dtype(v) for v in values):
+                    return True
+        dtype = self._names.qualified_name(expr) or dotted_name(expr) or ""
+        return dtype.startswith("torch.") and dtype[6:].isidentifier() or dtype.endswith(".dtype")
 
     def _copies_a_device_tensor(self, call: cst.Call) -> bool:
         """`torch.tensor(x.sum())`: the data is certainly a tensor, not one on the host. A
