@@ -304,6 +304,10 @@ def test_values_derived_only_from_host_tensors_are_host() -> None:
                     w = w.to(torch.get_default_dtype())
                 self.weights = w
 
+            def crop(self, box: torch.Tensor, sizes: Optional[Union[Sequence[int], torch.Tensor]]):
+                src, size = torch.as_tensor(box, dtype=torch.long), torch.as_tensor(sizes)
+                probe(torch.stack([src[:, 0], src[:, 1]])); probe(size.max())
+
             def forward(self, x, kp):
                 host = torch.device("cpu")
                 device, dtype = x.device, x.dtype
@@ -319,8 +323,9 @@ def test_values_derived_only_from_host_tensors_are_host() -> None:
         """
     )
     host = [ctx.is_host_tensor(p) for p in probes]
-    assert host[:5] == [True, True, True, True, True]
-    assert host[5:] == [False, False, False, False, False, False]  # a device operand or a move
+    assert host[:2] == [False, True]  # a copy of a tensor parameter stays where the caller's was
+    assert host[2:7] == [True, True, True, True, True]
+    assert host[7:] == [False, False, False, False, False, False]  # a device operand or a move
 
 
 def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_path: Path) -> None:

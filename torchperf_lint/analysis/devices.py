@@ -214,8 +214,22 @@ class HostTensors:
         data = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         return (
             bool(data)
-            and self._tensorness(data[0]) == Tensorness.CERTAIN
+            and (self._tensorness(data[0]) == Tensorness.CERTAIN or self._tensor_parameter(data[0]))
             and not self.is_host_tensor(data[0])
+        )
+
+    def _tensor_parameter(self, expr: cst.BaseExpression) -> bool:
+        """A parameter annotated as a tensor and nothing else (`src_box: torch.Tensor`): the
+        caller's tensor, wherever it lives; not `Union[Sequence[float], torch.Tensor]`."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self._names.reaching(expr)
+        return bool(bindings) and all(
+            b.kind == "param"
+            and isinstance(b.node, cst.Param)
+            and b.node.annotation is not None
+            and _only_tensor(b.node.annotation.annotation)
+            for b in bindings
         )
 
     def _copies_to_host(self, call: cst.Call) -> bool:
@@ -240,6 +254,18 @@ class HostTensors:
                 for b in bindings
             )
         return _is_cpu(expr)
+
+
+def _only_tensor(annotation: cst.BaseExpression) -> bool:
+    """`torch.Tensor`, `Optional[Tensor]`, `Tensor | None`: no other type of data allowed."""
+    if isinstance(annotation, cst.Name) and annotation.value == "None":
+        return True
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _only_tensor(annotation.left) and _only_tensor(annotation.right)
+    if isinstance(annotation, cst.Subscript) and (dotted_name(annotation.value) or "").endswith("Optional"):
+        elements = [e.slice for e in annotation.slice]
+        return len(elements) == 1 and isinstance(elements[0], cst.Index) and _only_tensor(elements[0].value)
+    return (dotted_name(annotation) or "").split(".")[-1] == "Tensor"
 
 
 def _names_device(call: cst.Call) -> bool:
