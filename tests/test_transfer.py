@@ -328,6 +328,56 @@ def test_values_derived_only_from_host_tensors_are_host() -> None:
     assert host[7:] == [False, False, False, False, False, False]  # a device operand or a move
 
 
+def test_a_function_of_the_file_returning_host_tensors_for_host_arguments_returns_host() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        def _to_uint8(image):
+            if not image.is_floating_point():
+                return image
+            working = torch.promote_types(image.dtype, torch.float32)
+            return (image.to(working).clamp(0, 1) * 255).round().to(torch.uint8)
+
+        def _normalize(kp1, kp2):
+            return kp1 - kp1.mean(0), kp2 - kp2.mean(0), kp1.std()
+
+        def _scores(model, x):
+            return model(x).cpu()
+
+        def _moved(x):
+            return x.cuda()
+
+        def _drawn(x):
+            yield x.cpu()
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(3, 3)
+
+            def _host_scores(self, x):
+                return self.body(x).detach().cpu()
+
+            def _run(self, x):
+                return self.body(x)
+
+            def forward(self, x):
+                image = _to_uint8(x.detach().cpu())
+                probe(image.permute(1, 2, 0).numpy())
+                a, b, s = _normalize(x.cpu(), x.cpu())
+                probe(a); probe(s); probe(_scores(self.body, x)); probe(self._host_scores(x))
+                c, d, t = _normalize(x, x.cpu())
+                probe(_to_uint8(x)); probe(c); probe(t); probe(_moved(x.cpu())); probe(self._run(x.cpu()))
+                probe(next(_drawn(x)))
+        """
+    )
+    host = [ctx.is_host_tensor(p) for p in probes]
+    assert host[:5] == [True, True, True, True, True]
+    assert host[5:] == [False, False, False, False, False, False]  # device arguments, moves, a model
+
+
 def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_path: Path) -> None:
     root = write_project(
         tmp_path,

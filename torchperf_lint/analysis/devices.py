@@ -42,6 +42,8 @@ _LEGACY_CPU_TYPES = frozenset(
     """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor
     IntTensor LongTensor BoolTensor""".split()
 )
+# Functions that return a dtype.
+_DTYPE_FUNCTIONS = frozenset({"torch.get_default_dtype", "torch.promote_types", "torch.result_type"})
 # Operators between masks: neither side is a plain number to leave out.
 _MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 
@@ -66,6 +68,10 @@ class HostTensors:
         self._factories_on_device = factories_on_device
         self._memo: dict[cst.CSTNode, bool] = {}
         self._in_progress: set[cst.CSTNode] = set()
+        # While a project function's returns are read for one call: its parameters that call
+        # passes a host tensor for, and the answers found under that assumption.
+        self._assumed: dict[cst.FunctionDef, frozenset[str]] = {}
+        self._memos: dict[frozenset[tuple[cst.FunctionDef, frozenset[str]]], dict[cst.CSTNode, bool]] = {}
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         cached = self._memo.get(expr)
@@ -127,13 +133,82 @@ class HostTensors:
         node = binding.node
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.is_host_tensor(node)
+        if binding.kind == "unpack" and isinstance(node, cst.Call):
+            position = _unpacked_position(node, name, self._facts)
+            return position is not None and self._returns_host(node, position)
         if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
             element = _unpacked_element(node, name, self._facts)
             return element is not None and self.is_host_tensor(element)
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node
-            return isinstance(function, cst.FunctionDef) and self._hot.is_host_parameter(function, name)
+            return isinstance(function, cst.FunctionDef) and (
+                self._hot.is_host_parameter(function, name) or name in self._assumed.get(function, ())
+            )
         return False
+
+    def _returns_host(self, call: cst.Call, position: Optional[tuple[int, int]] = None) -> bool:
+        """`call` runs a function of this file whose every `return` hands back a host tensor,
+        given the host tensors this call passes (`image = _to_uint8(image.cpu())`); with
+        `position` (index, length), element `index` of the tuples it returns."""
+        function = self._callee(call)
+        if function is None:
+            return False
+        values = _returned_values(function)
+        if not values:
+            return False
+        if position is not None:
+            index, length = position
+            if not all(isinstance(v, cst.Tuple) and len(v.elements) == length for v in values):
+                return False
+            values = [v.elements[index].value for v in values]  # type: ignore[attr-defined]
+        assumed = frozenset(self._host_arguments(call, function))
+        saved_assumed, saved_memo = self._assumed, self._memo
+        self._assumed = {**saved_assumed, function: assumed}
+        self._memo = self._memos.setdefault(frozenset(self._assumed.items()), {})
+        try:
+            return all(self._returned_host(v) for v in values)
+        finally:
+            self._assumed, self._memo = saved_assumed, saved_memo
+
+    def _returned_host(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Tuple):  # `return x, y`: a host tensor read as a whole
+            return bool(value.elements) and all(
+                not isinstance(e, cst.StarredElement) and self._returned_host(e.value) for e in value.elements
+            )
+        return self.is_host_tensor(value)
+
+    def _callee(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The one function of this file that `call` names (`f(...)`, `self.f(...)`,
+        `Cls.f(...)`): not a module instance's forward, whose weights may live on the device."""
+        called = call.func.value if isinstance(call.func, cst.Name) else None
+        if isinstance(call.func, cst.Attribute):
+            called = call.func.attr.value
+        callees = self._hot.resolve_call(call) if called else []
+        if len(callees) != 1 or callees[0].name.value != called:
+            return None
+        return callees[0]
+
+    def _host_arguments(self, call: cst.Call, function: cst.FunctionDef) -> set[str]:
+        """The parameters of `function` that `call` passes a host tensor for."""
+        params = [*function.params.posonly_params, *function.params.params]
+        decorators = {dotted_name(d.decorator) for d in function.decorators}
+        info = self._facts.functions.get(function)
+        in_class = info is not None and info.cls is not None
+        if in_class and "staticmethod" not in decorators and isinstance(call.func, cst.Attribute):
+            receiver = call.func.value
+            by_class = isinstance(receiver, cst.Name) and self._hot.local_class(receiver) is not None
+            if not by_class or "classmethod" in decorators:
+                params = params[1:]  # `self`/`cls` comes from the receiver
+        names = set()
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            if arg.keyword is None and position < len(params) and self.is_host_tensor(arg.value):
+                names.add(params[position].name.value)
+        for arg in call.args:
+            if arg.keyword is not None and self.is_host_tensor(arg.value):
+                names.add(arg.keyword.value)
+        return names
 
     def _self_attribute(self, expr: cst.Attribute) -> bool:
         """`self.lam` whose every assignment in the class is a host tensor. A plain attribute,
@@ -168,6 +243,8 @@ class HostTensors:
             return not _names_device(call) and not self._copies_a_device_tensor(call)
         if name and "." not in name:
             return self._operands_on_host([arg.value for arg in call.args if arg.keyword is None])
+        if self._callee(call) is not None:
+            return self._returns_host(call)
         if isinstance(call.func, cst.Attribute) and not qualified:
             method = call.func.attr.value
             if method == "to":
@@ -189,10 +266,10 @@ class HostTensors:
         return True
 
     def _is_dtype(self, expr: cst.BaseExpression) -> bool:
-        """`torch.float64`, `x.dtype`, `torch.get_default_dtype()`, or a name bound only to those
+        """`torch.float64`, `x.dtype`, `torch.get_default_dtype()`, `torch.promote_types(...)`, or a name bound only to those
         (`device, dtype = x.device, x.dtype`); not `torch.device("cuda")`."""
         if isinstance(expr, cst.Call):
-            return self._names.qualified_name(expr) == "torch.get_default_dtype"
+            return self._names.qualified_name(expr) in _DTYPE_FUNCTIONS
         if isinstance(expr, cst.Name):
             values = []
             for binding in self._names.lookup(expr.value, expr):
@@ -288,6 +365,55 @@ def _unpacked_element(value: cst.BaseExpression, name: str, facts: FileFacts) ->
             if isinstance(element.value, cst.Name) and element.value.value == name:
                 return source.value
     return None
+
+
+def _unpacked_position(value: cst.BaseExpression, name: str, facts: FileFacts) -> Optional[tuple[int, int]]:
+    """Where `name` stands in `a, b = value`, and how many names there are."""
+    assign = facts.parents.get(value)
+    if not isinstance(assign, cst.Assign):
+        return None
+    for target in assign.targets:
+        names = target.target
+        if not isinstance(names, (cst.Tuple, cst.List)):
+            continue
+        if any(isinstance(e, cst.StarredElement) for e in names.elements):
+            return None
+        for index, element in enumerate(names.elements):
+            if isinstance(element.value, cst.Name) and element.value.value == name:
+                return index, len(names.elements)
+    return None
+
+
+class _Returns(cst.CSTVisitor):
+    """The values a function returns, not those of functions or classes nested in it; whether
+    it yields (a call of it makes a generator)."""
+
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+        self.yields = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
+
+
+def _returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """Every value `function` returns; none for a generator."""
+    visitor = _Returns()
+    function.body.visit(visitor)
+    return [] if visitor.yields else visitor.values
 
 
 def _is_cpu(expr: cst.BaseExpression) -> bool:

@@ -76,6 +76,8 @@ class Names:
         for binding in bindings:
             if binding.kind in ("assign", "unpack") and binding.node in enclosing:
                 placed: Optional[bool] = False  # `w = w.to(dtype)`: the read runs before its own binding
+            elif binding.kind == "param":
+                placed = True  # bound before the body runs
             else:
                 placed = _placed_before(binding.node, around, parents)
             if placed is None:
