@@ -405,6 +405,33 @@ def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_
     assert finding_lines(root, "ransac.py", "TPL105") == [10]
 
 
+def test_values_a_function_of_the_file_returns_on_the_host_are_read_without_a_sync(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path,
+        {
+            "viewer.py": """
+                import torch
+                from torch import nn
+
+                def _to_uint8(image):
+                    if not image.is_floating_point():
+                        return image
+                    return (image.clamp(0, 1) * 255).round().to(torch.uint8)
+
+                class Viewer(nn.Module):
+                    def forward(self, x):
+                        image = _to_uint8(x.detach().cpu())
+                        shown = image.permute(1, 2, 0).numpy()
+                        kept = torch.isfinite(image).all() & (image.sum() > 0)
+                        lost = torch.isfinite(_to_uint8(x)).all()
+                        return shown, bool(kept), bool(lost)
+                """
+        },
+    )
+    # the copy itself waits; the values returned for it do not, those returned for `x` do
+    assert finding_lines(root, "viewer.py", "TPL105") == [11, 15]
+
+
 def test_a_module_every_caller_hands_python_sizes_as_tensors_reads_them_without_a_sync(tmp_path: Path) -> None:
     root = write_project(
         tmp_path,
