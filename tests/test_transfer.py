@@ -290,6 +290,94 @@ def test_self_attributes_assigned_only_host_tensors_are_host() -> None:
     assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False]
 
 
+def test_values_derived_only_from_host_tensors_are_host() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        class Sampler(nn.Module):
+            def __init__(self, weights=None):
+                super().__init__()
+                w = torch.as_tensor(weights) if weights is not None else torch.ones(4)
+                if not w.is_floating_point():
+                    w = w.to(torch.get_default_dtype())
+                self.weights = w
+
+            def crop(self, box: torch.Tensor, sizes: Optional[Union[Sequence[int], torch.Tensor]]):
+                src, size = torch.as_tensor(box, dtype=torch.long), torch.as_tensor(sizes)
+                probe(torch.stack([src[:, 0], src[:, 1]])); probe(size.max())
+
+            def forward(self, x, kp):
+                host = torch.device("cpu")
+                device, dtype = x.device, x.dtype
+                kp_host, kp_device = kp.detach().to(host).double(), kp.double()
+                finite = torch.isfinite(kp_host).all(1)
+                scores = kp_host.sum(1)
+                earlier = torch.cat([scores.new_full((1,), 0.5), torch.cummax(scores, 0).values[:-1]])
+                probe(finite.any()); probe(scores > earlier); probe(kp_host.to(dtype))
+                probe(torch.count_nonzero(self.weights.clone())); probe(self.weights.sum() == 0)
+                probe(torch.isfinite(kp_device)); probe(finite & torch.isfinite(kp_device))
+                probe(torch.cat([scores, x.sum(1)])); probe(torch.cummax(x, 0).values); probe(kp_host.to(device))
+                probe(finite & (x.sum(1) > 0))
+        """
+    )
+    host = [ctx.is_host_tensor(p) for p in probes]
+    assert host[:2] == [False, True]  # a copy of a tensor parameter stays where the caller's was
+    assert host[2:7] == [True, True, True, True, True]
+    assert host[7:] == [False, False, False, False, False, False]  # a device operand or a move
+
+
+def test_a_function_of_the_file_returning_host_tensors_for_host_arguments_returns_host() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        def _to_uint8(image):
+            if not image.is_floating_point():
+                return image
+            working = torch.promote_types(image.dtype, torch.float32)
+            return (image.to(working).clamp(0, 1) * 255).round().to(torch.uint8)
+
+        def _normalize(kp1, kp2):
+            return kp1 - kp1.mean(0), kp2 - kp2.mean(0), kp1.std()
+
+        def _scores(model, x):
+            return model(x).cpu()
+
+        def _moved(x):
+            return x.cuda()
+
+        def _drawn(x):
+            yield x.cpu()
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(3, 3)
+
+            def _host_scores(self, x):
+                return self.body(x).detach().cpu()
+
+            def _run(self, x):
+                return self.body(x)
+
+            def forward(self, x):
+                image = _to_uint8(x.detach().cpu())
+                probe(image.permute(1, 2, 0).numpy())
+                a, b, s = _normalize(x.cpu(), x.cpu())
+                probe(a); probe(s); probe(_scores(self.body, x)); probe(self._host_scores(x))
+                c, d, t = _normalize(x, x.cpu())
+                probe(_to_uint8(x)); probe(c); probe(t); probe(_moved(x.cpu())); probe(self._run(x.cpu()))
+                probe(next(_drawn(x)))
+        """
+    )
+    host = [ctx.is_host_tensor(p) for p in probes]
+    assert host[:5] == [True, True, True, True, True]
+    assert host[5:] == [False, False, False, False, False, False]  # device arguments, moves, a model
+
+
 def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_path: Path) -> None:
     root = write_project(
         tmp_path,
@@ -315,6 +403,33 @@ def test_a_parameter_every_caller_passes_a_host_copy_is_read_without_a_sync(tmp_
         },
     )
     assert finding_lines(root, "ransac.py", "TPL105") == [10]
+
+
+def test_values_a_function_of_the_file_returns_on_the_host_are_read_without_a_sync(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path,
+        {
+            "viewer.py": """
+                import torch
+                from torch import nn
+
+                def _to_uint8(image):
+                    if not image.is_floating_point():
+                        return image
+                    return (image.clamp(0, 1) * 255).round().to(torch.uint8)
+
+                class Viewer(nn.Module):
+                    def forward(self, x):
+                        image = _to_uint8(x.detach().cpu())
+                        shown = image.permute(1, 2, 0).numpy()
+                        kept = torch.isfinite(image).all() & (image.sum() > 0)
+                        lost = torch.isfinite(_to_uint8(x)).all()
+                        return shown, bool(kept), bool(lost)
+                """
+        },
+    )
+    # the copy itself waits; the values returned for it do not, those returned for `x` do
+    assert finding_lines(root, "viewer.py", "TPL105") == [11, 15]
 
 
 def test_a_module_every_caller_hands_python_sizes_as_tensors_reads_them_without_a_sync(tmp_path: Path) -> None:

@@ -42,6 +42,10 @@ _LEGACY_CPU_TYPES = frozenset(
     """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor
     IntTensor LongTensor BoolTensor""".split()
 )
+# Functions that return a dtype.
+_DTYPE_FUNCTIONS = frozenset({"torch.get_default_dtype", "torch.promote_types", "torch.result_type"})
+# Operators between masks: neither side is a plain number to leave out.
+_MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 
 
 class HostTensors:
@@ -64,6 +68,10 @@ class HostTensors:
         self._factories_on_device = factories_on_device
         self._memo: dict[cst.CSTNode, bool] = {}
         self._in_progress: set[cst.CSTNode] = set()
+        # While a project function's returns are read for one call: its parameters that call
+        # passes a host tensor for, and the answers found under that assumption.
+        self._assumed: dict[cst.FunctionDef, frozenset[str]] = {}
+        self._memos: dict[frozenset[tuple[cst.FunctionDef, frozenset[str]]], dict[cst.CSTNode, bool]] = {}
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         cached = self._memo.get(expr)
@@ -80,9 +88,21 @@ class HostTensors:
         return result
 
     def _operands_on_host(self, operands: list[cst.BaseExpression]) -> bool:
-        """The tensor operands (at least one) are all on the host; plain numbers do not count."""
-        tensors = [o for o in operands if self._tensorness(o) >= Tensorness.LIKELY]
-        return bool(tensors) and all(self.is_host_tensor(o) for o in tensors)
+        """The tensor operands (at least one) are all on the host; plain numbers do not count.
+        The elements of a list or tuple argument are operands (`torch.cat([a, b])`), and a host
+        tensor counts as one whatever its inferred tensorness (a name unpacked from a tuple)."""
+        flat: list[cst.BaseExpression] = []
+        for operand in operands:
+            if isinstance(operand, (cst.List, cst.Tuple)):
+                if any(isinstance(e, cst.StarredElement) for e in operand.elements):
+                    return False
+                flat.extend(e.value for e in operand.elements)
+            else:
+                flat.append(operand)
+        host = [self.is_host_tensor(o) for o in flat]
+        return any(host) and all(
+            on_host or self._tensorness(o) == Tensorness.NO for o, on_host in zip(flat, host, strict=True)
+        )
 
     def _host(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
@@ -91,12 +111,17 @@ class HostTensors:
             bindings = self._names.reaching(expr)
             return bool(bindings) and all(self._binding(b, expr.value) for b in bindings)
         if isinstance(expr, cst.Attribute):
-            return self._self_attribute(expr)
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                return self._self_attribute(expr)
+            # a field of a host result: `torch.cummax(h, 0).values`, `h.T`
+            return self.is_host_tensor(expr.value)
         if isinstance(expr, cst.Subscript):
             return self.is_host_tensor(expr.value)
         if isinstance(expr, cst.UnaryOperation):
             return self.is_host_tensor(expr.expression)
         if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, _MASK_OPERATORS):  # `finite & ok`: both are masks
+                return self.is_host_tensor(expr.left) and self.is_host_tensor(expr.right)
             return self._operands_on_host([expr.left, expr.right])
         if isinstance(expr, cst.Comparison):
             return self._operands_on_host([expr.left, *(c.comparator for c in expr.comparisons)])
@@ -108,19 +133,86 @@ class HostTensors:
         node = binding.node
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.is_host_tensor(node)
+        if binding.kind == "unpack" and isinstance(node, cst.Call):
+            position = _unpacked_position(node, name, self._facts)
+            return position is not None and self._returns_host(node, position)
         if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
             element = _unpacked_element(node, name, self._facts)
             return element is not None and self.is_host_tensor(element)
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node
-            return isinstance(function, cst.FunctionDef) and self._hot.is_host_parameter(function, name)
+            return isinstance(function, cst.FunctionDef) and (
+                self._hot.is_host_parameter(function, name) or name in self._assumed.get(function, ())
+            )
         return False
+
+    def _returns_host(self, call: cst.Call, position: Optional[tuple[int, int]] = None) -> bool:
+        """`call` runs a function of this file whose every `return` hands back a host tensor,
+        given the host tensors this call passes (`image = _to_uint8(image.cpu())`); with
+        `position` (index, length), element `index` of the tuples it returns."""
+        function = self._callee(call)
+        if function is None:
+            return False
+        values = _returned_values(function)
+        if not values:
+            return False
+        if position is not None:
+            index, length = position
+            if not all(isinstance(v, cst.Tuple) and len(v.elements) == length for v in values):
+                return False
+            values = [v.elements[index].value for v in values]  # type: ignore[attr-defined]
+        assumed = frozenset(self._host_arguments(call, function))
+        saved_assumed, saved_memo = self._assumed, self._memo
+        self._assumed = {**saved_assumed, function: assumed}
+        self._memo = self._memos.setdefault(frozenset(self._assumed.items()), {})
+        try:
+            return all(self._returned_host(v) for v in values)
+        finally:
+            self._assumed, self._memo = saved_assumed, saved_memo
+
+    def _returned_host(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Tuple):  # `return x, y`: a host tensor read as a whole
+            return bool(value.elements) and all(
+                not isinstance(e, cst.StarredElement) and self._returned_host(e.value) for e in value.elements
+            )
+        return self.is_host_tensor(value)
+
+    def _callee(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The one function of this file that `call` names (`f(...)`, `self.f(...)`,
+        `Cls.f(...)`): not a module instance's forward, whose weights may live on the device."""
+        called = call.func.value if isinstance(call.func, cst.Name) else None
+        if isinstance(call.func, cst.Attribute):
+            called = call.func.attr.value
+        callees = self._hot.resolve_call(call) if called else []
+        if len(callees) != 1 or callees[0].name.value != called:
+            return None
+        return callees[0]
+
+    def _host_arguments(self, call: cst.Call, function: cst.FunctionDef) -> set[str]:
+        """The parameters of `function` that `call` passes a host tensor for."""
+        params = [*function.params.posonly_params, *function.params.params]
+        decorators = {dotted_name(d.decorator) for d in function.decorators}
+        info = self._facts.functions.get(function)
+        in_class = info is not None and info.cls is not None
+        if in_class and "staticmethod" not in decorators and isinstance(call.func, cst.Attribute):
+            receiver = call.func.value
+            by_class = isinstance(receiver, cst.Name) and self._hot.local_class(receiver) is not None
+            if not by_class or "classmethod" in decorators:
+                params = params[1:]  # `self`/`cls` comes from the receiver
+        names = set()
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            if arg.keyword is None and position < len(params) and self.is_host_tensor(arg.value):
+                names.add(params[position].name.value)
+        for arg in call.args:
+            if arg.keyword is not None and self.is_host_tensor(arg.value):
+                names.add(arg.keyword.value)
+        return names
 
     def _self_attribute(self, expr: cst.Attribute) -> bool:
         """`self.lam` whose every assignment in the class is a host tensor. A plain attribute,
         not a buffer: `model.cuda()` leaves it where it is."""
-        if not (isinstance(expr.value, cst.Name) and expr.value.value == "self"):
-            return False
         cls = self._hot.enclosing_class(expr)
         values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
         if not values or self._registered(expr.attr.value):
@@ -151,6 +243,8 @@ class HostTensors:
             return not _names_device(call) and not self._copies_a_device_tensor(call)
         if name and "." not in name:
             return self._operands_on_host([arg.value for arg in call.args if arg.keyword is None])
+        if self._callee(call) is not None:
+            return self._returns_host(call)
         if isinstance(call.func, cst.Attribute) and not qualified:
             method = call.func.attr.value
             if method == "to":
@@ -167,12 +261,29 @@ class HostTensors:
                 if arg.keyword.value not in ("dtype", "copy", "memory_format", "non_blocking"):
                     return False
                 continue
-            if isinstance(arg.value, cst.Call):
-                return False  # `torch.device("cuda")`
-            dtype = self._names.qualified_name(arg.value) or dotted_name(arg.value) or ""
-            if not (dtype.startswith("torch.") and dtype[6:].isidentifier() or dtype.endswith(".dtype")):
+            if not self._is_dtype(arg.value):
                 return False
         return True
+
+    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
+        """`torch.float64`, `x.dtype`, `torch.get_default_dtype()`, `torch.promote_types(...)`, or a name bound only to those
+        (`device, dtype = x.device, x.dtype`); not `torch.device("cuda")`."""
+        if isinstance(expr, cst.Call):
+            return self._names.qualified_name(expr) in _DTYPE_FUNCTIONS
+        if isinstance(expr, cst.Name):
+            values = []
+            for binding in self._names.lookup(expr.value, expr):
+                node = binding.node if isinstance(binding.node, cst.BaseExpression) else None
+                if binding.kind == "unpack" and node is not None:
+                    node = _unpacked_element(node, expr.value, self._facts)
+                if binding.kind not in ("assign", "unpack") or node is None:
+                    break
+                values.append(node)
+            else:
+                if values and all(self._is_dtype(v) for v in values):
+                    return True
+        dtype = self._names.qualified_name(expr) or dotted_name(expr) or ""
+        return dtype.startswith("torch.") and dtype[6:].isidentifier() or dtype.endswith(".dtype")
 
     def _copies_a_device_tensor(self, call: cst.Call) -> bool:
         """`torch.tensor(x.sum())`: the data is certainly a tensor, not one on the host. A
@@ -180,8 +291,22 @@ class HostTensors:
         data = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         return (
             bool(data)
-            and self._tensorness(data[0]) == Tensorness.CERTAIN
+            and (self._tensorness(data[0]) == Tensorness.CERTAIN or self._tensor_parameter(data[0]))
             and not self.is_host_tensor(data[0])
+        )
+
+    def _tensor_parameter(self, expr: cst.BaseExpression) -> bool:
+        """A parameter annotated as a tensor and nothing else (`src_box: torch.Tensor`): the
+        caller's tensor, wherever it lives; not `Union[Sequence[float], torch.Tensor]`."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self._names.reaching(expr)
+        return bool(bindings) and all(
+            b.kind == "param"
+            and isinstance(b.node, cst.Param)
+            and b.node.annotation is not None
+            and _only_tensor(b.node.annotation.annotation)
+            for b in bindings
         )
 
     def _copies_to_host(self, call: cst.Call) -> bool:
@@ -208,6 +333,18 @@ class HostTensors:
         return _is_cpu(expr)
 
 
+def _only_tensor(annotation: cst.BaseExpression) -> bool:
+    """`torch.Tensor`, `Optional[Tensor]`, `Tensor | None`: no other type of data allowed."""
+    if isinstance(annotation, cst.Name) and annotation.value == "None":
+        return True
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _only_tensor(annotation.left) and _only_tensor(annotation.right)
+    if isinstance(annotation, cst.Subscript) and (dotted_name(annotation.value) or "").endswith("Optional"):
+        elements = [e.slice for e in annotation.slice]
+        return len(elements) == 1 and isinstance(elements[0], cst.Index) and _only_tensor(elements[0].value)
+    return (dotted_name(annotation) or "").split(".")[-1] == "Tensor"
+
+
 def _names_device(call: cst.Call) -> bool:
     return any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
 
@@ -228,6 +365,55 @@ def _unpacked_element(value: cst.BaseExpression, name: str, facts: FileFacts) ->
             if isinstance(element.value, cst.Name) and element.value.value == name:
                 return source.value
     return None
+
+
+def _unpacked_position(value: cst.BaseExpression, name: str, facts: FileFacts) -> Optional[tuple[int, int]]:
+    """Where `name` stands in `a, b = value`, and how many names there are."""
+    assign = facts.parents.get(value)
+    if not isinstance(assign, cst.Assign):
+        return None
+    for target in assign.targets:
+        names = target.target
+        if not isinstance(names, (cst.Tuple, cst.List)):
+            continue
+        if any(isinstance(e, cst.StarredElement) for e in names.elements):
+            return None
+        for index, element in enumerate(names.elements):
+            if isinstance(element.value, cst.Name) and element.value.value == name:
+                return index, len(names.elements)
+    return None
+
+
+class _Returns(cst.CSTVisitor):
+    """The values a function returns, not those of functions or classes nested in it; whether
+    it yields (a call of it makes a generator)."""
+
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+        self.yields = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
+
+
+def _returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """Every value `function` returns; none for a generator."""
+    visitor = _Returns()
+    function.body.visit(visitor)
+    return [] if visitor.yields else visitor.values
 
 
 def _is_cpu(expr: cst.BaseExpression) -> bool:

@@ -71,9 +71,15 @@ class Names:
         parents = self._facts.parents
         around = _blocks_around(name, parents)
         loops = {id(n) for n in _ancestors(name, parents) if isinstance(n, (cst.For, cst.While))}
+        enclosing = set(_ancestors(name, parents))
         before: list[Binding] = []
         for binding in bindings:
-            placed = _placed_before(binding.node, around, parents)
+            if binding.kind in ("assign", "unpack") and binding.node in enclosing:
+                placed: Optional[bool] = False  # `w = w.to(dtype)`: the read runs before its own binding
+            elif binding.kind == "param":
+                placed = True  # bound before the body runs
+            else:
+                placed = _placed_before(binding.node, around, parents)
             if placed is None:
                 return bindings
             if placed:
