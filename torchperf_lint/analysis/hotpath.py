@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
-from .cold import cold_from, crosses_cold_branch
+from .cold import argument_sides, cold_from, crosses_cold_branch
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -372,15 +372,31 @@ class HotPaths:
         key = (child, parent)
         crosses = self._cold_edges.get(key)
         if crosses is None:
+            values = self._arguments_around(parent)
             if isinstance(parent, cst.IndentedBlock):
                 # after a guard that leaves in every step: the block's statements from there on
-                start = cold_from(parent.body)
+                start = cold_from(parent.body, lambda test: argument_sides(test, values))
                 for index, statement in enumerate(parent.body):
                     self._cold_edges[(statement, parent)] = index >= start
                 crosses = self._cold_edges.get(key, False)
             else:
-                crosses = self._cold_edges[key] = crosses_cold_branch(child, parent)
+                crosses = crosses_cold_branch(child, parent)
+                if not crosses and values and isinstance(parent, (cst.If, cst.IfExp)):
+                    body, orelse = argument_sides(parent.test, values)
+                    crosses = (body and child is parent.body) or (orelse and child is parent.orelse)
+                self._cold_edges[key] = crosses
         return crosses
+
+    def _arguments_around(self, node: cst.CSTNode) -> dict[str, str]:
+        """What every call made per step passes the function around `node` (its parameters,
+        and `self.` attributes only `__init__` sets from one): project/arguments.py."""
+        if not self.entry.argument_values:
+            return {}
+        current = self._facts.parents.get(node)
+        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            current = self._facts.parents.get(current)
+        index = self._function_index.get(current) if isinstance(current, cst.FunctionDef) else None
+        return self.entry.arguments_of(index) if index is not None else {}
 
     def _roots(self) -> list[tuple[cst.FunctionDef, Reason]]:
         roots: list[tuple[cst.FunctionDef, Reason]] = []
