@@ -213,3 +213,56 @@ def test_the_project_pass_leaves_out_a_helper_called_only_from_a_branch_no_call_
     assert finding_lines(root, "helpers.py", SYNC) == []
     root = write_project(tmp_path, {"model.py": model.replace("self.head(x)", "self.head(x, with_stats=True)")})
     assert finding_lines(root, "helpers.py", SYNC) == [2]
+
+
+@pytest.mark.parametrize(
+    ("test", "hot"),
+    [
+        ("size is None and x.max().item() > 0", []),  # given a size: the right never runs
+        ("size is not None or x.max().item() > 0", []),
+        ("size is not None and x.max().item() > 0", [7]),
+        ("not torch.compiler.is_compiling() and x.max().item() > 0", []),  # eager-only check
+        ("torch.compiler.is_compiling() or x.max().item() > 0", []),
+        ("x.shape[0] > 1 and x.max().item() > 0", [7]),
+    ],
+)
+def test_an_operand_runs_only_when_those_before_it_let_it(tmp_path: Path, test: str, hot: list[int]) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def check(self, x, size=None):
+                if {test}:
+                    x = x + 1
+                return x
+
+            def forward(self, x):
+                return self.check(x, size=(3, 3))
+    """
+    root = write_project(tmp_path, {"model.py": source})
+    assert finding_lines(root, "model.py", SYNC) == hot
+
+
+def test_the_project_pass_reads_an_operand_as_the_file_does(tmp_path: Path) -> None:
+    helpers = """
+        def valid(x):
+            return x.max().item() > 0
+    """
+    model = """
+        import torch
+        from torch import nn
+        from helpers import valid
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                if not torch.compiler.is_compiling() and valid(x):
+                    x = x + 1
+                return x
+    """
+    root = write_project(tmp_path, {"helpers.py": helpers, "model.py": model})
+    assert finding_lines(root, "helpers.py", SYNC) == []
+    write_project(tmp_path, {"model.py": model.replace("not torch.compiler.is_compiling() and ", "")})
+    assert finding_lines(root, "helpers.py", SYNC) == [2]

@@ -189,6 +189,10 @@ def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode) -> bool:
     if isinstance(parent, (cst.If, cst.IfExp)):
         body, orelse = cold_sides(parent.test)
         return (body and child is parent.body) or (orelse and child is parent.orelse)
+    if isinstance(parent, cst.BooleanOperation) and child is parent.right:
+        # `not is_compiling() and bool(check)`: the right operand runs only when the left lets it
+        body, orelse = cold_sides(parent.left)
+        return body if isinstance(parent.operator, cst.And) else orelse
     if isinstance(parent, cst.ExceptHandler):
         return child is parent.body
     if isinstance(parent, cst.Lambda):

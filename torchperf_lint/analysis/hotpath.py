@@ -31,7 +31,9 @@ from .vocabulary import (
 Origin = str  # "forward" | "step-hook" | "loop"
 Owner = Union[cst.FunctionDef, cst.For, cst.While]
 # what crosses_cold_branch and cold_from look at
-_BRANCHES = frozenset({cst.If, cst.IfExp, cst.ExceptHandler, cst.Lambda, cst.IndentedBlock})
+_BRANCHES = frozenset(
+    {cst.If, cst.IfExp, cst.ExceptHandler, cst.Lambda, cst.IndentedBlock, cst.BooleanOperation}
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -384,6 +386,9 @@ class HotPaths:
                 if not crosses and values and isinstance(parent, (cst.If, cst.IfExp)):
                     body, orelse = argument_sides(parent.test, values)
                     crosses = (body and child is parent.body) or (orelse and child is parent.orelse)
+                if not crosses and values and isinstance(parent, cst.BooleanOperation) and child is parent.right:
+                    body, orelse = argument_sides(parent.left, values)
+                    crosses = body if isinstance(parent.operator, cst.And) else orelse
                 self._cold_edges[key] = crosses
         return crosses
 

@@ -640,6 +640,20 @@ class _Summarizer:
             del self.guards[len(self.guards) - bool(guard) :]
             self.cold -= cold
 
+    def _BoolOp(self, node: ast.BoolOp) -> None:
+        """Each operand runs only when those before it let it (`a and b`: when `a` holds), as
+        analysis/cold.py reads a BooleanOperation."""
+        side = 0 if isinstance(node.op, ast.And) else 1
+        cold, guards = False, len(self.guards)
+        for value in node.values:
+            self.cold += cold
+            self.visit(value)
+            self.cold -= cold
+            cold = cold or cold_sides(value)[side]
+            guard = self._guard(value, ("body", "else")[side])
+            self.guards.extend([guard] if guard else ())
+        del self.guards[guards:]
+
     def _ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.type is not None:
             self.visit(node.type)
