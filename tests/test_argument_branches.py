@@ -266,3 +266,33 @@ def test_the_project_pass_reads_an_operand_as_the_file_does(tmp_path: Path) -> N
     assert finding_lines(root, "helpers.py", SYNC) == []
     write_project(tmp_path, {"model.py": model.replace("not torch.compiler.is_compiling() and ", "")})
     assert finding_lines(root, "helpers.py", SYNC) == [2]
+
+
+def test_a_subclass_init_decides_nothing_in_its_base_methods(tmp_path: Path) -> None:
+    model = """
+        from torch import nn
+
+
+        class Base(nn.Module):
+            def forward(self, x):
+                if getattr(self, "flag", True) and self.flag:
+                    x = x * x.max().item()
+                return x
+
+
+        class Quiet(Base):
+            def __init__(self, flag=False):
+                super().__init__()
+                self.flag = flag
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Quiet()
+
+            def forward(self, x):
+                return self.a(x)
+    """
+    root = write_project(tmp_path, {"model.py": model})
+    assert finding_lines(root, "model.py", SYNC) == [7]

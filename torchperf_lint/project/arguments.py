@@ -141,12 +141,15 @@ def _constructions(project: Project, handed: set[str]) -> Iterable[tuple[ClassRe
 def _attributes(
     project: Project, cls: ClassRef, init: FunctionRef, values: Values, outer: set[str]
 ) -> Iterable[tuple[FunctionRef, str, str]]:
-    """(method, attribute, token) for each attribute only `__init__` sets, from a parameter of
-    known value, in the class, its project bases and its subclasses."""
+    """(method, attribute, token) for each attribute that, in the class, its project bases and
+    its subclasses, only `__init__` sets, from a parameter of known value; the methods are the
+    class's and its subclasses' (a base's methods also run for its other subclasses)."""
     from .graph import FunctionRef
 
-    members = [*project.lineage(cls), *project.subclasses(cls)]
+    below = [cls, *project.subclasses(cls)]  # whose instances this __init__ sets up
+    members = [*project.lineage(cls), *below]
     family = {member.key() for member in members}
+    owners = {member.key() for member in below}
     stores: dict[str, list[tuple[FunctionRef, str]]] = {}
     methods: list[FunctionRef] = []
     for module in {id(m.module): m.module for m in members}.values():
@@ -157,7 +160,8 @@ def _attributes(
             if (id(module), owner.cls) not in family:
                 continue
             method = FunctionRef(module, index)
-            methods.append(method)
+            if (id(module), owner.cls) in owners:
+                methods.append(method)
             for attribute, param in info.self_stores:
                 # a store in a nested function is not `__init__`'s own
                 stores.setdefault(attribute, []).append((method, param if info is owner else ""))
