@@ -296,3 +296,39 @@ def test_a_subclass_init_decides_nothing_in_its_base_methods(tmp_path: Path) -> 
     """
     root = write_project(tmp_path, {"model.py": model})
     assert finding_lines(root, "model.py", SYNC) == [7]
+
+
+@pytest.mark.parametrize(("assertion", "hot"), [("assert n_bands is None", []), ("assert n_bands is not None", [14])])
+def test_an_assert_in_init_decides_the_attribute_whatever_the_constructions_pass(
+    tmp_path: Path, assertion: str, hot: list[int]
+) -> None:
+    model = f"""
+        import torch
+        from torch import nn
+
+
+        class Schedule(nn.Module):
+            def __init__(self, n_bands=None, **kwargs):
+                super().__init__()
+                {assertion}
+                self.n_bands = n_bands
+
+            def noise(self, x):
+                if self.n_bands is None:
+                    return torch.randn_like(x)
+                return x * x.max().item()
+
+            def forward(self, x):
+                return self.noise(x)
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.schedule = Schedule(**cfg)
+
+            def forward(self, x):
+                return self.schedule.noise(x)
+    """
+    root = write_project(tmp_path, {"model.py": model})
+    assert finding_lines(root, "model.py", SYNC) == hot

@@ -114,3 +114,11 @@ def test_the_project_pass_reads_guards_as_the_file_does(tmp_path: Path) -> None:
         model.format(guard="").replace("return x / peak(x)", 'return x / (peak(x) if x.device.type == "cpu" else 1)')
     )
     assert [f.line for f in lint_source(helpers.read_text(), path=str(helpers), select=[SYNC])] == []
+
+
+@pytest.mark.parametrize(
+    "test",
+    ["torchvision._is_tracing()", "torch.jit.is_scripting() or torchvision._is_tracing()", "self.collect_stats"],
+)
+def test_tracing_and_statistics_switches_are_cold(test: str) -> None:
+    assert lint(f"if {test}:\n    s = x.max().item()\nreturn x.sum().item()") == [8]

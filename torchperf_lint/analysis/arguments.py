@@ -35,6 +35,27 @@ def value_token(node: ast.AST) -> Optional[str]:
     return None
 
 
+def asserted_values(test: ast.AST, params: set[str]) -> dict[str, str]:
+    """What an `assert` in a function's own body says of its parameters (`assert n is None`):
+    past it, they hold whatever the caller passed."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        found: dict[str, str] = {}
+        for value in test.values:
+            found.update(asserted_values(value, params))
+        return found
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Name)
+        and test.left.id in params
+    ):
+        return {test.left.id: "None" if isinstance(test.ops[0], ast.Is) else NOT_NONE}
+    return {}
+
+
 def merge(first: Optional[str], second: Optional[str]) -> Optional[str]:
     """What two call sites together say about a parameter."""
     if first is None or second is None:

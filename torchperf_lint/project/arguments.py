@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from ..analysis.arguments import decided_sides, merge, parse_test
+from ..analysis.arguments import NOT_NONE, decided_sides, merge, parse_test
 from .summary import Call, Function
 
 if TYPE_CHECKING:
@@ -78,6 +78,9 @@ def _agreed(callee: Function, calls: Iterable[tuple[Call, bool]]) -> Values:
         passed = _passed(call, callee, bound)
         merged = passed if number == 0 else {p: merge(merged.get(p), t) for p, t in passed.items()}
     values = {param: token for param, token in merged.items() if token is not None and param != "self"}
+    for param, token in callee.asserted.items():
+        if values.get(param) in (None, NOT_NONE) or token == "None":
+            values[param] = token  # what the assert lets through; a constant already says more
     return {
         param: token
         for param, token in values.items()

@@ -13,7 +13,7 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union
 
-from ..analysis.arguments import mentions, subject, value_token
+from ..analysis.arguments import asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.vocabulary import (
     COMPILING,
@@ -89,6 +89,7 @@ class Function:
     refs: list[str] = dataclasses.field(default_factory=list)  # CapWords names it reads (classes handed on)
     defaults: dict[str, str] = dataclasses.field(default_factory=dict)  # param -> token, when known
     positional: int = 0  # how many of `params` may be passed by position
+    asserted: dict[str, str] = dataclasses.field(default_factory=dict)  # `assert p is None` in its body
     # the guards around each place a parameter is bound again (`if size is None: size = ...`)
     rebinds: dict[str, list[list[list[str]]]] = dataclasses.field(default_factory=dict)
     # `self.ATTR = ...` in its body: [ATTR, the parameter it is set from, or ""]
@@ -548,6 +549,9 @@ class _Summarizer:
             token = value_token(default) if default is not None else None
             if token is not None:
                 function.defaults[arg.arg] = token
+        for statement in node.body:
+            if isinstance(statement, ast.Assert):
+                function.asserted.update(asserted_values(statement.test, set(params)))
         self.summary.functions.append(function)
         self.function_index[node] = index
         # defaults are evaluated once, where the function is defined
