@@ -163,6 +163,17 @@ def _always_leaves(body: cst.BaseSuite) -> bool:
     return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
+def _leaves_unless_it_fails(statement: cst.BaseStatement) -> bool:
+    """`try: return attempt() except OOM: ...`: what follows runs only after a handler caught
+    an error (an out-of-memory fallback)."""
+    return (
+        isinstance(statement, (cst.Try, cst.TryStar))
+        and statement.orelse is None
+        and bool(statement.handlers)
+        and _always_leaves(statement.body)
+    )
+
+
 def cold_from(
     statements: Sequence[cst.BaseStatement],
     decided: Callable[[cst.BaseExpression], tuple[bool, bool]] = lambda test: (False, False),
@@ -176,7 +187,7 @@ def cold_from(
             and statement.orelse is None
             and _always_leaves(statement.body)
             and (cold_sides(statement.test)[1] or decided(statement.test)[1])
-        ):
+        ) or _leaves_unless_it_fails(statement):
             return index + 1
     return len(statements)
 

@@ -350,7 +350,9 @@ def _leaves(body: list[ast.stmt]) -> bool:
 
 def _cold_guard(statement: ast.stmt) -> bool:
     """`if test: ... return` (or raise, continue, break) without else, where every training step
-    takes the body: what follows it is cold."""
+    takes the body, or `try: return ...` with handlers: what follows it is cold."""
+    if isinstance(statement, (ast.Try, ast.TryStar)):
+        return not statement.orelse and bool(statement.handlers) and _leaves(statement.body)
     return (
         isinstance(statement, ast.If)
         and not statement.orelse
