@@ -61,7 +61,10 @@ def test_branches_no_call_made_per_step_takes_are_cold(tmp_path: Path, calls: st
         ("x = self.decode(x, size=(3, 3))\n            x = self.decode(x, True, (3, 3))", [12]),
         ("x = self.decode(x, *flag)", [8, 12]),  # where the arguments go is not known
         ("x = self.decode(x, **flag)", [8, 12]),
-        ("x = torch.utils.checkpoint.checkpoint(self.decode, x)\n            x = self.decode(x, size=(3, 3))", [8, 12]),
+        (
+            "x = torch.utils.checkpoint.checkpoint(self.decode, x)\n            x = self.decode(x, size=(3, 3))",
+            [8, 12],
+        ),
     ],
 )
 def test_a_branch_some_call_per_step_takes_stays_hot(tmp_path: Path, calls: str, hot: list[int]) -> None:
@@ -69,7 +72,9 @@ def test_a_branch_some_call_per_step_takes_stays_hot(tmp_path: Path, calls: str,
 
 
 def test_a_parameter_bound_again_outside_its_fallback_is_not_decided(tmp_path: Path) -> None:
-    source = _MODEL.replace("            if not force:", "            force = x.sum() > 0\n            if not force:")
+    source = _MODEL.replace(
+        "            if not force:", "            force = x.sum() > 0\n            if not force:"
+    )
     root = write_project(tmp_path, {"model.py": source.replace("{calls}", "x = self.decode(x, size=(3, 3))")})
     assert finding_lines(root, "model.py", SYNC) == [13]
 
@@ -211,7 +216,9 @@ def test_the_project_pass_leaves_out_a_helper_called_only_from_a_branch_no_call_
     """
     root = write_project(tmp_path, {"helpers.py": helpers, "model.py": model})
     assert finding_lines(root, "helpers.py", SYNC) == []
-    root = write_project(tmp_path, {"model.py": model.replace("self.head(x)", "self.head(x, with_stats=True)")})
+    root = write_project(
+        tmp_path, {"model.py": model.replace("self.head(x)", "self.head(x, with_stats=True)")}
+    )
     assert finding_lines(root, "helpers.py", SYNC) == [2]
 
 
@@ -298,7 +305,9 @@ def test_a_subclass_init_decides_nothing_in_its_base_methods(tmp_path: Path) -> 
     assert finding_lines(root, "model.py", SYNC) == [7]
 
 
-@pytest.mark.parametrize(("assertion", "hot"), [("assert n_bands is None", []), ("assert n_bands is not None", [14])])
+@pytest.mark.parametrize(
+    ("assertion", "hot"), [("assert n_bands is None", []), ("assert n_bands is not None", [14])]
+)
 def test_an_assert_in_init_decides_the_attribute_whatever_the_constructions_pass(
     tmp_path: Path, assertion: str, hot: list[int]
 ) -> None:

@@ -111,14 +111,20 @@ def test_the_project_pass_reads_guards_as_the_file_does(tmp_path: Path) -> None:
     assert findings_in_helpers('        if x.device.type != "cpu":\n            return x\n') == []
     # and in an if-expression
     (tmp_path / "model.py").write_text(
-        model.format(guard="").replace("return x / peak(x)", 'return x / (peak(x) if x.device.type == "cpu" else 1)')
+        model.format(guard="").replace(
+            "return x / peak(x)", 'return x / (peak(x) if x.device.type == "cpu" else 1)'
+        )
     )
     assert [f.line for f in lint_source(helpers.read_text(), path=str(helpers), select=[SYNC])] == []
 
 
 @pytest.mark.parametrize(
     "test",
-    ["torchvision._is_tracing()", "torch.jit.is_scripting() or torchvision._is_tracing()", "self.collect_stats"],
+    [
+        "torchvision._is_tracing()",
+        "torch.jit.is_scripting() or torchvision._is_tracing()",
+        "self.collect_stats",
+    ],
 )
 def test_tracing_and_statistics_switches_are_cold(test: str) -> None:
     assert lint(f"if {test}:\n    s = x.max().item()\nreturn x.sum().item()") == [8]

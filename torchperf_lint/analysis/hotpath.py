@@ -79,6 +79,7 @@ class HotPaths:
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
         self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
+        self._rare.update(self._trainers())
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
         self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
@@ -386,7 +387,12 @@ class HotPaths:
                 if not crosses and values and isinstance(parent, (cst.If, cst.IfExp)):
                     body, orelse = argument_sides(parent.test, values)
                     crosses = (body and child is parent.body) or (orelse and child is parent.orelse)
-                if not crosses and values and isinstance(parent, cst.BooleanOperation) and child is parent.right:
+                if (
+                    not crosses
+                    and values
+                    and isinstance(parent, cst.BooleanOperation)
+                    and child is parent.right
+                ):
                     body, orelse = argument_sides(parent.left, values)
                     crosses = body if isinstance(parent.operator, cst.And) else orelse
                 self._cold_edges[key] = crosses
@@ -448,6 +454,17 @@ class HotPaths:
             queue.append((node, reason))
             self._spread(queue, calls_by_owner, hot)
         return hot
+
+    def _trainers(self) -> Iterator[cst.FunctionDef]:
+        """Functions that run a step loop of their own (an explainer or a probe fitted inside
+        forward): they run once per training, whoever calls them."""
+        parents = self._facts.parents
+        for loop in self.step_loops:
+            current = parents.get(loop)
+            while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
+                current = parents.get(current)
+            if isinstance(current, cst.FunctionDef):
+                yield current
 
     def _runs_rarely(self, info: FunctionInfo) -> bool:
         """A cached builder or a visualisation helper: cold whoever calls it (vocabulary.py)."""

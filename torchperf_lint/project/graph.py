@@ -500,12 +500,17 @@ class Project:
                     continue
                 for callee in self.callees(function, position):
                     sites.setdefault(callee.key(), (callee, []))[1].append((function, call))
-                    if callee.key() in hot or callee.info.rare:
+                    if callee.key() in hot or callee.info.rare or self._trains(callee):
                         continue
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
                     hot[callee.key()] = ExternalReason(reason.origin, text)
                     queue.append((callee, None, hot[callee.key()]))
         return hot
+
+    def _trains(self, function: FunctionRef) -> bool:
+        """It runs a step loop of its own: once per training, whoever calls it (hotpath.py)."""
+        loops = function.module.summary.loops
+        return any(loops[i].function == function.index for i in self.step_loops(function.module))
 
     @staticmethod
     def _describe_caller(function: FunctionRef, loop: Optional[int]) -> str:

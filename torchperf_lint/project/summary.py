@@ -545,8 +545,8 @@ class _Summarizer:
         positional = [*args.posonlyargs, *args.args]
         function.positional = len(positional)
         for arg, default in [
-            *zip(positional[len(positional) - len(args.defaults) :], args.defaults),
-            *zip(args.kwonlyargs, args.kw_defaults),
+            *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
         ]:
             token = value_token(default) if default is not None else None
             if token is not None:
