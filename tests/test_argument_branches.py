@@ -341,3 +341,24 @@ def test_an_assert_in_init_decides_the_attribute_whatever_the_constructions_pass
     """
     root = write_project(tmp_path, {"model.py": model})
     assert finding_lines(root, "model.py", SYNC) == hot
+
+
+def test_a_class_a_package_exports_is_built_by_its_users_so_its_attributes_stay_open(tmp_path: Path) -> None:
+    model = """
+        from torch import nn
+        from .quantizer import Quantizer
+
+
+        class VQ(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quantize = Quantizer(8)
+
+            def forward(self, x):
+                return self.quantize(x)
+    """
+    files = {"pkg/quantizer.py": _QUANTIZER, "pkg/model.py": model, "pkg/__init__.py": ""}
+    root = write_project(tmp_path, files)
+    assert finding_lines(root, "pkg/quantizer.py", SYNC) == []
+    write_project(tmp_path, {"pkg/__init__.py": "from .quantizer import Quantizer\n"})
+    assert finding_lines(root, "pkg/quantizer.py", SYNC) == [11]

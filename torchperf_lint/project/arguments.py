@@ -7,7 +7,8 @@ What counts as every call:
 - a parameter: the calls from hot code (forward and what it calls, step loops). A call from
   cold code runs rarely, so it does not make a branch hot. Roots (forward, step hooks, methods a
   library base calls) are left out: their callers are the framework and the user.
-- an attribute: every construction in the project, cold ones included (construction is cold).
+- an attribute: every construction in the project, cold ones included (construction is cold);
+  none for a class a package's `__init__.py` exports (monai's `FocalLoss`): its users build it.
 Calls the project pass does not resolve are not seen, so a function or class whose name is read
 without being called (handed on as a callback, kept in a registry) gets no values. A library's
 users are not seen either: its branches are decided for the project's own hot paths, the ones
@@ -91,9 +92,12 @@ def _agreed(callee: Function, calls: Iterable[tuple[Call, bool]]) -> Values:
 def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Values]:
     handed: set[str] = set()
     outer: set[str] = set()
+    exported: set[str] = set()
     for module in project.modules.values():
         handed.update(module.summary.handed)
         outer.update(module.summary.outer_stores)
+        if module.is_package:
+            exported.update(module.summary.imports)
     roots = {function.key() for function, _ in project.roots()}
     found: dict[tuple[int, int], Values] = {}
     for key, (callee, calls) in sites.items():
@@ -103,7 +107,7 @@ def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Val
         values = _agreed(info, ((call, bound_self(call, info)) for _, call in calls))
         if values:
             found[key] = values
-    for cls, init, values in _constructions(project, handed):
+    for cls, init, values in _constructions(project, handed | exported):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
             found.setdefault(method.key(), {})[f"self.{attribute}"] = token
     return found
