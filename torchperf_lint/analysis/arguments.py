@@ -12,6 +12,7 @@ value known only not to be None (a tuple, a list, an f-string).
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Mapping, Optional
 
 NOT_NONE = "!None"
@@ -134,7 +135,9 @@ def decided_sides(test: ast.AST, values: Mapping[str, str]) -> tuple[bool, bool]
     return holds is False, holds is True
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_test(text: str) -> Optional[ast.expr]:
+    """A guard's test, read back from its text (the project pass meets the same ones often)."""
     try:
         return ast.parse(f"(\n{text}\n)", mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
