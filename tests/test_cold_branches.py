@@ -111,6 +111,48 @@ def test_the_project_pass_reads_guards_as_the_file_does(tmp_path: Path) -> None:
     assert findings_in_helpers('        if x.device.type != "cpu":\n            return x\n') == []
     # and in an if-expression
     (tmp_path / "model.py").write_text(
-        model.format(guard="").replace("return x / peak(x)", 'return x / (peak(x) if x.device.type == "cpu" else 1)')
+        model.format(guard="").replace(
+            "return x / peak(x)", 'return x / (peak(x) if x.device.type == "cpu" else 1)'
+        )
     )
     assert [f.line for f in lint_source(helpers.read_text(), path=str(helpers), select=[SYNC])] == []
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "torchvision._is_tracing()",
+        "torch.jit.is_scripting() or torchvision._is_tracing()",
+        "self.collect_stats",
+    ],
+)
+def test_tracing_and_statistics_switches_are_cold(test: str) -> None:
+    assert lint(f"if {test}:\n    s = x.max().item()\nreturn x.sum().item()") == [8]
+
+
+def test_the_code_after_a_try_that_returns_runs_only_after_an_error() -> None:
+    body = """
+        try:
+            return self.attempt(x)
+        except RuntimeError as error:
+            if "out of memory" not in str(error):
+                raise
+        return x.sum().item()
+    """
+    assert lint(body) == []
+    assert lint(body.replace("return self.attempt(x)", "y = self.attempt(x)")) == [11]
+
+
+def test_the_project_pass_reads_an_error_fallback_as_the_file_does(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "helpers.py").write_text("def fallback(x):\n    return x.sum().item()\n")
+    model = (
+        "import torch\nfrom torch import nn\nfrom helpers import fallback\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        try:\n            return self.attempt(x)\n"
+        "        except RuntimeError:\n            pass\n        return fallback(x)\n"
+    )
+    (tmp_path / "model.py").write_text(model)
+    path = tmp_path / "helpers.py"
+    assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == []
+    (tmp_path / "model.py").write_text(model.replace("return self.attempt(x)", "x = self.attempt(x)"))
+    assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == [2]

@@ -79,3 +79,37 @@ def test_an_epoch_loop_around_the_step_loop_stays_cold(tmp_path: Path, scheduler
         "def train(", "scheduler = torch.optim.lr_scheduler.StepLR(None, 10)\n\n    def train("
     )
     assert _lint(tmp_path, {"train.py": epochs}, "train.py") == []
+
+
+def test_a_function_that_runs_its_own_step_loop_is_not_made_hot_by_its_callers(tmp_path) -> None:
+    from tests.helpers import finding_lines, write_project
+
+    explainer = """
+        import torch
+        from torch import nn
+
+
+        class Explainer(nn.Module):
+            def fit(self, model, x):
+                self.mask = torch.zeros(int(x.sum().item()))  # line 7: once per explanation
+                opt = torch.optim.Adam([self.mask])
+                for _ in range(100):
+                    loss = model(x * self.mask).sum()
+                    loss.backward()
+                    opt.step()
+                return self.mask
+
+            def forward(self, model, x):
+                return self.fit(model, x)
+    """
+    root = write_project(tmp_path, {"explainer.py": explainer})
+    assert finding_lines(root, "explainer.py", "TPL105") == []
+    write_project(
+        tmp_path,
+        {
+            "explainer.py": explainer.replace("                    loss.backward()\n", "").replace(
+                "                    opt.step()\n", ""
+            )
+        },
+    )
+    assert finding_lines(root, "explainer.py", "TPL105") == [7]

@@ -6,11 +6,12 @@ guard that leaves the block unless the step is in such a mode (`if x.device.type
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import libcst as cst
 
 from ..syntax.walker import dotted_name
+from .arguments import decided_sides, parse_test
 from .vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
@@ -96,6 +97,15 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     return False, False
 
 
+def argument_sides(test: cst.BaseExpression, values: Mapping[str, str]) -> tuple[bool, bool]:
+    """(the body is never taken, the else branch is never taken) for `if test:`, given what
+    every call made per step passes the function (analysis/arguments.py reads the test)."""
+    if not values:
+        return False, False
+    parsed = parse_test(_CODE.code_for_node(test))
+    return decided_sides(parsed, values) if parsed is not None else (False, False)
+
+
 def _text(expr: cst.CSTNode) -> str:
     return normalised_code(_CODE.code_for_node(expr))
 
@@ -153,17 +163,31 @@ def _always_leaves(body: cst.BaseSuite) -> bool:
     return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
-def cold_from(statements: Sequence[cst.BaseStatement]) -> int:
+def _leaves_unless_it_fails(statement: cst.BaseStatement) -> bool:
+    """`try: return attempt() except OOM: ...`: what follows runs only after a handler caught
+    an error (an out-of-memory fallback)."""
+    return (
+        isinstance(statement, (cst.Try, cst.TryStar))
+        and statement.orelse is None
+        and bool(statement.handlers)
+        and _always_leaves(statement.body)
+    )
+
+
+def cold_from(
+    statements: Sequence[cst.BaseStatement],
+    decided: Callable[[cst.BaseExpression], tuple[bool, bool]] = lambda test: (False, False),
+) -> int:
     """The index of the first statement that runs only when a guard before it did not leave,
-    where the guard leaves in every training step: `if x.device.type != "cpu": return ...`. The
-    length of `statements` when there is none."""
+    where the guard leaves in every training step: `if x.device.type != "cpu": return ...` (or
+    where the arguments say so: `decided`). The length of `statements` when there is none."""
     for index, statement in enumerate(statements):
         if (
             isinstance(statement, cst.If)
             and statement.orelse is None
-            and cold_sides(statement.test)[1]
             and _always_leaves(statement.body)
-        ):
+            and (cold_sides(statement.test)[1] or decided(statement.test)[1])
+        ) or _leaves_unless_it_fails(statement):
             return index + 1
     return len(statements)
 
@@ -176,6 +200,10 @@ def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode) -> bool:
     if isinstance(parent, (cst.If, cst.IfExp)):
         body, orelse = cold_sides(parent.test)
         return (body and child is parent.body) or (orelse and child is parent.orelse)
+    if isinstance(parent, cst.BooleanOperation) and child is parent.right:
+        # `not is_compiling() and bool(check)`: the right operand runs only when the left lets it
+        body, orelse = cold_sides(parent.left)
+        return body if isinstance(parent.operator, cst.And) else orelse
     if isinstance(parent, cst.ExceptHandler):
         return child is parent.body
     if isinstance(parent, cst.Lambda):

@@ -31,6 +31,8 @@ class EntryFacts:
     step_loops: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
+    # per function, what every call made per step passes (project/arguments.py): name -> token
+    argument_values: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
     # the project's own classes (not modules) with a `to`/`cuda` of their own: a batch may be one
     # (DETR's NestedTensor); name -> whether that method takes non_blocking
     movers: tuple[tuple[str, bool], ...] = ()
@@ -85,6 +87,10 @@ class EntryFacts:
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
+            argument_values=tuple(
+                (int(index), tuple((str(name), str(token)) for name, token in values))
+                for index, values in data.get("argument_values", ())
+            ),
             movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
             unpinned_collates=frozenset(map(str, data["unpinned_collates"])),
             offers_ddp=_text(data["offers_ddp"]),
@@ -113,6 +119,12 @@ class EntryFacts:
             if function == index:
                 return why
         return None
+
+    def arguments_of(self, index: int) -> dict[str, str]:
+        for function, values in self.argument_values:
+            if function == index:
+                return dict(values)
+        return {}
 
     def host_params_of(self, index: int) -> frozenset[str]:
         for function, params in self.host_parameters:

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
-from .cold import cold_from, crosses_cold_branch
+from .cold import argument_sides, cold_from, crosses_cold_branch
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -32,7 +32,9 @@ from .vocabulary import (
 Origin = str  # "forward" | "step-hook" | "loop"
 Owner = Union[cst.FunctionDef, cst.For, cst.While]
 # what crosses_cold_branch and cold_from look at
-_BRANCHES = frozenset({cst.If, cst.IfExp, cst.ExceptHandler, cst.Lambda, cst.IndentedBlock})
+_BRANCHES = frozenset(
+    {cst.If, cst.IfExp, cst.ExceptHandler, cst.Lambda, cst.IndentedBlock, cst.BooleanOperation}
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,9 +80,9 @@ class HotPaths:
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
         self._preparing = {node for node, info in facts.functions.items() if _prepares_dataset(info)}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
-        self._rare = {
-            node for node, info in facts.functions.items() if self._runs_rarely(info)
-        } | self._preparing
+        self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
+        self._rare |= self._preparing
+        self._rare.update(self._trainers())
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
         self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
@@ -384,15 +386,39 @@ class HotPaths:
         key = (child, parent)
         crosses = self._cold_edges.get(key)
         if crosses is None:
+            values = self._arguments_around(parent)
             if isinstance(parent, cst.IndentedBlock):
                 # after a guard that leaves in every step: the block's statements from there on
-                start = cold_from(parent.body)
+                start = cold_from(parent.body, lambda test: argument_sides(test, values))
                 for index, statement in enumerate(parent.body):
                     self._cold_edges[(statement, parent)] = index >= start
                 crosses = self._cold_edges.get(key, False)
             else:
-                crosses = self._cold_edges[key] = crosses_cold_branch(child, parent)
+                crosses = crosses_cold_branch(child, parent)
+                if not crosses and values and isinstance(parent, (cst.If, cst.IfExp)):
+                    body, orelse = argument_sides(parent.test, values)
+                    crosses = (body and child is parent.body) or (orelse and child is parent.orelse)
+                if (
+                    not crosses
+                    and values
+                    and isinstance(parent, cst.BooleanOperation)
+                    and child is parent.right
+                ):
+                    body, orelse = argument_sides(parent.left, values)
+                    crosses = body if isinstance(parent.operator, cst.And) else orelse
+                self._cold_edges[key] = crosses
         return crosses
+
+    def _arguments_around(self, node: cst.CSTNode) -> dict[str, str]:
+        """What every call made per step passes the function around `node` (its parameters,
+        and `self.` attributes only `__init__` sets from one): project/arguments.py."""
+        if not self.entry.argument_values:
+            return {}
+        current = self._facts.parents.get(node)
+        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            current = self._facts.parents.get(current)
+        index = self._function_index.get(current) if isinstance(current, cst.FunctionDef) else None
+        return self.entry.arguments_of(index) if index is not None else {}
 
     def _roots(self) -> list[tuple[cst.FunctionDef, Reason]]:
         roots: list[tuple[cst.FunctionDef, Reason]] = []
@@ -449,6 +475,17 @@ class HotPaths:
                 return True
             function = self._facts.enclosing_function(function)
         return False
+
+    def _trainers(self) -> Iterator[cst.FunctionDef]:
+        """Functions that run a step loop of their own (an explainer or a probe fitted inside
+        forward): they run once per training, whoever calls them."""
+        parents = self._facts.parents
+        for loop in self.step_loops:
+            current = parents.get(loop)
+            while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
+                current = parents.get(current)
+            if isinstance(current, cst.FunctionDef):
+                yield current
 
     def _runs_rarely(self, info: FunctionInfo) -> bool:
         """A cached builder or a visualisation helper: cold whoever calls it (vocabulary.py)."""

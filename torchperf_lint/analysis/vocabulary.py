@@ -175,9 +175,13 @@ def is_optimizer_name(dotted: str) -> bool:
 # Branches that do not run in a normal eager training step (RULES.md, "code that cannot run
 # under the analysed conditions"): the body of `if <mode>():` runs only while scripting, tracing
 # or exporting; the body of `if not is_compiling():` keeps a sync out of compiled graphs on purpose.
-SPECIAL_MODES = frozenset({"is_scripting", "is_tracing", "is_in_onnx_export", "is_exporting"})
+# torchvision's own `_is_tracing()` (its ONNX export paths) is one of them.
+SPECIAL_MODES = frozenset({"is_scripting", "is_tracing", "_is_tracing", "is_in_onnx_export", "is_exporting"})
 COMPILING = frozenset({"is_compiling", "is_dynamo_compiling"})
-DEBUG_FLAGS = frozenset({"debug", "verbose", "debugging", "DEBUG", "VERBOSE", "_debug", "_verbose"})
+# statistics kept for inspection only (pytorch-metric-learning's miners and losses)
+DEBUG_FLAGS = frozenset(
+    {"debug", "verbose", "debugging", "DEBUG", "VERBOSE", "_debug", "_verbose", "collect_stats"}
+)
 # Device types a CUDA training step never runs on: a branch taken only there is cold
 # (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
 NON_CUDA_DEVICE_TYPES = frozenset({"cpu", "mps"})

@@ -20,6 +20,7 @@ from ..analysis.vocabulary import (
     extra_entry_points,
     is_module_base,
 )
+from .arguments import Sites, Values, argument_values, bound_self, guarded_off
 from .checkpoints import published_functions
 from .layers import LayerProfiles
 from .summary import Call, Class, Function, Summary
@@ -110,6 +111,7 @@ class Project:
         self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
         self._step_loops: dict[int, frozenset[int]] = {}
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
+        self._arguments: dict[tuple[int, int], Values] = {}
         self._cuda: Optional[dict[int, str]] = None
         self._helpers: Optional[dict[int, str]] = None
         self._default: Optional[str] = None  # "" once found to be nowhere
@@ -302,7 +304,7 @@ class Project:
         key = (id(function.module), function.index, position)
         if key not in self._calls_memo:
             call = self._call(function, position)
-            self._calls_memo[key] = self._resolve_call(function, call)
+            self._calls_memo[key] = self.resolve_call(function, call)
         return self._calls_memo[key]
 
     @staticmethod
@@ -315,7 +317,7 @@ class Project:
         cls = function.info.cls
         return ClassRef(function.module, cls) if cls >= 0 else None
 
-    def _resolve_call(self, function: FunctionRef, call: Call) -> list[FunctionRef]:
+    def resolve_call(self, function: FunctionRef, call: Call) -> list[FunctionRef]:
         module, kind, target = function.module, call.kind, call.target
         if kind == "def":
             return [FunctionRef(module, int(target))]
@@ -429,7 +431,7 @@ class Project:
         )
 
     # -- hot paths -----------------------------------------------------------------------
-    def _roots(self) -> Iterator[tuple[FunctionRef, ExternalReason]]:
+    def roots(self) -> Iterator[tuple[FunctionRef, ExternalReason]]:
         for module in self.modules.values():
             for index, cls in enumerate(module.summary.classes):
                 ref = ClassRef(module, index)
@@ -455,12 +457,27 @@ class Project:
         return loop
 
     def hot(self) -> dict[tuple[int, int], ExternalReason]:
-        """Every hot function of the project, with why; computed once."""
-        if self._hot is not None:
-            return self._hot
+        """Every hot function of the project, with why; computed once. A first spread finds the
+        calls made per step, which tell the arguments functions are given (project/arguments.py);
+        the second leaves out calls in branches those arguments never take."""
+        if self._hot is None:
+            sites: Sites = {}
+            self._spread_hot({}, sites)
+            self._arguments = argument_values(self, sites)
+            self._hot = self._spread_hot(self._arguments, {})
+        return self._hot
+
+    def argument_values(self) -> dict[tuple[int, int], Values]:
+        """Per function, what every call made per step passes (project/arguments.py)."""
+        self.hot()
+        return self._arguments
+
+    def _spread_hot(
+        self, arguments: dict[tuple[int, int], Values], sites: Sites
+    ) -> dict[tuple[int, int], ExternalReason]:
         hot: dict[tuple[int, int], ExternalReason] = {}
         queue: deque[tuple[FunctionRef, Optional[int], ExternalReason]] = deque()  # (function, loop, reason)
-        for function, reason in self._roots():
+        for function, reason in self.roots():
             if function.key() not in hot:
                 hot[function.key()] = reason
                 queue.append((function, None, reason))
@@ -480,14 +497,21 @@ class Project:
                     continue  # that call belongs to a step loop, which is a root of its own
                 if loop is not None and owner_loop != loop:
                     continue
+                if guarded_off(call.guards, arguments.get(function.key())):
+                    continue
                 for callee in self.callees(function, position):
-                    if callee.key() in hot or callee.info.rare:
+                    sites.setdefault(callee.key(), (callee, []))[1].append((function, call))
+                    if callee.key() in hot or callee.info.rare or self._trains(callee):
                         continue
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
                     hot[callee.key()] = ExternalReason(reason.origin, text)
                     queue.append((callee, None, hot[callee.key()]))
-        self._hot = hot
         return hot
+
+    def _trains(self, function: FunctionRef) -> bool:
+        """It runs a step loop of its own: once per training, whoever calls it (hotpath.py)."""
+        loops = function.module.summary.loops
+        return any(loops[i].function == function.index for i in self.step_loops(function.module))
 
     @staticmethod
     def _describe_caller(function: FunctionRef, loop: Optional[int]) -> str:
@@ -790,8 +814,14 @@ class Project:
         host = tuple(
             sorted(_of_module(self.host_parameters(), self._host_by_module).get(key, ()), key=_first)
         )
+        arguments = tuple(
+            (index, tuple(sorted(values.items())))
+            for (owner, index), values in sorted(self.argument_values().items(), key=lambda item: item[0][1])
+            if owner == key
+        )
         return EntryFacts(
             module_classes=module_classes,
+            argument_values=arguments,
             hot_functions=hot_functions,
             entry_points=tuple(sorted(set(entry_points))),
             step_loops=self.step_loops(module),
@@ -830,13 +860,7 @@ def _first(item: tuple[int, Any]) -> int:
 def _host_parameter_names(call: Call, callee: Function) -> set[str]:
     """The callee's parameters that `call` passes a host value for."""
     params = callee.params
-    if callee.cls < 0 or call.kind == "def" or "staticmethod" in callee.decorators:
-        bound = False
-    elif call.kind in ("global", "dotted"):
-        # an instance's __call__/forward passes `self` itself; `Cls.method(obj, ...)` does not
-        bound = params[:1] == ["self"] and "." not in call.target
-    else:
-        bound = True  # self.m(...), super().m(...), obj.m(...)
+    bound = bound_self(call, callee)
     names = set()
     for arg in call.host_args:
         if not arg.isdigit():

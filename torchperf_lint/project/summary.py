@@ -13,6 +13,7 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union
 
+from ..analysis.arguments import asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.vocabulary import (
     COMPILING,
@@ -57,6 +58,11 @@ class Call:
     loop: int  # innermost loop around it in the same function, -1 when none
     line: int
     host_args: list[str] = dataclasses.field(default_factory=list)  # "0", "1", ... or keywords
+    # what it passes: "0", "1", ... or keywords -> analysis/arguments.py's token, "?" when not known
+    args: dict[str, str] = dataclasses.field(default_factory=dict)
+    star: bool = False  # passes `*args` or `**kwargs`: what goes where is not known
+    # the tests on the caller's parameters (or `self.` attributes) it runs under: [test, "body"|"else"]
+    guards: list[list[str]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -82,6 +88,14 @@ class Function:
     weights: str = ""  # how it fetches published weights: the loader it calls, "@register_model", a URL
     loads_state: bool = False  # calls `.load_state_dict(...)`
     refs: list[str] = dataclasses.field(default_factory=list)  # CapWords names it reads (classes handed on)
+    defaults: dict[str, str] = dataclasses.field(default_factory=dict)  # param -> token, when known
+    positional: int = 0  # how many of `params` may be passed by position
+    asserted: dict[str, str] = dataclasses.field(default_factory=dict)  # `assert p is None` in its body
+    # the guards around each place a parameter is bound again (`if size is None: size = ...`)
+    rebinds: dict[str, list[list[list[str]]]] = dataclasses.field(default_factory=dict)
+    # `self.ATTR = ...` in its body: [ATTR, the parameter it is set from, or ""]
+    self_stores: list[list[str]] = dataclasses.field(default_factory=list)
+    cold_calls: list[Call] = dataclasses.field(default_factory=list)  # calls in cold code (constructions)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -129,6 +143,9 @@ class Summary:
     cudnn_decision: bool = False  # sets cudnn.benchmark/deterministic or picks deterministic algorithms
     channels_last: bool = False  # names channels_last in code (memory_format, a flag, an option string)
     collates: list[str] = dataclasses.field(default_factory=list)  # dotted names passed as collate_fn=
+    # names read but not called (a function or class handed on: its calls are not all seen)
+    handed: list[str] = dataclasses.field(default_factory=list)
+    outer_stores: list[str] = dataclasses.field(default_factory=list)  # `obj.ATTR = ...` with obj not self
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -138,6 +155,7 @@ class Summary:
         def function(d: dict[str, Any]) -> Function:
             d = dict(d)
             d["calls"] = [Call(**c) for c in d["calls"]]
+            d["cold_calls"] = [Call(**c) for c in d.get("cold_calls", ())]
             return Function(**d)
 
         return cls(
@@ -153,6 +171,8 @@ class Summary:
             cudnn_decision=data["cudnn_decision"],
             channels_last=data.get("channels_last", False),
             collates=data.get("collates", []),
+            handed=data.get("handed", []),
+            outer_stores=data.get("outer_stores", []),
         )
 
 
@@ -327,9 +347,15 @@ def _holds_only_off_cuda(left: ast.AST, right: ast.AST) -> bool:
     return _names_non_cuda_type(right)
 
 
+def _leaves(body: list[ast.stmt]) -> bool:
+    return isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
 def _cold_guard(statement: ast.stmt) -> bool:
     """`if test: ... return` (or raise, continue, break) without else, where every training step
-    takes the body: what follows it is cold."""
+    takes the body, or `try: return ...` with handlers: what follows it is cold."""
+    if isinstance(statement, (ast.Try, ast.TryStar)):
+        return not statement.orelse and bool(statement.handlers) and _leaves(statement.body)
     return (
         isinstance(statement, ast.If)
         and not statement.orelse
@@ -379,6 +405,10 @@ class _Summarizer:
         self.module_locals = _Locals(None)  # module-level names are globals; only their values
         self.cold = 0  # inside branches a training step does not take
         self.pending: list[Callable[[], None]] = []
+        self.guards: list[list[str]] = []  # tests on the current function's parameters around here
+        self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
+        self.handed: set[str] = set()
+        self.outer_stores: set[str] = set()
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -519,6 +549,18 @@ class _Summarizer:
         registry = next((d for d in decorators if registers_model(d)), None)
         if registry is not None:
             function.weights = f"@{registry}"
+        positional = [*args.posonlyargs, *args.args]
+        function.positional = len(positional)
+        for arg, default in [
+            *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+        ]:
+            token = value_token(default) if default is not None else None
+            if token is not None:
+                function.defaults[arg.arg] = token
+        for statement in node.body:
+            if isinstance(statement, ast.Assert):
+                function.asserted.update(asserted_values(statement.test, set(params)))
         self.summary.functions.append(function)
         self.function_index[node] = index
         # defaults are evaluated once, where the function is defined
@@ -528,7 +570,9 @@ class _Summarizer:
         self.class_stack = saved_classes if cls >= 0 else []
         self.function_stack.append((index, _Locals(node)))
         self.loop_stack.append([])
+        saved_guards, self.guards = self.guards, []
         self.statements(node.body)
+        self.guards = saved_guards
         self.loop_stack.pop()
         self.function_stack.pop()
         self.class_stack = saved_classes
@@ -561,36 +605,67 @@ class _Summarizer:
 
     _For = _AsyncFor = _While = _loop
 
-    def _in_cold(self, nodes: list[ast.stmt], cold: bool) -> None:
+    def _in_cold(self, nodes: list[ast.stmt], cold: bool, guard: Optional[list[str]] = None) -> None:
         self.cold += cold
+        self.guards.extend([guard] if guard else ())
         self.statements(nodes)
+        del self.guards[len(self.guards) - bool(guard) :]
         self.cold -= cold
+
+    def _guard(self, test: ast.expr, side: str) -> Optional[list[str]]:
+        """The guard a test on the function's parameters (or `self.` attributes) puts around
+        one side of a branch, for the project pass to decide (analysis/arguments.py)."""
+        if not self.function_stack or not mentions(test, set(self.current().params)):
+            return None
+        return [ast.unparse(test), side]
 
     def statements(self, nodes: list[ast.stmt]) -> None:
         """A block's statements; those after a guard that leaves in every training step are
-        cold (`if x.device.type != "cpu": return`), as analysis/cold.py's cold_from says."""
+        cold (`if x.device.type != "cpu": return`), as analysis/cold.py's cold_from says; those
+        after `if flag: return` run only when the flag is off."""
         cold = False
+        guards = len(self.guards)
         for statement in nodes:
             self.visit(statement)
             if not cold and _cold_guard(statement):
                 cold = True
                 self.cold += 1
+            if isinstance(statement, ast.If) and not statement.orelse and _leaves(statement.body):
+                guard = self._guard(statement.test, "else")
+                self.guards.extend([guard] if guard else ())
         self.cold -= cold
+        del self.guards[guards:]
 
     def _If(self, node: ast.If) -> None:
         body, orelse = cold_sides(node.test)
         self.visit(node.test)
-        self._in_cold(node.body, body or fills_cache(node))
-        self._in_cold(node.orelse, orelse)
+        self._in_cold(node.body, body or fills_cache(node), self._guard(node.test, "body"))
+        self._in_cold(node.orelse, orelse, self._guard(node.test, "else"))
 
     def _IfExp(self, node: ast.IfExp) -> None:
         body, orelse = cold_sides(node.test)
         self.visit(node.test)
-        self.cold += body
-        self.visit(node.body)
-        self.cold += orelse - body
-        self.visit(node.orelse)
-        self.cold -= orelse
+        for branch, cold, side in ((node.body, body, "body"), (node.orelse, orelse, "else")):
+            guard = self._guard(node.test, side)
+            self.cold += cold
+            self.guards.extend([guard] if guard else ())
+            self.visit(branch)
+            del self.guards[len(self.guards) - bool(guard) :]
+            self.cold -= cold
+
+    def _BoolOp(self, node: ast.BoolOp) -> None:
+        """Each operand runs only when those before it let it (`a and b`: when `a` holds), as
+        analysis/cold.py reads a BooleanOperation."""
+        side = 0 if isinstance(node.op, ast.And) else 1
+        cold, guards = False, len(self.guards)
+        for value in node.values:
+            self.cold += cold
+            self.visit(value)
+            self.cold -= cold
+            cold = cold or cold_sides(value)[side]
+            guard = self._guard(value, ("body", "else")[side])
+            self.guards.extend([guard] if guard else ())
+        del self.guards[guards:]
 
     def _ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.type is not None:
@@ -637,11 +712,31 @@ class _Summarizer:
                 self.summary.globals.setdefault(target.id, ["call", callee])
         if self.function_stack and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.locals().values.setdefault(node.targets[0].id, []).append(node.value)
+        target = node.targets[0]
+        if (
+            len(node.targets) == 1
+            and self.function_stack
+            and isinstance(target, ast.Attribute)
+            and subject(target) is not None
+            and isinstance(node.value, ast.Name)
+            and node.value.id in self.current().params
+        ):
+            self.current().self_stores.append([target.attr, node.value.id])
+            self.not_handed.add(id(target))
         self.children(node)
 
     def _Attribute(self, node: ast.Attribute) -> None:
         if "channels_last" in node.attr:
             self.summary.channels_last = True
+        if isinstance(node.ctx, ast.Load):
+            if id(node) not in self.not_handed:
+                self.handed.add(node.attr)
+        elif id(node) in self.not_handed:
+            pass  # `self.x = param`, recorded by _Assign
+        elif subject(node) is not None and self.function_stack:
+            self.current().self_stores.append([node.attr, ""])
+        else:
+            self.outer_stores.add(node.attr)
         if self.function_stack and node.attr in ("no_grad", "inference_mode"):
             if self.qualify(dotted(node) or "") in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
@@ -650,8 +745,12 @@ class _Summarizer:
     def _Name(self, node: ast.Name) -> None:
         if "channels_last" in node.id:
             self.summary.channels_last = True
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.not_handed:
+            self.handed.add(node.id)
         if self.function_stack and isinstance(node.ctx, ast.Store):
             self.locals().names.add(node.id)
+            if node.id in self.current().params:
+                self.current().rebinds.setdefault(node.id, []).append([list(g) for g in self.guards])
         elif self.function_stack and _is_class_like(node.id):
             refs = self.current().refs
             if node.id not in refs:
@@ -727,12 +826,21 @@ class _Summarizer:
     def _Call(self, node: ast.Call) -> None:
         if is_cudnn_decision_call(dotted(node.func) or ""):
             self.summary.cudnn_decision = True
+        self.not_handed.add(id(node.func))
+        callee_name = dotted(node.func)
+        if callee_name in ("isinstance", "issubclass", "setattr", "getattr", "hasattr") and len(node.args) > 1:
+            self.not_handed.add(id(node.args[1]))
+            if callee_name == "setattr" and isinstance(node.args[1], ast.Constant):
+                self.outer_stores.add(str(node.args[1].value))
         self.children(node)
         function = self.current()
         if function.cls >= 0 and not self.cold:
             self.summary.classes[function.cls].builds.extend(built(node))
         loop = self.innermost_loop()
-        cold, scopes = bool(self.cold), self.scopes()
+        cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
+        star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+        args = {str(i): value_token(a) or "?" for i, a in enumerate(node.args)}
+        args.update((k.arg, value_token(k.value) or "?") for k in node.keywords if k.arg)
         setter = self.qualify(dotted(node.func) or "")
         if self.function_stack and runs_rarely("", (), (setter,)):
             function.rare = True
@@ -755,10 +863,11 @@ class _Summarizer:
                     function.updates.append(loop)
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
                 function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
-            described = None if cold else self._describe(func, scopes, function.cls)
+            described = self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
-                function.calls.append(Call(kind, target, loop, node.lineno, self._host_args(node, scopes[0])))
+                call = Call(kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards)
+                (function.cold_calls if cold else function.calls).append(call)
 
         self._later(describe)
 
@@ -920,5 +1029,7 @@ def summarize(source: str) -> Optional[Summary]:
     except RecursionError:
         return None
     summary = summarizer.summary
+    summary.handed = sorted(summarizer.handed)
+    summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
     return summary

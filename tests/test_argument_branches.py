@@ -1,0 +1,364 @@
+"""Branches decided by what a function is given (RULES.md, "Tensor and device inference"): a test
+on a parameter for which every call made per step passes the same constant (or never None), or on
+a `self.` attribute that only `__init__` sets from a parameter every construction passes the same
+constant for. The project pass works the values out (project/arguments.py); the file's walk
+(analysis/hotpath.py) and the project pass (a helper in another module called only from such a
+branch is not hot) read the test through analysis/arguments.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import finding_lines, write_project
+
+SYNC = "TPL105"  # `.item()` in forward code: hot code reports it, cold code does not
+
+_MODEL = """
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def decode(self, x, force=False, size=None):
+            if size is None:
+                size = x.max().item()  # line 8
+            if not force:
+                x = x * 2
+            else:
+                x = x * x.max().item()  # line 12
+            return x
+
+        def forward(self, x, flag):
+            {calls}
+            return x
+"""
+
+
+def _decode_lines(tmp_path: Path, calls: str) -> list[int]:
+    root = write_project(tmp_path, {"model.py": _MODEL.replace("{calls}", calls)})
+    return finding_lines(root, "model.py", SYNC)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "x = self.decode(x, size=(3, 3))",
+        "x = self.decode(x, False, [4])",
+        "x = self.decode(x, force=False, size=(3, 3))\n            x = self.decode(x, size=5)",
+    ],
+)
+def test_branches_no_call_made_per_step_takes_are_cold(tmp_path: Path, calls: str) -> None:
+    assert _decode_lines(tmp_path, calls) == []
+
+
+@pytest.mark.parametrize(
+    ("calls", "hot"),
+    [
+        ("x = self.decode(x)", [8]),  # size left to its default None: the fallback runs
+        ("x = self.decode(x, force=flag, size=(3, 3))", [12]),  # a value the caller decides
+        ("x = self.decode(x, size=(3, 3))\n            x = self.decode(x, True, (3, 3))", [12]),
+        ("x = self.decode(x, *flag)", [8, 12]),  # where the arguments go is not known
+        ("x = self.decode(x, **flag)", [8, 12]),
+        (
+            "x = torch.utils.checkpoint.checkpoint(self.decode, x)\n            x = self.decode(x, size=(3, 3))",
+            [8, 12],
+        ),
+    ],
+)
+def test_a_branch_some_call_per_step_takes_stays_hot(tmp_path: Path, calls: str, hot: list[int]) -> None:
+    assert _decode_lines(tmp_path, calls) == hot
+
+
+def test_a_parameter_bound_again_outside_its_fallback_is_not_decided(tmp_path: Path) -> None:
+    source = _MODEL.replace(
+        "            if not force:", "            force = x.sum() > 0\n            if not force:"
+    )
+    root = write_project(tmp_path, {"model.py": source.replace("{calls}", "x = self.decode(x, size=(3, 3))")})
+    assert finding_lines(root, "model.py", SYNC) == [13]
+
+
+def test_the_branches_of_forward_stay_hot_whatever_its_project_callers_pass(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path,
+        {
+            "model.py": """
+                import torch
+                from torch import nn
+
+
+                class Block(nn.Module):
+                    def forward(self, x, scale=None):
+                        if scale is not None:
+                            x = x * x.max().item()
+                        return x
+
+
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.block = Block()
+
+                    def forward(self, x):
+                        return self.block(x)
+            """
+        },
+    )
+    assert finding_lines(root, "model.py", SYNC) == [8]
+
+
+_QUANTIZER = """
+    import torch
+    from torch import nn
+
+
+    class Quantizer(nn.Module):
+        def __init__(self, n, remap=None):
+            super().__init__()
+            self.remap = remap
+
+        def remap_to_used(self, x):
+            return x * x.max().item()  # line 11
+
+        def forward(self, x):
+            if self.remap is not None:
+                x = self.remap_to_used(x)
+            return x
+"""
+
+
+@pytest.mark.parametrize("built", ["Quantizer(8)", "Quantizer(8, remap=None)", "Quantizer(8, None)"])
+def test_an_attribute_every_construction_leaves_off_makes_its_branch_cold_across_modules(
+    tmp_path: Path, built: str
+) -> None:
+    model = f"""
+        from torch import nn
+        from quantizer import Quantizer
+
+
+        class VQ(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quantize = {built}
+
+            def forward(self, x):
+                return self.quantize(x)
+    """
+    root = write_project(tmp_path, {"quantizer.py": _QUANTIZER, "model.py": model})
+    assert finding_lines(root, "quantizer.py", SYNC) == []
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "Quantizer(8, remap='used.npy')",  # one construction sets it
+        "Quantizer(8, remap=path)",  # a value the caller decides
+        "{'vq': Quantizer}",  # built from a registry: constructions not all seen
+    ],
+)
+def test_an_attribute_some_construction_sets_keeps_its_branch_hot(tmp_path: Path, other: str) -> None:
+    model = f"""
+        from torch import nn
+        from quantizer import Quantizer
+
+
+        class VQ(nn.Module):
+            def __init__(self, path):
+                super().__init__()
+                self.quantize = Quantizer(8)
+                self.other = {other}
+
+            def forward(self, x):
+                return self.quantize(x)
+    """
+    root = write_project(tmp_path, {"quantizer.py": _QUANTIZER, "model.py": model})
+    assert finding_lines(root, "quantizer.py", SYNC) == [11]
+
+
+def test_an_attribute_set_outside_init_keeps_its_branch_hot(tmp_path: Path) -> None:
+    model = """
+        from torch import nn
+        from quantizer import Quantizer
+
+
+        class VQ(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quantize = Quantizer(8)
+                self.quantize.remap = "used.npy"
+
+            def forward(self, x):
+                return self.quantize(x)
+    """
+    root = write_project(tmp_path, {"quantizer.py": _QUANTIZER, "model.py": model})
+    assert finding_lines(root, "quantizer.py", SYNC) == [11]
+
+
+def test_the_project_pass_leaves_out_a_helper_called_only_from_a_branch_no_call_takes(tmp_path: Path) -> None:
+    helpers = """
+        def stats(x):
+            return x.max().item()
+    """
+    model = """
+        from torch import nn
+        from helpers import stats
+
+
+        class Net(nn.Module):
+            def head(self, x, with_stats=False):
+                if with_stats:
+                    stats(x)
+                return x
+
+            def forward(self, x):
+                return self.head(x)
+    """
+    root = write_project(tmp_path, {"helpers.py": helpers, "model.py": model})
+    assert finding_lines(root, "helpers.py", SYNC) == []
+    root = write_project(
+        tmp_path, {"model.py": model.replace("self.head(x)", "self.head(x, with_stats=True)")}
+    )
+    assert finding_lines(root, "helpers.py", SYNC) == [2]
+
+
+@pytest.mark.parametrize(
+    ("test", "hot"),
+    [
+        ("size is None and x.max().item() > 0", []),  # given a size: the right never runs
+        ("size is not None or x.max().item() > 0", []),
+        ("size is not None and x.max().item() > 0", [7]),
+        ("not torch.compiler.is_compiling() and x.max().item() > 0", []),  # eager-only check
+        ("torch.compiler.is_compiling() or x.max().item() > 0", []),
+        ("x.shape[0] > 1 and x.max().item() > 0", [7]),
+    ],
+)
+def test_an_operand_runs_only_when_those_before_it_let_it(tmp_path: Path, test: str, hot: list[int]) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def check(self, x, size=None):
+                if {test}:
+                    x = x + 1
+                return x
+
+            def forward(self, x):
+                return self.check(x, size=(3, 3))
+    """
+    root = write_project(tmp_path, {"model.py": source})
+    assert finding_lines(root, "model.py", SYNC) == hot
+
+
+def test_the_project_pass_reads_an_operand_as_the_file_does(tmp_path: Path) -> None:
+    helpers = """
+        def valid(x):
+            return x.max().item() > 0
+    """
+    model = """
+        import torch
+        from torch import nn
+        from helpers import valid
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                if not torch.compiler.is_compiling() and valid(x):
+                    x = x + 1
+                return x
+    """
+    root = write_project(tmp_path, {"helpers.py": helpers, "model.py": model})
+    assert finding_lines(root, "helpers.py", SYNC) == []
+    write_project(tmp_path, {"model.py": model.replace("not torch.compiler.is_compiling() and ", "")})
+    assert finding_lines(root, "helpers.py", SYNC) == [2]
+
+
+def test_a_subclass_init_decides_nothing_in_its_base_methods(tmp_path: Path) -> None:
+    model = """
+        from torch import nn
+
+
+        class Base(nn.Module):
+            def forward(self, x):
+                if getattr(self, "flag", True) and self.flag:
+                    x = x * x.max().item()
+                return x
+
+
+        class Quiet(Base):
+            def __init__(self, flag=False):
+                super().__init__()
+                self.flag = flag
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Quiet()
+
+            def forward(self, x):
+                return self.a(x)
+    """
+    root = write_project(tmp_path, {"model.py": model})
+    assert finding_lines(root, "model.py", SYNC) == [7]
+
+
+@pytest.mark.parametrize(
+    ("assertion", "hot"), [("assert n_bands is None", []), ("assert n_bands is not None", [14])]
+)
+def test_an_assert_in_init_decides_the_attribute_whatever_the_constructions_pass(
+    tmp_path: Path, assertion: str, hot: list[int]
+) -> None:
+    model = f"""
+        import torch
+        from torch import nn
+
+
+        class Schedule(nn.Module):
+            def __init__(self, n_bands=None, **kwargs):
+                super().__init__()
+                {assertion}
+                self.n_bands = n_bands
+
+            def noise(self, x):
+                if self.n_bands is None:
+                    return torch.randn_like(x)
+                return x * x.max().item()
+
+            def forward(self, x):
+                return self.noise(x)
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.schedule = Schedule(**cfg)
+
+            def forward(self, x):
+                return self.schedule.noise(x)
+    """
+    root = write_project(tmp_path, {"model.py": model})
+    assert finding_lines(root, "model.py", SYNC) == hot
+
+
+def test_a_class_a_package_exports_is_built_by_its_users_so_its_attributes_stay_open(tmp_path: Path) -> None:
+    model = """
+        from torch import nn
+        from .quantizer import Quantizer
+
+
+        class VQ(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quantize = Quantizer(8)
+
+            def forward(self, x):
+                return self.quantize(x)
+    """
+    files = {"pkg/quantizer.py": _QUANTIZER, "pkg/model.py": model, "pkg/__init__.py": ""}
+    root = write_project(tmp_path, files)
+    assert finding_lines(root, "pkg/quantizer.py", SYNC) == []
+    write_project(tmp_path, {"pkg/__init__.py": "from .quantizer import Quantizer\n"})
+    assert finding_lines(root, "pkg/quantizer.py", SYNC) == [11]

@@ -1,0 +1,144 @@
+"""Branches decided by what a function is given: a test on a parameter for which every call that
+runs per step passes the same constant (or a value that is never None), or on a `self.` attribute
+that only `__init__` sets from such a parameter (`if self.remap is not None:` where every
+construction passes `remap=None`). The project pass works out the values (project/graph.py);
+both walks read a test through this one module, on CPython's `ast` (libcst's test is printed
+and parsed back), so they agree word for word.
+
+A value is a token: the repr of a literal (`None`, `False`, `3`, `'mean'`), or NOT_NONE for a
+value known only not to be None (a tuple, a list, an f-string).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Mapping, Optional
+
+NOT_NONE = "!None"
+
+
+def value_token(node: ast.AST) -> Optional[str]:
+    """What an argument or a default is, as a token; None when it is not known here."""
+    if isinstance(node, ast.Constant) and not isinstance(node.value, (bytes, type(...))):
+        return repr(node.value)
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
+        return repr(-node.operand.value)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.JoinedStr, ast.Lambda)):
+        return NOT_NONE
+    if isinstance(node, (ast.ListComp, ast.DictComp, ast.SetComp)):
+        return NOT_NONE
+    return None
+
+
+def asserted_values(test: ast.AST, params: set[str]) -> dict[str, str]:
+    """What an `assert` in a function's own body says of its parameters (`assert n is None`):
+    past it, they hold whatever the caller passed."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        found: dict[str, str] = {}
+        for value in test.values:
+            found.update(asserted_values(value, params))
+        return found
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Name)
+        and test.left.id in params
+    ):
+        return {test.left.id: "None" if isinstance(test.ops[0], ast.Is) else NOT_NONE}
+    return {}
+
+
+def merge(first: Optional[str], second: Optional[str]) -> Optional[str]:
+    """What two call sites together say about a parameter."""
+    if first is None or second is None:
+        return None
+    if first == second:
+        return first
+    if first != "None" and second != "None":
+        return NOT_NONE
+    return None
+
+
+def subject(node: ast.AST) -> Optional[str]:
+    """`flag` or `self.flag`: what a test reads that a value may be known for."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
+def mentions(test: ast.AST, names: Mapping[str, object] | frozenset[str] | set[str]) -> bool:
+    """`test` reads a parameter among `names`, or a `self.` attribute."""
+    for node in ast.walk(test):
+        name = subject(node)
+        if name is not None and (name.startswith("self.") or name in names):
+            return True
+    return False
+
+
+def _literal(token: str) -> tuple[bool, object]:
+    if token == NOT_NONE:
+        return False, None
+    try:
+        return True, ast.literal_eval(token)
+    except (ValueError, SyntaxError):
+        return False, None
+
+
+def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
+    """Whether `test` holds under `values`; None when that is not decided."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = truth(test.operand, values)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        parts = [truth(v, values) for v in test.values]
+        decisive = isinstance(test.op, ast.Or)  # `or` is decided by one True, `and` by one False
+        if decisive in parts:
+            return decisive
+        return (not decisive) if all(p is not None for p in parts) else None
+    name = subject(test)
+    if name is not None:
+        token = values.get(name)
+        known, value = _literal(token) if token is not None else (False, None)
+        return bool(value) if known else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        name = subject(test.left)
+        token = values.get(name) if name is not None else None
+        right, operator = test.comparators[0], test.ops[0]
+        if token is None or not isinstance(right, ast.Constant):
+            return None
+        if isinstance(operator, (ast.Is, ast.IsNot)) and right.value is None:
+            is_none = token == "None"
+            return is_none if isinstance(operator, ast.Is) else not is_none
+        known, value = _literal(token)
+        if known and type(value) is type(right.value) and isinstance(operator, (ast.Eq, ast.NotEq)):
+            equal = value == right.value
+            return equal if isinstance(operator, ast.Eq) else not equal
+    return None
+
+
+def decided_sides(test: ast.AST, values: Mapping[str, str]) -> tuple[bool, bool]:
+    """(the body is never taken, the else branch is never taken) for `if test:`."""
+    if not values:
+        return False, False
+    holds = truth(test, values)
+    return holds is False, holds is True
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_test(text: str) -> Optional[ast.expr]:
+    """A guard's test, read back from its text (the project pass meets the same ones often)."""
+    try:
+        return ast.parse(f"(\n{text}\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

@@ -1,0 +1,181 @@
+"""What the project's calls pass: for each function, the parameters for which every call that
+runs per step passes the same value (analysis/arguments.py's tokens), and for each method the
+`self.` attributes that only `__init__` sets from such a parameter, the same in every
+construction of the project. A branch on them that the value never takes is cold.
+
+What counts as every call:
+- a parameter: the calls from hot code (forward and what it calls, step loops). A call from
+  cold code runs rarely, so it does not make a branch hot. Roots (forward, step hooks, methods a
+  library base calls) are left out: their callers are the framework and the user.
+- an attribute: every construction in the project, cold ones included (construction is cold);
+  none for a class a package's `__init__.py` exports (monai's `FocalLoss`): its users build it.
+Calls the project pass does not resolve are not seen, so a function or class whose name is read
+without being called (handed on as a callback, kept in a registry) gets no values. A library's
+users are not seen either: its branches are decided for the project's own hot paths, the ones
+the linted code runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from ..analysis.arguments import NOT_NONE, decided_sides, merge, parse_test
+from .summary import Call, Function
+
+if TYPE_CHECKING:
+    from .graph import ClassRef, FunctionRef, Project
+
+Values = dict[str, str]
+Sites = dict[tuple[int, int], tuple["FunctionRef", list[tuple["FunctionRef", Call]]]]
+
+
+def bound_self(call: Call, callee: Function) -> bool:
+    """The call passes the callee's `self` itself (`obj.m(...)`), so positions start after it."""
+    if callee.cls < 0 or call.kind == "def" or "staticmethod" in callee.decorators:
+        return False
+    if call.kind in ("global", "dotted"):
+        # an instance's __call__/forward passes `self` itself; `Cls.method(obj, ...)` does not
+        return callee.params[:1] == ["self"] and "." not in call.target
+    return True  # self.m(...), super().m(...), obj.m(...)
+
+
+def _passed(call: Call, callee: Function, bound: bool) -> dict[str, Optional[str]]:
+    """The token each parameter gets from `call`; None when not known."""
+    found: dict[str, Optional[str]] = {}
+    for position, param in enumerate(callee.params):
+        token: Optional[str]
+        slot = str(position - bound)
+        if call.star:
+            token = None
+        elif position < callee.positional and position >= bound and slot in call.args:
+            token = call.args[slot]
+        elif param in call.args:
+            token = call.args[param]
+        else:
+            token = callee.defaults.get(param)
+        found[param] = None if token == "?" else token
+    return found
+
+
+def side_is_cold(guard: list[str], values: Values) -> bool:
+    """A guard ([test, "body"|"else"]) whose side the values never take."""
+    test = parse_test(guard[0])
+    if test is None:
+        return False
+    body, orelse = decided_sides(test, values)
+    return body if guard[1] == "body" else orelse
+
+
+def guarded_off(guards: Iterable[list[str]], values: Optional[Values]) -> bool:
+    return bool(values) and any(side_is_cold(g, values) for g in guards)  # type: ignore[arg-type]
+
+
+def _agreed(callee: Function, calls: Iterable[tuple[Call, bool]]) -> Values:
+    """The parameters every call passes the same token for (or tokens never None), kept only
+    when the function binds them again only where those values never go (`if size is None:
+    size = ...` with `size` always given)."""
+    merged: dict[str, Optional[str]] = {}
+    for number, (call, bound) in enumerate(calls):
+        passed = _passed(call, callee, bound)
+        merged = passed if number == 0 else {p: merge(merged.get(p), t) for p, t in passed.items()}
+    values = {param: token for param, token in merged.items() if token is not None and param != "self"}
+    for param, token in callee.asserted.items():
+        if values.get(param) in (None, NOT_NONE) or token == "None":
+            values[param] = token  # what the assert lets through; a constant already says more
+    return {
+        param: token
+        for param, token in values.items()
+        if all(guarded_off(guards, values) for guards in callee.rebinds.get(param, ()))
+    }
+
+
+def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Values]:
+    handed: set[str] = set()
+    outer: set[str] = set()
+    exported: set[str] = set()
+    for module in project.modules.values():
+        handed.update(module.summary.handed)
+        outer.update(module.summary.outer_stores)
+        if module.is_package:
+            exported.update(module.summary.imports)
+    roots = {function.key() for function, _ in project.roots()}
+    found: dict[tuple[int, int], Values] = {}
+    for key, (callee, calls) in sites.items():
+        info = callee.info
+        if key in roots or info.name in handed or callee.index < 0:
+            continue
+        values = _agreed(info, ((call, bound_self(call, info)) for _, call in calls))
+        if values:
+            found[key] = values
+    for cls, init, values in _constructions(project, handed | exported):
+        for method, attribute, token in _attributes(project, cls, init, values, outer):
+            found.setdefault(method.key(), {})[f"self.{attribute}"] = token
+    return found
+
+
+def _constructions(project: Project, handed: set[str]) -> Iterable[tuple[ClassRef, FunctionRef, Values]]:
+    """Each class of the project with the values every construction passes its `__init__`."""
+    from .graph import ClassRef, FunctionRef
+
+    calls: dict[tuple[int, int], tuple[ClassRef, FunctionRef, list[tuple[Call, bool]]]] = {}
+    for module in project.modules.values():
+        owners = [module.summary.toplevel, *module.summary.functions]
+        for offset, info in enumerate(owners):
+            caller = FunctionRef(module, offset - 1)
+            for call in [*info.calls, *info.cold_calls]:
+                cls: Optional[ClassRef] = None
+                init: Optional[FunctionRef] = None
+                if call.kind in ("global", "dotted"):
+                    target = project.resolve_dotted(module, call.target)
+                    if isinstance(target, ClassRef):
+                        cls, init = target, project.find_method(target, "__init__")
+                elif call.kind == "super" and call.target == "__init__":
+                    inits = project.resolve_call(caller, call)
+                    init = inits[0] if inits else None
+                    cls = ClassRef(init.module, init.info.cls) if init is not None else None
+                if cls is None or init is None:
+                    continue
+                entry = calls.setdefault(init.key(), (ClassRef(init.module, init.info.cls), init, []))
+                entry[2].append((call, True))
+    for cls, init, sites in calls.values():
+        if cls.info.name in handed:
+            continue
+        values = _agreed(init.info, sites)
+        if values:
+            yield cls, init, values
+
+
+def _attributes(
+    project: Project, cls: ClassRef, init: FunctionRef, values: Values, outer: set[str]
+) -> Iterable[tuple[FunctionRef, str, str]]:
+    """(method, attribute, token) for each attribute that, in the class, its project bases and
+    its subclasses, only `__init__` sets, from a parameter of known value; the methods are the
+    class's and its subclasses' (a base's methods also run for its other subclasses)."""
+    from .graph import FunctionRef
+
+    below = [cls, *project.subclasses(cls)]  # whose instances this __init__ sets up
+    members = [*project.lineage(cls), *below]
+    family = {member.key() for member in members}
+    owners = {member.key() for member in below}
+    stores: dict[str, list[tuple[FunctionRef, str]]] = {}
+    methods: list[FunctionRef] = []
+    for module in {id(m.module): m.module for m in members}.values():
+        for index, info in enumerate(module.summary.functions):
+            owner = info
+            while owner.cls < 0 and owner.parent >= 0:
+                owner = module.summary.functions[owner.parent]
+            if (id(module), owner.cls) not in family:
+                continue
+            method = FunctionRef(module, index)
+            if (id(module), owner.cls) in owners:
+                methods.append(method)
+            for attribute, param in info.self_stores:
+                # a store in a nested function is not `__init__`'s own
+                stores.setdefault(attribute, []).append((method, param if info is owner else ""))
+    for attribute, where in stores.items():
+        if len(where) != 1 or attribute in outer:
+            continue
+        method, param = where[0]
+        if method.key() == init.key() and param in values:
+            for each in methods:
+                yield each, attribute, values[param]
