@@ -26,9 +26,10 @@ def value_token(node: ast.AST) -> Optional[str]:
         isinstance(node, ast.UnaryOp)
         and isinstance(node.op, ast.USub)
         and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float)
     ):
-        return repr(-node.operand.value)
+        number = node.operand.value
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            return repr(-number)
     if isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.JoinedStr, ast.Lambda)):
         return NOT_NONE
     if isinstance(node, (ast.ListComp, ast.DictComp, ast.SetComp)):

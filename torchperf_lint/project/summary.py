@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union, cast
 
 from ..analysis.arguments import asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
@@ -354,8 +354,10 @@ def _leaves(body: list[ast.stmt]) -> bool:
 def _cold_guard(statement: ast.stmt) -> bool:
     """`if test: ... return` (or raise, continue, break) without else, where every training step
     takes the body, or `try: return ...` with handlers: what follows it is cold."""
-    if isinstance(statement, (ast.Try, ast.TryStar)):
-        return not statement.orelse and bool(statement.handlers) and _leaves(statement.body)
+    # `try`, or from Python 3.11 `try`/`except*` (same fields; ast.TryStar is missing on 3.10)
+    if isinstance(statement, ast.Try) or type(statement).__name__ == "TryStar":
+        tried = cast(ast.Try, statement)
+        return not tried.orelse and bool(tried.handlers) and _leaves(tried.body)
     return (
         isinstance(statement, ast.If)
         and not statement.orelse
