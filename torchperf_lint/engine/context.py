@@ -22,6 +22,7 @@ from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.placement import HostModels
 from ..analysis.sequential import LoopDependences, LoopFacts
+from ..analysis.single_step import steps_once
 from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
@@ -101,6 +102,11 @@ class Context:
             and call.func.attr.value == "step"
             and self.hot._is_optimizer_step(call)
         )
+
+    def steps_once(self, built: cst.Call) -> bool:
+        """The optimizer `built` is stepped exactly once, outside any loop, in a function that
+        keeps it to itself and is not hot (analysis/single_step.py)."""
+        return steps_once(built, self.facts, self.hot)
 
     @functools.cached_property
     def _loop_dependences(self) -> LoopDependences:

@@ -58,7 +58,8 @@ class UnfusedOptimizer(Rule):
     Inductor fuses the update); optimizers of other libraries with the same names (`timm.optim.AdamW`,
     `apex.optimizers.FusedAdam`); references to the class that do not call it; optimizers over a model
     that stays on the host (built without a device and never moved, passed on or returned), even in a
-    file that uses CUDA elsewhere.
+    file that uses CUDA elsewhere; an optimizer that a function builds, keeps to itself and steps once,
+    outside any loop (a demo's single update).
     """
 
     code = "TPL702"
@@ -87,6 +88,18 @@ class UnfusedOptimizer(Rule):
 
                 def setup(self):
                     self.model.cuda()
+            """,
+        "demo-stepping-in-a-loop": """
+            import torch
+
+            def demo(rank, batches):
+                torch.cuda.set_device(rank)
+                model = torch.nn.Linear(10, 5).to(rank)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001)  # expect: TPL702
+                for x in batches:
+                    optimizer.zero_grad()
+                    model(x.to(rank)).sum().backward()
+                    optimizer.step()
             """,
         "model-returned-to-a-caller": """
             import torch
@@ -148,6 +161,18 @@ class UnfusedOptimizer(Rule):
                 def setup(self):
                     self.model.cuda()
             """,
+        "demo-stepping-in-a-loop": """
+            import torch
+
+            def demo(rank, batches):
+                torch.cuda.set_device(rank)
+                model = torch.nn.Linear(10, 5).to(rank)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001, fused=True)
+                for x in batches:
+                    optimizer.zero_grad()
+                    model(x.to(rank)).sum().backward()
+                    optimizer.step()
+            """,
         "model-returned-to-a-caller": """
             import torch
 
@@ -198,6 +223,17 @@ class UnfusedOptimizer(Rule):
             """,
     }
     GOOD = {
+        "demo-taking-one-step": """
+            import torch
+
+            def demo(rank):
+                torch.cuda.set_device(rank)
+                model = torch.nn.Linear(10, 5).to(rank)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
+                optimizer.zero_grad()
+                model(torch.randn(20, 10).to(rank)).sum().backward()
+                optimizer.step()
+            """,
         "model-kept-on-the-host-in-a-cuda-file": """
             import torch
 
@@ -277,6 +313,8 @@ class UnfusedOptimizer(Rule):
         params = node.args[0].value if node.args and node.args[0].keyword is None else None
         if params is not None and ctx.walks_host_model(params):
             return  # a model that stays on the host: no CUDA kernel to fuse
+        if ctx.steps_once(node):
+            return  # one update: nothing to gain
         foreach = keyword(node, "foreach")
         foreach_false = foreach is not None and _is_literal(foreach.value, "False")
         fused = ctx.api(f"{optimizer}(fused=)") if optimizer in _FUSED_OPTIMIZERS else None
