@@ -20,7 +20,9 @@ from ..analysis.hotpath import HotPaths, Reason
 from ..analysis.iteration import Iterations
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
+from ..analysis.placement import HostModels
 from ..analysis.sequential import LoopDependences, LoopFacts
+from ..analysis.single_step import steps_once
 from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
@@ -100,6 +102,11 @@ class Context:
             and call.func.attr.value == "step"
             and self.hot._is_optimizer_step(call)
         )
+
+    def steps_once(self, built: cst.Call) -> bool:
+        """The optimizer `built` is stepped exactly once, outside any loop, in a function that
+        keeps it to itself and is not hot (analysis/single_step.py)."""
+        return steps_once(built, self.facts, self.hot)
 
     @functools.cached_property
     def _loop_dependences(self) -> LoopDependences:
@@ -252,6 +259,16 @@ class Context:
         """The names `loop` binds to a module's tensors, each with its source (`parameters`,
         `buffers`, `state_dict`): `p_ema` and `p` of `for p_ema, p in zip(ema.parameters(), ...)`."""
         return self.tensors.parameters.tensor_targets(loop)
+
+    @functools.cached_property
+    def _host_models(self) -> HostModels:
+        return HostModels(self.facts, self.names, self.hot, self.entry.imported)
+
+    def walks_host_model(self, expr: cst.BaseExpression) -> bool:
+        """`expr` walks the tensors of models that stay on the host (`fc.parameters()` of an
+        `fc = nn.Linear(4, 1)` that nothing moves, passes on or returns): CPU tensors even in a
+        file that uses CUDA elsewhere (analysis/placement.py)."""
+        return self._host_models.of_tensors(expr)
 
     def device_for(self, node: cst.CSTNode) -> Optional[cst.BaseExpression]:
         """`<tensor in scope>.device` for a fix that needs a device, or None."""

@@ -399,7 +399,8 @@ class PerParameterLoop(Rule):
     initialisation, checkpoint conversion), under a periodic branch (`if step % 100 == 0:`),
     loops whose body does Python work only (collecting parameter groups, counting with
     `numel()`, tagging), loops over modules (`for name, m in self.named_children()`), and the
-    step loop itself.
+    step loop itself; loops over a model that stays on the host (built without a device, never
+    moved, passed on or returned: a CPU-only script).
     """
 
     code = "TPL204"
@@ -413,6 +414,20 @@ class PerParameterLoop(Rule):
     benchmark = "TPL204"
 
     BAD = {
+        "script-whose-model-is-moved-after-it-is-built": """
+            import torch
+            import torch.nn.functional as F
+
+            fc = torch.nn.Linear(4, 1)
+            fc.cuda()
+            for step in range(1000):
+                x = torch.randn(32, 4, device="cuda")
+                loss = F.smooth_l1_loss(fc(x), x.sum(1, keepdim=True))
+                fc.zero_grad()
+                loss.backward()
+                for param in fc.parameters():  # expect: TPL204
+                    param.data.add_(-0.1 * param.grad)
+            """,
         "ema-teacher-in-step-loop": """
             import torch
 
@@ -580,6 +595,19 @@ class PerParameterLoop(Rule):
             """,
     }
     GOOD = {
+        "cpu-script-with-a-model-never-moved": """
+            import torch
+            import torch.nn.functional as F
+
+            fc = torch.nn.Linear(4, 1)
+            for step in range(1000):
+                x = torch.randn(32, 4)
+                loss = F.smooth_l1_loss(fc(x), x.sum(1, keepdim=True))
+                fc.zero_grad()
+                loss.backward()
+                for param in fc.parameters():
+                    param.data.add_(-0.1 * param.grad)
+            """,
         "freezing-and-init-at-set-up": """
             import torch
             from torch import nn
@@ -664,6 +692,8 @@ class PerParameterLoop(Rule):
             return
         if ctx.parameter_sequence(node.iter) is None or ctx.step_loop(node.body) is node:
             return
+        if ctx.walks_host_model(node.iter):
+            return  # CPU parameters: no kernel launches to batch
         body = _scan(node, ctx)
         if not body.launches:
             return

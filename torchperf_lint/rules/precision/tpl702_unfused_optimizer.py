@@ -56,7 +56,10 @@ class UnfusedOptimizer(Rule):
     expression; `differentiable=True`, which fused kernels do not support; `**kwargs` that could
     supply `fused=`; an optimizer whose `step` the file compiles (`opt.step = torch.compile(opt.step)`:
     Inductor fuses the update); optimizers of other libraries with the same names (`timm.optim.AdamW`,
-    `apex.optimizers.FusedAdam`); references to the class that do not call it.
+    `apex.optimizers.FusedAdam`); references to the class that do not call it; optimizers over a model
+    that stays on the host (built without a device and never moved, passed on or returned), even in a
+    file that uses CUDA elsewhere; an optimizer that a function builds, keeps to itself and steps once,
+    outside any loop (a demo's single update).
     """
 
     code = "TPL702"
@@ -75,6 +78,39 @@ class UnfusedOptimizer(Rule):
     )
 
     BAD = {
+        "model-built-then-moved-by-a-method": """
+            import torch
+
+            class Trainer:
+                def __init__(self):
+                    self.model = torch.nn.Linear(512, 10)
+                    self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01)  # expect: TPL702
+
+                def setup(self):
+                    self.model.cuda()
+            """,
+        "demo-stepping-in-a-loop": """
+            import torch
+
+            def demo(rank, batches):
+                torch.cuda.set_device(rank)
+                model = torch.nn.Linear(10, 5).to(rank)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001)  # expect: TPL702
+                for x in batches:
+                    optimizer.zero_grad()
+                    model(x.to(rank)).sum().backward()
+                    optimizer.step()
+            """,
+        "model-returned-to-a-caller": """
+            import torch
+
+            def build():
+                model = torch.nn.Linear(512, 10)
+                optimizer = torch.optim.AdamW(model.parameters())  # expect: TPL702
+                return model, optimizer
+
+            device = "cuda"
+            """,
         "adamw-default": """
             import torch
 
@@ -114,6 +150,39 @@ class UnfusedOptimizer(Rule):
             """,
     }
     FIXED = {
+        "model-built-then-moved-by-a-method": """
+            import torch
+
+            class Trainer:
+                def __init__(self):
+                    self.model = torch.nn.Linear(512, 10)
+                    self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01, fused=True)
+
+                def setup(self):
+                    self.model.cuda()
+            """,
+        "demo-stepping-in-a-loop": """
+            import torch
+
+            def demo(rank, batches):
+                torch.cuda.set_device(rank)
+                model = torch.nn.Linear(10, 5).to(rank)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001, fused=True)
+                for x in batches:
+                    optimizer.zero_grad()
+                    model(x.to(rank)).sum().backward()
+                    optimizer.step()
+            """,
+        "model-returned-to-a-caller": """
+            import torch
+
+            def build():
+                model = torch.nn.Linear(512, 10)
+                optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+                return model, optimizer
+
+            device = "cuda"
+            """,
         "adamw-default": """
             import torch
 
@@ -154,6 +223,33 @@ class UnfusedOptimizer(Rule):
             """,
     }
     GOOD = {
+        "demo-taking-one-step": """
+            import torch
+
+            def demo(rank):
+                torch.cuda.set_device(rank)
+                model = torch.nn.Linear(10, 5).to(rank)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
+                optimizer.zero_grad()
+                model(torch.randn(20, 10).to(rank)).sum().backward()
+                optimizer.step()
+            """,
+        "model-kept-on-the-host-in-a-cuda-file": """
+            import torch
+
+            class ParameterServer:
+                def __init__(self):
+                    self.model = torch.nn.Linear(512, 10)
+                    self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01)
+
+                def apply(self, grads):
+                    for p, g in zip(self.model.parameters(), grads):
+                        p.grad = g.cpu()
+                    self.optimizer.step()
+
+            def trainer_step(batch):
+                return batch.cuda()
+            """,
         "compiled-optimizer-step": """
             import torch
 
@@ -214,6 +310,11 @@ class UnfusedOptimizer(Rule):
             return
         if _step_compiled(node, ctx):
             return
+        params = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if params is not None and ctx.walks_host_model(params):
+            return  # a model that stays on the host: no CUDA kernel to fuse
+        if ctx.steps_once(node):
+            return  # one update: nothing to gain
         foreach = keyword(node, "foreach")
         foreach_false = foreach is not None and _is_literal(foreach.value, "False")
         fused = ctx.api(f"{optimizer}(fused=)") if optimizer in _FUSED_OPTIMIZERS else None

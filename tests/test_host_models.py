@@ -1,0 +1,56 @@
+"""Models that stay on the host (analysis/placement.py): built without a device, never moved,
+passed on or returned. Only then do TPL204 and TPL702 treat their parameters as CPU tensors; a
+model that a caller in another module may move keeps the findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import finding_lines, write_project
+
+pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # TPL204 and TPL702 are off by default
+
+_SCRIPT = """
+    import torch
+
+    fc = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(fc.parameters(), lr=0.1)
+    for step in range(100):
+        loss = fc(torch.randn(8, 4)).sum()
+        loss.backward()
+        for param in fc.parameters():
+            param.data.add_(-0.1 * param.grad)
+    ok = torch.cuda.is_available()
+    """
+
+
+def test_a_script_whose_model_is_never_moved_trains_on_the_host(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"script.py": _SCRIPT})
+    assert finding_lines(root, "script.py", "TPL204") == []
+    assert finding_lines(root, "script.py", "TPL702") == []
+
+
+def test_a_model_of_a_module_another_module_imports_may_be_moved_there(tmp_path: Path) -> None:
+    train = """
+        import script
+        script.fc.cuda()
+        """
+    root = write_project(tmp_path, {"script.py": _SCRIPT, "train.py": train})
+    assert finding_lines(root, "script.py", "TPL702") == [4]
+
+
+def test_a_model_handed_to_a_wrapper_may_be_moved_by_it(tmp_path: Path) -> None:
+    wrapped = """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def main(rank):
+            model = torch.nn.Linear(4, 1)
+            ddp = DDP(model, device_ids=[rank])
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            torch.cuda.set_device(rank)
+        """
+    root = write_project(tmp_path, {"wrapped.py": wrapped})
+    assert finding_lines(root, "wrapped.py", "TPL702") == [7]
