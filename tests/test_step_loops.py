@@ -113,3 +113,100 @@ def test_a_function_that_runs_its_own_step_loop_is_not_made_hot_by_its_callers(t
         },
     )
     assert finding_lines(root, "explainer.py", "TPL105") == [7]
+
+
+_LEAVING = """
+    import torch
+    from helpers import noise_like
+
+    def train(model, loader, optimizer, max_steps):
+        for step, x in enumerate(loader):
+            model(x.cuda()).sum().backward()
+            optimizer.step()
+            if step >= max_steps:
+                last = noise_like(torch.zeros(8).cuda())
+                break
+    """
+
+
+@pytest.mark.parametrize("leave", ["break", "return last", "raise StopIteration"])
+def test_a_branch_that_leaves_the_step_loop_runs_once(tmp_path: Path, leave: str) -> None:
+    # the body ends the training: it runs on the last step only, in the file and through a helper
+    files = {"train.py": _LEAVING.replace("break", leave), "helpers.py": _HELPERS}
+    assert _lint(tmp_path, files, "train.py") == []
+    assert _lint(tmp_path, files, "helpers.py") == []
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        # `continue` skips one step: the body runs on every skipped step
+        ("break", "continue"),
+        # the break leaves an inner loop of gradient accumulation, once per step
+        (
+            "            if step >= max_steps:\n",
+            "            for _ in range(4):\n                if step >= max_steps:\n",
+        ),
+    ],
+)
+def test_a_branch_that_stays_in_the_step_loop_stays_hot(tmp_path: Path, variant: tuple[str, str]) -> None:
+    source = _LEAVING.replace(*variant)
+    if "range(4)" in source:
+        source = source.replace("                last = ", "                    last = ").replace(
+            "                break", "                    break"
+        )
+    files = {"train.py": source, "helpers.py": _HELPERS}
+    assert _lint(tmp_path, files, "train.py") == [9 + ("range(4)" in source)]
+    assert _lint(tmp_path, files, "helpers.py") == [4]
+
+
+def test_a_break_out_of_a_loop_in_forward_stays_hot(tmp_path: Path) -> None:
+    model = """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                for block in self.blocks:
+                    if block.last:
+                        x = x + torch.zeros(8).cuda()
+                        break
+                    x = block(x)
+                return x
+        """
+    assert _lint(tmp_path, {"net.py": model}, "net.py") == [8]
+
+
+_CPU_DEMO = """
+    import torch
+
+    def has_overflow(params):
+        return any(float(p.grad.sum()) != float(p.grad.sum()) for p in params)
+
+    if __name__ == "__main__":
+        w = torch.randn(10, 1, requires_grad=True)
+        optimizer = torch.optim.SGD([w], lr=0.1)
+        for t in range(500):
+            loss = (torch.randn(64, 10) @ w).pow(2).sum()
+            loss.backward()
+            if not has_overflow([w]):
+                optimizer.step()
+    """
+
+
+def test_a_module_level_loop_of_a_file_without_cuda_is_a_cpu_demo(tmp_path: Path) -> None:
+    from tests.helpers import finding_lines, write_project
+
+    on_gpu = ("requires_grad=True)", "requires_grad=True, device='cuda')")
+    # a usage example under __main__ over CPU tensors (tacotron2's loss_scaler.py): no GPU step
+    root = write_project(tmp_path / "cpu", {"loss_scaler.py": _CPU_DEMO})
+    assert finding_lines(root, "loss_scaler.py", "TPL107") == []
+    root = write_project(tmp_path / "gpu", {"loss_scaler.py": _CPU_DEMO.replace(*on_gpu)})
+    assert finding_lines(root, "loss_scaler.py", "TPL107") == [4, 4]
+    # the same through a helper of another module (the project pass)
+    helper, main = _CPU_DEMO.split("    if __name__")
+    demo = "import torch\nfrom scaling import has_overflow\n\n" + textwrap.dedent("    if __name__" + main)
+    root = write_project(tmp_path / "cpu2", {"demo.py": demo, "scaling.py": helper})
+    assert finding_lines(root, "scaling.py", "TPL107") == []
+    root = write_project(tmp_path / "gpu2", {"demo.py": demo.replace(*on_gpu), "scaling.py": helper})
+    assert finding_lines(root, "scaling.py", "TPL107") == [4, 4]

@@ -155,6 +155,14 @@ def fills_cache(branch: cst.If) -> bool:
     return bool(stored) and _misses(branch.test, stored, containers)
 
 
+def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:
+    """The `return`, `raise` or `break` that ends the block, if one does."""
+    last: Optional[cst.CSTNode] = body.body[-1] if body.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return last if isinstance(last, (cst.Return, cst.Raise, cst.Break)) else None
+
+
 def _always_leaves(body: cst.BaseSuite) -> bool:
     """The block ends by leaving it: `return`, `raise`, `continue` or `break`."""
     last: Optional[cst.CSTNode] = body.body[-1] if body.body else None

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
-from .cold import argument_sides, cold_from, crosses_cold_branch
+from .cold import argument_sides, cold_from, crosses_cold_branch, leaving_statement
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -68,8 +68,11 @@ class Reason:
 
 
 class HotPaths:
-    def __init__(self, facts: FileFacts, names: Names, entry: EntryFacts = NO_FACTS) -> None:
+    def __init__(
+        self, facts: FileFacts, names: Names, entry: EntryFacts = NO_FACTS, shows_cuda: bool = True
+    ) -> None:
         self._facts = facts
+        self._shows_cuda = shows_cuda
         self._names = names
         self.entry = entry
         self._function_index = {node: i for i, node in enumerate(facts.functions)}
@@ -309,6 +312,12 @@ class HotPaths:
         example under `if __name__ == "__main__":` back-propagating one batch)."""
         return self._facts.enclosing_function(node) is None and not self.loops_around(node)
 
+    def _cpu_demo(self, loop: Loop) -> bool:
+        """A module-level loop of a file that never uses CUDA trains on the CPU (a usage example
+        under `if __name__ == "__main__":`): no GPU step. Loops in functions may be handed CUDA
+        tensors by their callers, so they keep their steps."""
+        return not self._shows_cuda and self._facts.enclosing_function(loop) is None
+
     def _find_step_loops(self) -> dict[Loop, Reason]:
         labels: dict[Loop, str] = {}
         for loop in self._facts.loops:
@@ -337,7 +346,7 @@ class HotPaths:
         return {
             loop: Reason("loop", loop=loop, loop_label=label)
             for loop, label in labels.items()
-            if loop not in outer or loop in loaders or loop in updating
+            if (loop not in outer or loop in loaders or loop in updating) and not self._cpu_demo(loop)
         }
 
     # -- propagation ------------------------------------------------------------------
@@ -362,6 +371,8 @@ class HotPaths:
                 same.append(child)
             kind = type(current)
             if kind in _BRANCHES and self._crosses_cold_branch(child, current):
+                break
+            if kind is cst.If and self._leaves_step_loop(child, current):  # type: ignore[arg-type]
                 break
             if kind is cst.Param:
                 if child is current.default:  # type: ignore[attr-defined]
@@ -408,6 +419,20 @@ class HotPaths:
                     crosses = body if isinstance(parent.operator, cst.And) else orelse
                 self._cold_edges[key] = crosses
         return crosses
+
+    def _leaves_step_loop(self, child: cst.CSTNode, branch: cst.If) -> bool:
+        """`child`, a side of `branch`, ends by leaving a step loop (`if step >= max_steps: ...;
+        break`, or `return`/`raise` inside one): it runs once per training, on its last step.
+        A `break` out of an inner loop (gradient accumulation, layers in forward) leaves no step."""
+        block = child.body if isinstance(child, cst.Else) else child
+        if not isinstance(block, cst.IndentedBlock) or child not in (branch.body, branch.orelse):
+            return False
+        left = leaving_statement(block)
+        if left is None:
+            return False
+        loops = self.loops_around(branch)  # innermost first
+        exited = loops[:1] if isinstance(left, cst.Break) else loops
+        return any(loop in self.step_loops for loop in exited)
 
     def _arguments_around(self, node: cst.CSTNode) -> dict[str, str]:
         """What every call made per step passes the function around `node` (its parameters,

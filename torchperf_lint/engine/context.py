@@ -44,9 +44,9 @@ class Context:
         self.module = facts.module
         self.names = Names(facts)
         self.entry = entry
-        self.hot = HotPaths(facts, self.names, entry)
-        self.tensors = TensorInference(facts, self.names, self.hot)
         self._shows_cuda: Optional[bool] = None
+        self.hot = HotPaths(facts, self.names, entry, self.shows_cuda_use)
+        self.tensors = TensorInference(facts, self.names, self.hot)
 
     # -- names ------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:

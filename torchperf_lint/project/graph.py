@@ -400,6 +400,14 @@ class Project:
 
     def _find_step_loops(self, module: Module) -> frozenset[int]:
         loops = module.summary.loops
+        found = self._stepping_loops(module)
+        if self.shows_cuda(module):
+            return found
+        # a module-level loop of a module that never uses CUDA is a CPU demo (hotpath.py)
+        return frozenset(i for i in found if loops[i].function >= 0)
+
+    def _stepping_loops(self, module: Module) -> frozenset[int]:
+        loops = module.summary.loops
         stepping: set[int] = set()
 
         def mark(loop: int) -> None:
@@ -495,7 +503,7 @@ class Project:
                 owner_loop = self._loop_owner(module, call.loop)
                 if loop is None and owner_loop >= 0:
                     continue  # that call belongs to a step loop, which is a root of its own
-                if loop is not None and owner_loop != loop:
+                if loop is not None and (owner_loop != loop or self._leaves(module, call, loop)):
                     continue
                 if guarded_off(call.guards, arguments.get(function.key())):
                     continue
@@ -507,6 +515,15 @@ class Project:
                     hot[callee.key()] = ExternalReason(reason.origin, text)
                     queue.append((callee, None, hot[callee.key()]))
         return hot
+
+    @staticmethod
+    def _leaves(module: Module, call: Call, loop: int) -> bool:
+        """`call` is in a block that ends by leaving the step loop `loop` (`if done: ...; break`):
+        it runs once per training, on the last step."""
+        left, loops = call.leaves, module.summary.loops
+        while loop >= 0 and loop != left:
+            loop = loops[loop].parent
+        return left >= 0 and loop == left
 
     def _trains(self, function: FunctionRef) -> bool:
         """It runs a step loop of its own: once per training, whoever calls it (hotpath.py)."""

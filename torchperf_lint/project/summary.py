@@ -63,6 +63,8 @@ class Call:
     star: bool = False  # passes `*args` or `**kwargs`: what goes where is not known
     # the tests on the caller's parameters (or `self.` attributes) it runs under: [test, "body"|"else"]
     guards: list[list[str]] = dataclasses.field(default_factory=list)
+    # the outermost loop a block around it leaves at its end (`if done: ...; break`), -1 when none
+    leaves: int = -1
 
 
 @dataclasses.dataclass
@@ -408,6 +410,7 @@ class _Summarizer:
         self.cold = 0  # inside branches a training step does not take
         self.pending: list[Callable[[], None]] = []
         self.guards: list[list[str]] = []  # tests on the current function's parameters around here
+        self.leaving: list[int] = []  # per enclosing block that ends by leaving loops: the outermost
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
         self.outer_stores: set[str] = set()
@@ -573,8 +576,9 @@ class _Summarizer:
         self.function_stack.append((index, _Locals(node)))
         self.loop_stack.append([])
         saved_guards, self.guards = self.guards, []
+        saved_leaving, self.leaving = self.leaving, []
         self.statements(node.body)
-        self.guards = saved_guards
+        self.guards, self.leaving = saved_guards, saved_leaving
         self.loop_stack.pop()
         self.function_stack.pop()
         self.class_stack = saved_classes
@@ -641,8 +645,20 @@ class _Summarizer:
     def _If(self, node: ast.If) -> None:
         body, orelse = cold_sides(node.test)
         self.visit(node.test)
-        self._in_cold(node.body, body or fills_cache(node), self._guard(node.test, "body"))
-        self._in_cold(node.orelse, orelse, self._guard(node.test, "else"))
+        sides = ((node.body, body or fills_cache(node), "body"), (node.orelse, orelse, "else"))
+        for nodes, cold, side in sides:
+            left = self._left_loop(nodes)
+            self.leaving.extend([left] if left >= 0 else ())
+            self._in_cold(nodes, cold, self._guard(node.test, side))
+            del self.leaving[len(self.leaving) - (left >= 0) :]
+
+    def _left_loop(self, block: list[ast.stmt]) -> int:
+        """The outermost loop of the function that `block` leaves at its end: the innermost one
+        for `break`, the outermost for `return`/`raise`; -1 for none (hotpath.py reads it too)."""
+        loops = self.loop_stack[-1]
+        if not block or not loops or not isinstance(block[-1], (ast.Return, ast.Raise, ast.Break)):
+            return -1
+        return loops[-1] if isinstance(block[-1], ast.Break) else loops[0]
 
     def _IfExp(self, node: ast.IfExp) -> None:
         body, orelse = cold_sides(node.test)
@@ -840,6 +856,7 @@ class _Summarizer:
             self.summary.classes[function.cls].builds.extend(built(node))
         loop = self.innermost_loop()
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
+        leaves = self.leaving[0] if self.leaving else -1
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         args = {str(i): value_token(a) or "?" for i, a in enumerate(node.args)}
         args.update((k.arg, value_token(k.value) or "?") for k in node.keywords if k.arg)
@@ -869,6 +886,7 @@ class _Summarizer:
             if described is not None:
                 kind, target = described
                 call = Call(kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards)
+                call.leaves = leaves
                 (function.cold_calls if cold else function.calls).append(call)
 
         self._later(describe)
