@@ -393,7 +393,7 @@ def test_a_fix_that_would_not_parse_is_dropped_and_the_others_still_apply(monkey
     monkeypatch.setattr(fixer, "_choose", with_a_broken_fix)
     source = SAFE.replace(b"return x + noise", b"return x + noise + x[range(n)]")
     source = source.replace(
-        b"def forward(self, x, n):", b"def forward(self, x, n):\n        x = torch.ones(n)"
+        b"def forward(self, x, n):", b"def forward(self, x, n):\n        x = torch.relu(x)"
     )
     outcome = _fix(source, unsafe=True)
     assert parses(outcome.fixed)
