@@ -34,7 +34,7 @@ def test_output_over_every_example_matches_the_schema(tmp_path: Path, capsys) ->
                         "metadata": {},
                         "outputs": [],
                         "execution_count": None,
-                        "source": ["import torch\n", "for x in train_loader:\n", "    x[[0, 2, 1]].sum().backward()\n"],
+                        "source": ["import torch\n", "for x in train_loader:\n", "    x.cuda()[[0, 2, 1]].sum().backward()\n"],
                     }
                 ],
                 "metadata": {},

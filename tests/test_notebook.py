@@ -80,7 +80,8 @@ def test_findings_are_located_in_their_cells() -> None:
 def test_loop_in_one_cell_makes_a_helper_of_another_hot() -> None:
     helper = ["import torch\n", "def pick(out):\n", "    return out[[0, 1]].sum()\n"]
     loop = ["for xb, yb in train_loader:\n", "    loss = pick(model(xb))\n", "    loss.backward()"]
-    notebook = read_notebook(_notebook(("code", helper), ("code", loop)))
+    device = ['device = torch.device("cuda")\n']  # a notebook that trains on the GPU
+    notebook = read_notebook(_notebook(("code", helper), ("code", loop), ("code", device)))
     found = [
         (notebook.locate(f.line), f.code, notebook.relabel(f.context))
         for f in lint_source(notebook.module_source())
