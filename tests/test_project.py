@@ -436,11 +436,17 @@ def test_a_host_value_passed_on_through_a_callers_own_parameter_is_host(tmp_path
                 manager.add_samples(model(batch).cpu(), prompt_wavs=batch.float(){suffix})
         """
     on_host = _lint_project(
-        tmp_path / "a", {"manager.py": manager, "solver.py": solver.format(suffix=".cpu()")}, "manager.py", ["TPL107"]
+        tmp_path / "a",
+        {"manager.py": manager, "solver.py": solver.format(suffix=".cpu()")},
+        "manager.py",
+        ["TPL107"],
     )
     assert on_host == []
     on_device = _lint_project(
-        tmp_path / "b", {"manager.py": manager, "solver.py": solver.format(suffix="")}, "manager.py", ["TPL107"]
+        tmp_path / "b",
+        {"manager.py": manager, "solver.py": solver.format(suffix="")},
+        "manager.py",
+        ["TPL107"],
     )
     assert on_device == [(15, "TPL107")]
 

@@ -676,7 +676,9 @@ class Project:
             for offset, info in enumerate(owners):
                 function = FunctionRef(module, offset - 1)
                 for position, call in enumerate(info.calls):
-                    edges.extend((function.key(), call, callee) for callee in self.callees(function, position))
+                    edges.extend(
+                        (function.key(), call, callee) for callee in self.callees(function, position)
+                    )
         host: dict[tuple[int, int], frozenset[str]] = {}
         while True:
             seen: dict[tuple[int, int], set[str]] = {}
@@ -886,9 +888,7 @@ def _host_parameter_names(call: Call, callee: Function, host: frozenset[str]) ->
         return names, set()
     given = {params[int(a) + bound] for a in call.args if a.isdigit() and int(a) + bound < len(params)}
     given.update(a for a in call.args if not a.isdigit())
-    omitted = {
-        p for p in params[bound:] if p not in given and _constant(callee.defaults.get(p))
-    }
+    omitted = {p for p in params[bound:] if p not in given and _constant(callee.defaults.get(p))}
     return names, omitted
 
 
