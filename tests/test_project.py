@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -132,10 +133,12 @@ def test_runs_on_cuda_says_where_from(project: Path) -> None:
 
 
 # -- the reasons, one each ----------------------------------------------------------------------
-def _lint_project(tmp_path: Path, files: dict[str, str], target: str) -> list[tuple[int, str]]:
+def _lint_project(
+    tmp_path: Path, files: dict[str, str], target: str, select: Optional[list[str]] = None
+) -> list[tuple[int, str]]:
     root = _write(tmp_path, {"pyproject.toml": "[project]\nname = 'p'\n", **files})
     path = root / target
-    return [(f.line, f.code) for f in lint_source(path.read_text(), str(path))]
+    return [(f.line, f.code) for f in lint_source(path.read_text(), str(path), select=select)]
 
 
 def test_base_class_from_another_module_makes_forward_hot(tmp_path: Path) -> None:
@@ -399,6 +402,53 @@ def test_a_host_value_passed_through_a_call_is_not_a_device_tensor(tmp_path: Pat
     assert on_host == [(7, "TPL105")]  # the caller's copy is the one sync
     on_device = _lint_project(tmp_path / "b", {"head.py": callee.format(suffix="")}, "head.py")
     assert on_device == [(11, "TPL105")]
+
+
+def test_a_host_value_passed_on_through_a_callers_own_parameter_is_host(tmp_path: Path) -> None:
+    # audiocraft's sample manager: add_samples(prompt_wavs=audio.cpu()) hands each row on to
+    # add_sample, which hands it to _sample_id; one call leaves prompt_wavs at its None default
+    manager = """
+        from typing import Optional
+        import torch
+
+        class Manager:
+            def add_samples(self, wavs, prompt_wavs=None):
+                for idx, wav in enumerate(wavs):
+                    prompt_wav = prompt_wavs[idx] if prompt_wavs is not None else None
+                    self.add_sample(wav, prompt_wav)
+
+            def add_sample(self, wav, prompt_wav=None):
+                return self._sample_id(prompt_wav)
+
+            def _sample_id(self, prompt_wav: Optional[torch.Tensor]):
+                if prompt_wav is not None:
+                    return hash(prompt_wav.numpy().data)
+        """
+    solver = """
+        from manager import Manager
+
+        def train(model, batches, optimizer):
+            manager = Manager()
+            for batch in batches:
+                model(batch).sum().backward()
+                optimizer.step()
+                manager.add_samples(model(batch).cpu())
+                manager.add_samples(model(batch).cpu(), prompt_wavs=batch.float(){suffix})
+        """
+    on_host = _lint_project(
+        tmp_path / "a",
+        {"manager.py": manager, "solver.py": solver.format(suffix=".cpu()")},
+        "manager.py",
+        ["TPL107"],
+    )
+    assert on_host == []
+    on_device = _lint_project(
+        tmp_path / "b",
+        {"manager.py": manager, "solver.py": solver.format(suffix="")},
+        "manager.py",
+        ["TPL107"],
+    )
+    assert on_device == [(15, "TPL107")]
 
 
 def test_a_test_files_loop_does_not_make_project_code_hot(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ Linear in the project: each class, call and loop is resolved once and memoised.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections import deque
 from pathlib import Path
@@ -681,20 +682,34 @@ class Project:
     # -- host values passed through calls -------------------------------------------------
     def host_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
         """Parameters for which every call site in the project passes a host value (a string,
-        a number, `.cpu()`, `.numpy()`, `.item()`, `torch.from_numpy(...)`)."""
+        a number, `.cpu()`, `.numpy()`, `.item()`, `torch.from_numpy(...)`), or one of its own
+        parameters that is such a parameter (iterated to a fixpoint), or leaves it at a constant
+        default; at least one call passes a host value itself."""
         if self._host is not None:
             return self._host
-        seen: dict[tuple[int, int], set[str]] = {}
+        edges: list[tuple[tuple[int, int], Call, FunctionRef]] = []
         for module in self.modules.values():
             owners = [module.summary.toplevel, *module.summary.functions]
             for offset, info in enumerate(owners):
                 function = FunctionRef(module, offset - 1)
                 for position, call in enumerate(info.calls):
-                    for callee in self.callees(function, position):
-                        names = _host_parameter_names(call, callee.info)
-                        key = callee.key()
-                        seen[key] = names if key not in seen else seen[key] & names
-        self._host = {key: frozenset(names) for key, names in seen.items() if names}
+                    edges.extend(
+                        (function.key(), call, callee) for callee in self.callees(function, position)
+                    )
+        host: dict[tuple[int, int], frozenset[str]] = {}
+        while True:
+            seen: dict[tuple[int, int], set[str]] = {}
+            given: dict[tuple[int, int], set[str]] = {}
+            for caller, call, callee in edges:
+                passed, omitted = _host_parameter_names(call, callee.info, host.get(caller, frozenset()))
+                key = callee.key()
+                seen[key] = passed | omitted if key not in seen else seen[key] & (passed | omitted)
+                given.setdefault(key, set()).update(passed)
+            found = {key: frozenset(names & given[key]) for key, names in seen.items() if names & given[key]}
+            if found == host:
+                break
+            host = found
+        self._host = host
         return self._host
 
     # -- what one module is handed ---------------------------------------------------------
@@ -874,18 +889,34 @@ def _first(item: tuple[int, Any]) -> int:
     return item[0]
 
 
-def _host_parameter_names(call: Call, callee: Function) -> set[str]:
-    """The callee's parameters that `call` passes a host value for."""
+def _host_parameter_names(call: Call, callee: Function, host: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The callee's parameters that `call` passes a host value for (`host`: the caller's own
+    parameters known to hold one), and those it leaves at a constant default (`None`, a number)."""
     params = callee.params
     bound = bound_self(call, callee)
     names = set()
-    for arg in call.host_args:
+    for arg in [*call.host_args, *(a for a, p in call.param_args.items() if p in host)]:
         if not arg.isdigit():
             if arg in params:
                 names.add(arg)
         elif int(arg) + bound < len(params):
             names.add(params[int(arg) + bound])
-    return names
+    if call.star:
+        return names, set()
+    given = {params[int(a) + bound] for a in call.args if a.isdigit() and int(a) + bound < len(params)}
+    given.update(a for a in call.args if not a.isdigit())
+    omitted = {p for p in params[bound:] if p not in given and _constant(callee.defaults.get(p))}
+    return names, omitted
+
+
+def _constant(token: Optional[str]) -> bool:
+    """A default that is no tensor: None, a number, a string, a boolean."""
+    if token is None:
+        return False
+    try:
+        return isinstance(ast.literal_eval(token), (type(None), int, float, str, bool))
+    except (ValueError, SyntaxError):
+        return False
 
 
 def _dotted_names(path: Path, root: Path) -> Iterator[str]:

@@ -65,6 +65,9 @@ class Call:
     guards: list[list[str]] = dataclasses.field(default_factory=list)
     # the outermost loop a block around it leaves at its end (`if done: ...; break`), -1 when none
     leaves: int = -1
+    # what it passes of the caller's own parameters (the parameter, an element of it, or one of
+    # those or None): "0", "1", ... or keywords -> the caller's parameter
+    param_args: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -377,6 +380,7 @@ class _Locals:
         self.values: dict[str, list[ast.AST]] = {}
         self.nested: dict[str, FunctionNode] = {}
         self.params: set[str] = set()
+        self.stores: dict[str, int] = {}  # how many places bind each name
         if function is None:
             return
         args = function.args
@@ -767,6 +771,8 @@ class _Summarizer:
             self.handed.add(node.id)
         if self.function_stack and isinstance(node.ctx, ast.Store):
             self.locals().names.add(node.id)
+            stores = self.locals().stores
+            stores[node.id] = stores.get(node.id, 0) + 1
             if node.id in self.current().params:
                 self.current().rebinds.setdefault(node.id, []).append([list(g) for g in self.guards])
         elif self.function_stack and _is_class_like(node.id):
@@ -887,6 +893,8 @@ class _Summarizer:
                 kind, target = described
                 call = Call(kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards)
                 call.leaves = leaves
+                if not star:
+                    call.param_args = self._param_args(node, scopes[0], function)
                 (function.cold_calls if cold else function.calls).append(call)
 
         self._later(describe)
@@ -962,6 +970,11 @@ class _Summarizer:
         host.extend(k.arg for k in node.keywords if k.arg and self._is_host(k.value, local))
         return host
 
+    def _param_args(self, node: ast.Call, local: _Locals, function: Function) -> dict[str, str]:
+        passed = {str(i): _own_parameter(a, local, function) for i, a in enumerate(node.args)}
+        passed.update((k.arg, _own_parameter(k.value, local, function)) for k in node.keywords if k.arg)
+        return {key: param for key, param in passed.items() if param}
+
     def _is_host(self, expr: ast.AST, local: Optional[_Locals] = None) -> bool:
         if isinstance(expr, ast.Name) and local is not None and expr.id not in local.params:
             # `scores_host = scores.cpu(); f(scores_host)`: every value the function binds to it
@@ -1027,6 +1040,27 @@ class _Summarizer:
                 if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
                     return name
         return None
+
+
+def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int = 0) -> str:
+    """The caller's own parameter that `expr` passes on: the parameter itself, never bound again
+    (`f(x)`), an element of it (`x[i]`), either of those or None (`x[i] if x is not None else
+    None`), or a local bound only to one of those; "" otherwise."""
+    if depth > 4:
+        return ""
+    if isinstance(expr, ast.Name):
+        if expr.id in local.params:
+            return "" if expr.id in function.rebinds else expr.id
+        values = local.values.get(expr.id, ())
+        found = {_own_parameter(v, local, function, depth + 1) for v in values}
+        return found.pop() if len(found) == 1 and len(values) == local.stores.get(expr.id, 0) else ""
+    if isinstance(expr, ast.Subscript):
+        return _own_parameter(expr.value, local, function, depth + 1)
+    if isinstance(expr, ast.IfExp):
+        sides = [s for s in (expr.body, expr.orelse) if not (isinstance(s, ast.Constant) and s.value is None)]
+        found = {_own_parameter(s, local, function, depth + 1) for s in sides}
+        return found.pop() if len(found) == 1 else ""
+    return ""
 
 
 # The handler of each node type (`_Summarizer._Call`), or None: found once per type, not per node.
