@@ -51,6 +51,10 @@ class EntryFacts:
     cuda_default: Optional[str] = None  # where the project makes CUDA the default device
     # functions whose layers keep the layout of published weights (project/checkpoints.py): why
     published_weights: tuple[tuple[int, str], ...] = ()
+    # datasets held in memory (project/datasets.py): tokens as written here, and per function the
+    # parameters every project caller passes one for
+    in_memory_datasets: frozenset[str] = frozenset()
+    in_memory_parameters: tuple[tuple[int, frozenset[str]], ...] = ()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -102,6 +106,11 @@ class EntryFacts:
             cuda_helper=_text(data["cuda_helper"]),
             cuda_default=_text(data["cuda_default"]),
             published_weights=tuple((int(i), str(why)) for i, why in data["published_weights"]),
+            in_memory_datasets=frozenset(map(str, data.get("in_memory_datasets", ()))),
+            in_memory_parameters=tuple(
+                (int(index), frozenset(map(str, names)))
+                for index, names in data.get("in_memory_parameters", ())
+            ),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
@@ -125,6 +134,12 @@ class EntryFacts:
             if function == index:
                 return dict(values)
         return {}
+
+    def in_memory_params_of(self, index: int) -> frozenset[str]:
+        for function, params in self.in_memory_parameters:
+            if function == index:
+                return params
+        return frozenset()
 
     def host_params_of(self, index: int) -> frozenset[str]:
         for function, params in self.host_parameters:

@@ -257,3 +257,7 @@ def runs_rarely(name: str, decorators: Iterable[Optional[str]], calls: Iterable[
 def normalised_code(text: str) -> str:
     """Source text of an expression, the same from libcst's code and from `ast.unparse`."""
     return "".join(text.split()).replace('"', "'")
+
+
+# torch's dataset of tensors it is handed: held in memory by construction
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})

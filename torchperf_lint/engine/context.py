@@ -12,6 +12,7 @@ from ..analysis.caches import SlotCaches
 from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
+from ..analysis.datasets import InMemoryData
 from ..analysis.devices import HostTensors
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..analysis.grad_mode import GradMode
@@ -175,6 +176,16 @@ class Context:
         return support(name, self.target_torch_version())
 
     # -- batches and host values ---------------------------------------------------------
+    @functools.cached_property
+    def _in_memory_data(self) -> InMemoryData:
+        return InMemoryData(self.facts, self.names, self.hot, self.entry)
+
+    def holds_in_memory(self, dataset: cst.BaseExpression) -> bool:
+        """`dataset` is held in memory: a `TensorDataset`, or a project dataset whose
+        `__getitem__` only indexes what `__init__` stored, reached through names, a returned
+        tuple or a parameter every caller passes one for (analysis/datasets.py)."""
+        return self._in_memory_data.holds(dataset)
+
     @functools.cached_property
     def _batches(self) -> Batches:
         return Batches(self.facts, self.names, self.hot)

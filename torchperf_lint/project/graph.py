@@ -23,6 +23,7 @@ from ..analysis.vocabulary import (
 )
 from .arguments import Sites, Values, argument_values, bound_self, guarded_off
 from .checkpoints import published_functions
+from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
 from .summary import Call, Class, Function, Summary
 
@@ -125,6 +126,8 @@ class Project:
         self._hot_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._host_by_module: dict[int, list[tuple[int, Any]]] = {}
         self.layers = LayerProfiles(self)
+        self.datasets = InMemoryDatasets(self)
+        self._datasets_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._channels_last: Optional[dict[int, bool]] = None
         self._published: Optional[dict[tuple[int, int], str]] = None
         self._published_by_module: dict[int, list[tuple[int, Any]]] = {}
@@ -871,6 +874,12 @@ class Project:
             cuda_default=self.cuda_default(),
             published_weights=tuple(
                 sorted(_of_module(self.published(), self._published_by_module).get(key, ()), key=_first)
+            ),
+            in_memory_datasets=self.datasets.names(module),
+            in_memory_parameters=tuple(
+                sorted(
+                    _of_module(self.datasets.parameters(), self._datasets_by_module).get(key, ()), key=_first
+                )
             ),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),

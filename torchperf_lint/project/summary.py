@@ -38,6 +38,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
+from .datasets import items_in_memory
 
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 _HOST_FUNCTIONS = frozenset({"torch.from_numpy"})
@@ -68,6 +69,8 @@ class Call:
     # what it passes of the caller's own parameters (the parameter, an element of it, or one of
     # those or None): "0", "1", ... or keywords -> the caller's parameter
     param_args: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the datasets it passes, by slot as in `args`: project/datasets.py's tokens
+    datasets: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -101,6 +104,8 @@ class Function:
     # `self.ATTR = ...` in its body: [ATTR, the parameter it is set from, or ""]
     self_stores: list[list[str]] = dataclasses.field(default_factory=list)
     cold_calls: list[Call] = dataclasses.field(default_factory=list)  # calls in cold code (constructions)
+    # per `return`: the dataset token of each element of the tuple it returns (project/datasets.py)
+    returns_items: list[list[str]] = dataclasses.field(default_factory=list)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -122,6 +127,7 @@ class Class:
     methods: dict[str, int] = dataclasses.field(default_factory=dict)
     attributes: dict[str, str] = dataclasses.field(default_factory=dict)  # self.x = Callee(...)
     builds: list[str] = dataclasses.field(default_factory=list)  # built() by each call of its methods
+    items_in_memory: Optional[bool] = None  # its own __getitem__ only indexes __init__'s attributes
 
 
 @dataclasses.dataclass
@@ -381,6 +387,7 @@ class _Locals:
         self.nested: dict[str, FunctionNode] = {}
         self.params: set[str] = set()
         self.stores: dict[str, int] = {}  # how many places bind each name
+        self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
         if function is None:
             return
         args = function.args
@@ -388,6 +395,35 @@ class _Locals:
             if arg is not None:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
+
+
+def _record_unpacked(node: ast.Assign, local: _Locals) -> None:
+    """`train_set, model, opt = load_train_objs()`: each name with the call and its position."""
+    target, value = node.targets[0], node.value
+    if len(node.targets) != 1 or not isinstance(target, ast.Tuple) or not isinstance(value, ast.Call):
+        return
+    if any(isinstance(element, ast.Starred) for element in target.elts):
+        return
+    for position, element in enumerate(target.elts):
+        if isinstance(element, ast.Name):
+            local.unpacked.setdefault(element.id, []).append((value, position))
+
+
+def _dataset_token(expr: ast.AST, local: _Locals) -> str:
+    """What `expr` is as a dataset (project/datasets.py): `Callee` for a class-like callee's
+    `Callee(...)`, `f#i` for element `i` of `f()`'s tuple, through a name every binding of which
+    agrees; "" when neither."""
+    if isinstance(expr, ast.Call):
+        callee = dotted(expr.func) or ""
+        return callee if callee and _is_class_like(callee.split(".")[-1]) else ""
+    if not isinstance(expr, ast.Name) or expr.id in local.params:
+        return ""
+    values = local.values.get(expr.id, [])
+    tokens = {_dataset_token(v, local) if isinstance(v, ast.Call) else "" for v in values}
+    for call, position in local.unpacked.get(expr.id, ()):
+        function = dotted(call.func)
+        tokens.add(f"{function}#{position}" if function else "")
+    return tokens.pop() if len(tokens) == 1 else ""
 
 
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -516,6 +552,7 @@ class _Summarizer:
         index = len(self.summary.classes)
         bases = [d for d in (dotted(b) for b in node.bases) if d]
         self.summary.classes.append(Class(node.name, outer + node.name, node.lineno, bases))
+        self.summary.classes[index].items_in_memory = items_in_memory(node)
         if not self.function_stack and not self.class_stack:
             self.summary.globals[node.name] = ["class", index]
         self.class_stack.append(index)
@@ -734,6 +771,8 @@ class _Summarizer:
                 self.summary.globals.setdefault(target.id, ["call", callee])
         if self.function_stack and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.locals().values.setdefault(node.targets[0].id, []).append(node.value)
+        if self.function_stack:
+            _record_unpacked(node, self.locals())
         target = node.targets[0]
         if (
             len(node.targets) == 1
@@ -817,6 +856,15 @@ class _Summarizer:
         stripped = _strip_chain(value)
         if self.function_stack and isinstance(stripped, ast.Call):
             function.returns.append(built(stripped))
+        if self.function_stack:
+            elements = value.elts if isinstance(value, ast.Tuple) else []
+            function.returns_items.append([])
+            returned = function.returns_items[-1]
+
+            def items() -> None:
+                returned.extend(_dataset_token(element, local) for element in elements)
+
+            self._later(items)
 
         def device() -> None:
             values = local.values.get(value.id, ()) if isinstance(value, ast.Name) else (value,)
@@ -895,6 +943,7 @@ class _Summarizer:
                 call.leaves = leaves
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
+                call.datasets = self._datasets(node, scopes[0])
                 (function.cold_calls if cold else function.calls).append(call)
 
         self._later(describe)
@@ -964,6 +1013,13 @@ class _Summarizer:
             if callee:
                 return "instance", f"{callee}|{method}"
         return None
+
+    @staticmethod
+    def _datasets(node: ast.Call, local: _Locals) -> dict[str, str]:
+        passed = [(str(i), a) for i, a in enumerate(node.args)]
+        passed.extend((k.arg, k.value) for k in node.keywords if k.arg)
+        tokens = ((slot, _dataset_token(value, local)) for slot, value in passed)
+        return {slot: token for slot, token in tokens if token}
 
     def _host_args(self, node: ast.Call, local: _Locals) -> list[str]:
         host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg, local)]
@@ -1077,6 +1133,8 @@ def summarize(source: str) -> Optional[Summary]:
     for node in _own_nodes(tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             summarizer.module_locals.values.setdefault(node.targets[0].id, []).append(node.value)
+        if isinstance(node, ast.Assign):
+            _record_unpacked(node, summarizer.module_locals)
     try:
         for statement in tree.body:
             summarizer.visit(statement)

@@ -31,7 +31,12 @@ class DataloaderNumWorkers(Rule):
     or `*args` that could supply it; datasets built from tensors already on the GPU
     (`TensorDataset(x.cuda(), y.cuda())`, where workers would fail); files that never use CUDA;
     classes named `DataLoader` that are not torch's; loaders of a dataset's one-off preparation
-    (its `process()` or `download()`, run once when the dataset is first built).
+    (its `process()` or `download()`, run once when the dataset is first built); datasets held in
+    memory, where workers would have nothing to load, only processes to spawn and batches to send
+    back: a `TensorDataset`, or a project dataset whose `__getitem__` only indexes what its
+    `__init__` stored (no file read, decode, transform or other call), reached through a name, a
+    tuple a project function returns, or a parameter every caller in the project passes one for.
+    A dataset of a class the project does not define keeps the finding.
     """
 
     code = "TPL501"
@@ -74,8 +79,66 @@ class DataloaderNumWorkers(Rule):
                     self.loader = DataLoader(dataset, 32, True, pin_memory=True)  # expect: TPL501
                     self.device = "cuda"
             """,
+        "dataset-decodes-images-in-getitem": """
+            from PIL import Image
+            from torch.utils.data import DataLoader, Dataset
+
+            class Photos(Dataset):
+                def __init__(self, paths, transform):
+                    self.paths = paths
+                    self.transform = transform
+
+                def __len__(self):
+                    return len(self.paths)
+
+                def __getitem__(self, index):
+                    return self.transform(Image.open(self.paths[index]))
+
+            loader = DataLoader(Photos(paths, transform), batch_size=64)  # expect: TPL501
+            device = "cuda"
+            """,
+        "dataset-of-a-library-class": """
+            import torch
+            from torch.utils.data import DataLoader
+            from torchvision.datasets import CIFAR10
+
+            train_set = CIFAR10("data", train=True, download=True)
+            loader = DataLoader(train_set, batch_size=128, shuffle=True)  # expect: TPL501
+            device = torch.device("cuda")
+            """,
     }
     GOOD = {
+        "in-memory-dataset": """
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+
+            class MyTrainDataset(Dataset):
+                def __init__(self, size):
+                    self.size = size
+                    self.data = [(torch.rand(20), torch.rand(1)) for _ in range(size)]
+
+                def __len__(self):
+                    return self.size
+
+                def __getitem__(self, index):
+                    return self.data[index]
+
+            def load_train_objs():
+                train_set = MyTrainDataset(2048)
+                model = torch.nn.Linear(20, 1).cuda()
+                return train_set, model
+
+            train_set, model = load_train_objs()
+            loader = DataLoader(train_set, batch_size=32, pin_memory=True)
+            """,
+        "tensor-dataset": """
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+
+            features, labels = torch.load("features.pt")
+            loader = DataLoader(TensorDataset(features, labels), batch_size=256, shuffle=True)
+            device = torch.device("cuda")
+            """,
         "one-off-feature-extraction-in-dataset-process": """
             import torch
             import torch.nn.functional as F
@@ -142,4 +205,7 @@ class DataloaderNumWorkers(Rule):
             return
         if dataset_on_device(node, ctx) or ctx.prepares_dataset(node):
             return
+        dataset = argument(node, "dataset")
+        if dataset is not None and ctx.holds_in_memory(dataset):
+            return  # workers would have nothing to load, only processes to spawn
         yield self.report(node, how="without num_workers" if workers is None else "with num_workers=0")
