@@ -65,7 +65,9 @@ class HostModels:
                 return False
             values = [b.node for b in bindings]
             scope = self._scope_of(owner)
-            occurrences = [n for n in _walk(scope) if isinstance(n, cst.Name) and n.value == owner.value]
+            occurrences: list[cst.BaseExpression] = [
+                n for n in _walk(scope) if isinstance(n, cst.Name) and n.value == owner.value
+            ]
         else:
             assert isinstance(owner, cst.Attribute)
             cls = self._hot.enclosing_class(owner)

@@ -51,7 +51,7 @@ def items_in_memory(node: ast.ClassDef) -> Optional[bool]:
     if getitem is None:
         return None
     init = methods.get("__init__")
-    stored = set(_self_stores(init)) if init is not None else set()
+    stored = set(_self_stores(init)) - set(_disk_backed(init)) if init is not None else set()
     body = getitem.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
@@ -70,23 +70,59 @@ def items_in_memory(node: ast.ClassDef) -> Optional[bool]:
     return True
 
 
+# openers whose result reads the disk on every index: an HDF5 file, a memory map, a key-value store
+_DISK_OPENERS = frozenset({"File", "memmap", "open", "open_memmap", "load_from_disk", "Environment"})
+_MAPPING_KEYWORDS = frozenset(
+    {"mmap_mode", "mmap"}
+)  # np.load(..., mmap_mode="r"), torch.load(..., mmap=True)
+
+
+def _disk_backed(init: ast.AST) -> Iterator[str]:
+    """The `self.` attributes `__init__` binds to a view of a file on disk (`h5py.File(path)[key]`,
+    `np.load(path, mmap_mode="r")`, `np.memmap`, `zarr.open`, `lmdb.open`): indexing them reads
+    the disk, which is what loader workers are for."""
+    for part in ast.walk(init):
+        if not isinstance(part, ast.Assign):
+            continue
+        opens_disk = any(
+            isinstance(call, ast.Call)
+            and (
+                _callee_name(call.func) in _DISK_OPENERS
+                or any(keyword.arg in _MAPPING_KEYWORDS for keyword in call.keywords)
+            )
+            for call in ast.walk(part.value)
+        )
+        if opens_disk:
+            yield from _self_targets(part.targets)
+
+
+def _callee_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
 def _self_stores(init: ast.AST) -> Iterator[str]:
     for part in ast.walk(init):
-        targets: list[ast.expr] = []
         if isinstance(part, ast.Assign):
-            targets = list(part.targets)
+            yield from _self_targets(part.targets)
         elif isinstance(part, (ast.AnnAssign, ast.AugAssign)):
-            targets = [part.target]
-        while targets:
-            target = targets.pop()
-            if isinstance(target, (ast.Tuple, ast.List)):
-                targets.extend(target.elts)
-            elif (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == "self"
-            ):
-                yield target.attr
+            yield from _self_targets([part.target])
+
+
+def _self_targets(targets: list[ast.expr]) -> Iterator[str]:
+    """The `self.` attributes among assignment targets, tuple targets unpacked."""
+    pending = list(targets)
+    while pending:
+        target = pending.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            pending.extend(target.elts)
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            yield target.attr
 
 
 class InMemoryDatasets:

@@ -36,7 +36,8 @@ class DataloaderNumWorkers(Rule):
     back: a `TensorDataset`, or a project dataset whose `__getitem__` only indexes what its
     `__init__` stored (no file read, decode, transform or other call), reached through a name, a
     tuple a project function returns, or a parameter every caller in the project passes one for.
-    A dataset of a class the project does not define keeps the finding.
+    A dataset of a class the project does not define, or one whose `__init__` opens a view of a file
+    (`h5py.File`, a memory map, an LMDB environment) that indexing reads, keeps the finding.
     """
 
     code = "TPL501"
@@ -95,6 +96,25 @@ class DataloaderNumWorkers(Rule):
                     return self.transform(Image.open(self.paths[index]))
 
             loader = DataLoader(Photos(paths, transform), batch_size=64)  # expect: TPL501
+            device = "cuda"
+            """,
+        "dataset-indexing-a-file-on-disk": """
+            import h5py
+            import numpy as np
+            from torch.utils.data import DataLoader, Dataset
+
+            class Frames(Dataset):
+                def __init__(self, path):
+                    self.frames = h5py.File(path, "r")["frames"]
+                    self.labels = np.load(path + ".labels.npy", mmap_mode="r")
+
+                def __len__(self):
+                    return len(self.labels)
+
+                def __getitem__(self, index):
+                    return self.frames[index], self.labels[index]
+
+            loader = DataLoader(Frames("train.h5"), batch_size=64)  # expect: TPL501
             device = "cuda"
             """,
         "dataset-of-a-library-class": """
