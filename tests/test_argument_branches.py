@@ -362,3 +362,96 @@ def test_a_class_a_package_exports_is_built_by_its_users_so_its_attributes_stay_
     assert finding_lines(root, "pkg/quantizer.py", SYNC) == []
     write_project(tmp_path, {"pkg/__init__.py": "from .quantizer import Quantizer\n"})
     assert finding_lines(root, "pkg/quantizer.py", SYNC) == [11]
+
+
+_HANDED_ON = """
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def decode(self, x, size=None):
+            if size is None:
+                size = x.max().item()  # line 8
+            return x
+
+        def middle(self, x, size=None):
+            return self.decode(x, size)
+
+        def outer(self, x, size=None):
+            return self.middle(x, size=size)
+
+        def forward(self, x, given=None):
+            {calls}
+            return x
+"""
+
+
+def _handed_on_lines(tmp_path: Path, calls: str) -> list[int]:
+    root = write_project(tmp_path, {"model.py": _HANDED_ON.replace("{calls}", calls)})
+    return finding_lines(root, "model.py", SYNC)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "x = self.outer(x, size=(3, 3))",  # handed on through two calls
+        "x = self.outer(x, (3, 3))\n            x = self.middle(x, 4)",
+    ],
+)
+def test_a_value_handed_on_through_calls_decides_the_callee_branch(tmp_path: Path, calls: str) -> None:
+    assert _handed_on_lines(tmp_path, calls) == []
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "x = self.outer(x)",  # the outer default None is handed on
+        "x = self.outer(x, size=given)",  # the root's own parameter: its callers are not seen
+        "x = self.outer(x, (3, 3))\n            x = self.middle(x)",  # one caller leaves it None
+        "x = self.decode(x, given)",
+    ],
+)
+def test_a_value_handed_on_from_an_open_parameter_stays_open(tmp_path: Path, calls: str) -> None:
+    assert _handed_on_lines(tmp_path, calls) == [8]
+
+
+def test_a_parameter_the_caller_binds_again_is_not_handed_on(tmp_path: Path) -> None:
+    source = _HANDED_ON.replace(
+        "            return self.decode(x, size)",
+        "            size = None\n            return self.decode(x, size)",
+    )
+    root = write_project(tmp_path, {"model.py": source.replace("{calls}", "x = self.outer(x, size=(3, 3))")})
+    assert finding_lines(root, "model.py", SYNC) == [8]
+
+
+def test_a_lambda_parameter_of_the_same_name_is_not_the_caller_parameter(tmp_path: Path) -> None:
+    source = _HANDED_ON.replace(
+        "            return self.decode(x, size)",
+        "            return (lambda size: self.decode(x, size))(None)",
+    )
+    root = write_project(tmp_path, {"model.py": source.replace("{calls}", "x = self.outer(x, size=(3, 3))")})
+    assert finding_lines(root, "model.py", SYNC) == [8]
+
+
+@pytest.mark.parametrize(("passed", "hot"), [("(3, 3)", []), ("None", [7])])
+def test_a_value_handed_on_around_a_recursion(tmp_path: Path, passed: str, hot: list[int]) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+
+        def walk(x, depth, size=None):
+            if size is None:
+                size = x.max().item()  # line 7
+            if depth:
+                return walk(x, depth - 1, size)
+            return x
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return walk(x, 3, size={passed})
+    """
+    root = write_project(tmp_path, {"model.py": source})
+    assert finding_lines(root, "model.py", SYNC) == hot

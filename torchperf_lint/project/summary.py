@@ -13,7 +13,7 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union
 
-from ..analysis.arguments import asserted_values, mentions, subject, value_token
+from ..analysis.arguments import PARAM_PREFIX, asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.vocabulary import (
     COMPILING,
@@ -409,6 +409,7 @@ class _Summarizer:
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
         self.outer_stores: set[str] = set()
+        self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -677,7 +678,11 @@ class _Summarizer:
             isinstance(node.body, ast.Constant) and isinstance(node.body.value, str)
         )
         self.cold += lazy_message
+        args = node.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        self.lambda_params.append({a.arg for a in params if a is not None})
         self.children(node)
+        self.lambda_params.pop()
         self.cold -= lazy_message
 
     def _With(self, node: Union[ast.With, ast.AsyncWith]) -> None:
@@ -804,6 +809,22 @@ class _Summarizer:
     def _is_device_call(self, value: ast.AST) -> bool:
         return isinstance(value, ast.Call) and self.qualify(dotted(value.func) or "") == "torch.device"
 
+    def _token(self, argument: ast.AST) -> str:
+        """What a call passes: a literal's token, the caller's own parameter handed on
+        (PARAM_PREFIX + name: its value is the caller's, project/arguments.py), or "?"."""
+        token = value_token(argument)
+        if token is not None:
+            return token
+        if (
+            isinstance(argument, ast.Name)
+            and self.function_stack
+            and argument.id != "self"
+            and argument.id in self.current().params
+            and not any(argument.id in shadow for shadow in self.lambda_params)
+        ):
+            return PARAM_PREFIX + argument.id
+        return "?"
+
     def _setter_argument(self, node: ast.Call) -> Optional[str]:
         """What `torch.set_default_device(ARG)` is given: a string's value, a qualified name, or
         the string of `torch.device("cuda")`."""
@@ -839,8 +860,8 @@ class _Summarizer:
         loop = self.innermost_loop()
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-        args = {str(i): value_token(a) or "?" for i, a in enumerate(node.args)}
-        args.update((k.arg, value_token(k.value) or "?") for k in node.keywords if k.arg)
+        args = {str(i): self._token(a) for i, a in enumerate(node.args)}
+        args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
         setter = self.qualify(dotted(node.func) or "")
         if self.function_stack and runs_rarely("", (), (setter,)):
             function.rare = True
