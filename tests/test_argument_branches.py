@@ -455,3 +455,38 @@ def test_a_value_handed_on_around_a_recursion(tmp_path: Path, passed: str, hot: 
     """
     root = write_project(tmp_path, {"model.py": source})
     assert finding_lines(root, "model.py", SYNC) == hot
+
+
+@pytest.mark.parametrize(
+    ("test", "hot"),
+    [
+        ("not torch.compiler.is_compiling() and not (x.max() < 3)", []),  # an eager-only check
+        ("size is not None or x.max() < 3", []),  # given a size: the right is never read
+        ("size is None or x.max() < 3", [7]),
+        ("x.shape[0] > 1 and x.max() < 3", [7]),
+    ],
+)
+def test_an_if_on_a_tensor_counts_only_the_operands_a_step_reads(
+    tmp_path: Path, test: str, hot: list[int]
+) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def check(self, x, size=None):
+                if {test}:
+                    raise ValueError("out of range")
+                return x
+
+            def forward(self, x):
+                return self.check(x, size=(3, 3))
+    """
+    root = write_project(tmp_path, {"model.py": source})
+    assert finding_lines(root, "model.py", SYNC) == hot
+    checked = source.replace(
+        f'if {test}:\n                    raise ValueError("out of range")', f"assert not ({test})"
+    )
+    root = write_project(tmp_path, {"model.py": checked})
+    assert finding_lines(root, "model.py", "TPL104") == hot  # an assert reads its operands as `if` does
