@@ -490,3 +490,48 @@ def test_an_if_on_a_tensor_counts_only_the_operands_a_step_reads(
     )
     root = write_project(tmp_path, {"model.py": checked})
     assert finding_lines(root, "model.py", "TPL104") == hot  # an assert reads its operands as `if` does
+
+
+_EDT = """
+    import torch
+
+
+    def edt(img, return_indices=False):
+        if return_indices:
+            return img.max().item()  # line 6
+        return img
+"""
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "hot"),
+    [
+        ("nd = optional_import('scipy.ndimage'); run = nd.edt", []),  # another module's edt
+        ("run = edt", [6]),  # the project's edt handed on: its calls are not all seen
+        ("import ops; run = ops.edt", [6]),
+    ],
+)
+def test_a_function_is_handed_on_by_its_own_name_not_by_another_object_attribute(
+    tmp_path: Path, elsewhere: str, hot: list[int]
+) -> None:
+    loss = """
+        import torch
+        from torch import nn
+        from ops import edt
+
+
+        class Loss(nn.Module):
+            def forward(self, x):
+                return edt(x)
+    """
+    other = f"""
+        from ops import edt
+        from utils import optional_import
+
+
+        def helper():
+            {elsewhere}
+            return run
+    """
+    root = write_project(tmp_path, {"ops.py": _EDT, "loss.py": loss, "metrics.py": other})
+    assert finding_lines(root, "ops.py", SYNC) == hot

@@ -114,21 +114,26 @@ def _agreed(callee: Function, calls: Iterable[tuple[Call, bool, Handed]]) -> Val
 
 def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Values]:
     handed: set[str] = set()
+    members: set[str] = set()  # handed on as an attribute of a local object: methods only
     outer: set[str] = set()
     exported: set[str] = set()
     for module in project.modules.values():
         handed.update(module.summary.handed)
+        members.update(module.summary.handed_members)
         outer.update(module.summary.outer_stores)
         if module.is_package:
             exported.update(module.summary.imports)
     roots = {function.key() for function, _ in project.roots()}
+    either = members | handed
     decided = {
         key: entry
         for key, entry in sites.items()
-        if key not in roots and entry[0].info.name not in handed and entry[0].index >= 0
+        if key not in roots
+        and entry[0].index >= 0
+        and entry[0].info.name not in (either if entry[0].info.cls >= 0 else handed)
     }
     found = _handed_on(decided)
-    for cls, init, values in _constructions(project, handed | exported):
+    for cls, init, values in _constructions(project, handed | members | exported):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
             found.setdefault(method.key(), {})[f"self.{attribute}"] = token
     return found

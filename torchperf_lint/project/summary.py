@@ -145,6 +145,9 @@ class Summary:
     collates: list[str] = dataclasses.field(default_factory=list)  # dotted names passed as collate_fn=
     # names read but not called (a function or class handed on: its calls are not all seen)
     handed: list[str] = dataclasses.field(default_factory=list)
+    # attributes read but not called on a local object (`nd.edt`, `self.fn`): they hand on a
+    # method, never a module's function (reached by its own name or through an import)
+    handed_members: list[str] = dataclasses.field(default_factory=list)
     outer_stores: list[str] = dataclasses.field(default_factory=list)  # `obj.ATTR = ...` with obj not self
 
     def to_json(self) -> dict[str, Any]:
@@ -172,6 +175,7 @@ class Summary:
             channels_last=data.get("channels_last", False),
             collates=data.get("collates", []),
             handed=data.get("handed", []),
+            handed_members=data.get("handed_members", []),
             outer_stores=data.get("outer_stores", []),
         )
 
@@ -408,6 +412,7 @@ class _Summarizer:
         self.guards: list[list[str]] = []  # tests on the current function's parameters around here
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
+        self.handed_members: set[str] = set()
         self.outer_stores: set[str] = set()
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
 
@@ -735,7 +740,7 @@ class _Summarizer:
             self.summary.channels_last = True
         if isinstance(node.ctx, ast.Load):
             if id(node) not in self.not_handed:
-                self.handed.add(node.attr)
+                self._hand_attribute(node)
         elif id(node) in self.not_handed:
             pass  # `self.x = param`, recorded by _Assign
         elif subject(node) is not None and self.function_stack:
@@ -746,6 +751,22 @@ class _Summarizer:
             if self.qualify(dotted(node) or "") in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
         self.children(node)
+
+    def _hand_attribute(self, node: ast.Attribute) -> None:
+        """`base.attr` read, not called: it hands on a method named attr, and a module's function
+        too unless base is a local object of the function (not an import)."""
+        base = node.value
+        if not (isinstance(base, ast.Name) and self.function_stack):
+            self.handed.add(node.attr)
+            return
+        scopes = self.scopes()
+
+        def hand() -> None:
+            imported = base.id in self.summary.imports or any(base.id == b for b, _ in self.import_pairs)
+            local = any(base.id in scope.names for scope in scopes)
+            (self.handed_members if local and not imported else self.handed).add(node.attr)
+
+        self._later(hand)
 
     def _Name(self, node: ast.Name) -> None:
         if "channels_last" in node.id:
@@ -1051,6 +1072,7 @@ def summarize(source: str) -> Optional[Summary]:
         return None
     summary = summarizer.summary
     summary.handed = sorted(summarizer.handed)
+    summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
     summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
     return summary
