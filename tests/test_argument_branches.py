@@ -507,6 +507,7 @@ _EDT = """
     ("elsewhere", "hot"),
     [
         ("nd = optional_import('scipy.ndimage'); run = nd.edt", []),  # another module's edt
+        ("run = ndimage.edt", []),  # a global object: `ndimage, _ = optional_import(...)`
         ("run = edt", [6]),  # the project's edt handed on: its calls are not all seen
         ("import ops; run = ops.edt", [6]),
     ],
@@ -528,6 +529,7 @@ def test_a_function_is_handed_on_by_its_own_name_not_by_another_object_attribute
         from ops import edt
         from utils import optional_import
 
+        ndimage, has_ndimage = optional_import("scipy.ndimage")
 
         def helper():
             {elsewhere}

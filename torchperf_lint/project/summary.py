@@ -413,6 +413,7 @@ class _Summarizer:
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
         self.handed_members: set[str] = set()
+        self.global_objects: set[str] = set()  # bound at module level (`nd, ok = optional_import(...)`)
         self.outer_stores: set[str] = set()
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
 
@@ -763,7 +764,7 @@ class _Summarizer:
 
         def hand() -> None:
             imported = base.id in self.summary.imports or any(base.id == b for b, _ in self.import_pairs)
-            local = any(base.id in scope.names for scope in scopes)
+            local = base.id in self.global_objects or any(base.id in scope.names for scope in scopes)
             (self.handed_members if local and not imported else self.handed).add(node.attr)
 
         self._later(hand)
@@ -773,6 +774,8 @@ class _Summarizer:
             self.summary.channels_last = True
         if isinstance(node.ctx, ast.Load) and id(node) not in self.not_handed:
             self.handed.add(node.id)
+        if not self.function_stack and isinstance(node.ctx, ast.Store):
+            self.global_objects.add(node.id)
         if self.function_stack and isinstance(node.ctx, ast.Store):
             self.locals().names.add(node.id)
             if node.id in self.current().params:
