@@ -362,3 +362,178 @@ def test_a_class_a_package_exports_is_built_by_its_users_so_its_attributes_stay_
     assert finding_lines(root, "pkg/quantizer.py", SYNC) == []
     write_project(tmp_path, {"pkg/__init__.py": "from .quantizer import Quantizer\n"})
     assert finding_lines(root, "pkg/quantizer.py", SYNC) == [11]
+
+
+_HANDED_ON = """
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def decode(self, x, size=None):
+            if size is None:
+                size = x.max().item()  # line 8
+            return x
+
+        def middle(self, x, size=None):
+            return self.decode(x, size)
+
+        def outer(self, x, size=None):
+            return self.middle(x, size=size)
+
+        def forward(self, x, given=None):
+            {calls}
+            return x
+"""
+
+
+def _handed_on_lines(tmp_path: Path, calls: str) -> list[int]:
+    root = write_project(tmp_path, {"model.py": _HANDED_ON.replace("{calls}", calls)})
+    return finding_lines(root, "model.py", SYNC)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "x = self.outer(x, size=(3, 3))",  # handed on through two calls
+        "x = self.outer(x, (3, 3))\n            x = self.middle(x, 4)",
+    ],
+)
+def test_a_value_handed_on_through_calls_decides_the_callee_branch(tmp_path: Path, calls: str) -> None:
+    assert _handed_on_lines(tmp_path, calls) == []
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "x = self.outer(x)",  # the outer default None is handed on
+        "x = self.outer(x, size=given)",  # the root's own parameter: its callers are not seen
+        "x = self.outer(x, (3, 3))\n            x = self.middle(x)",  # one caller leaves it None
+        "x = self.decode(x, given)",
+    ],
+)
+def test_a_value_handed_on_from_an_open_parameter_stays_open(tmp_path: Path, calls: str) -> None:
+    assert _handed_on_lines(tmp_path, calls) == [8]
+
+
+def test_a_parameter_the_caller_binds_again_is_not_handed_on(tmp_path: Path) -> None:
+    source = _HANDED_ON.replace(
+        "            return self.decode(x, size)",
+        "            size = None\n            return self.decode(x, size)",
+    )
+    root = write_project(tmp_path, {"model.py": source.replace("{calls}", "x = self.outer(x, size=(3, 3))")})
+    assert finding_lines(root, "model.py", SYNC) == [8]
+
+
+def test_a_lambda_parameter_of_the_same_name_is_not_the_caller_parameter(tmp_path: Path) -> None:
+    source = _HANDED_ON.replace(
+        "            return self.decode(x, size)",
+        "            return (lambda size: self.decode(x, size))(None)",
+    )
+    root = write_project(tmp_path, {"model.py": source.replace("{calls}", "x = self.outer(x, size=(3, 3))")})
+    assert finding_lines(root, "model.py", SYNC) == [8]
+
+
+@pytest.mark.parametrize(("passed", "hot"), [("(3, 3)", []), ("None", [7])])
+def test_a_value_handed_on_around_a_recursion(tmp_path: Path, passed: str, hot: list[int]) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+
+        def walk(x, depth, size=None):
+            if size is None:
+                size = x.max().item()  # line 7
+            if depth:
+                return walk(x, depth - 1, size)
+            return x
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return walk(x, 3, size={passed})
+    """
+    root = write_project(tmp_path, {"model.py": source})
+    assert finding_lines(root, "model.py", SYNC) == hot
+
+
+@pytest.mark.parametrize(
+    ("test", "hot"),
+    [
+        ("not torch.compiler.is_compiling() and not (x.max() < 3)", []),  # an eager-only check
+        ("size is not None or x.max() < 3", []),  # given a size: the right is never read
+        ("size is None or x.max() < 3", [7]),
+        ("x.shape[0] > 1 and x.max() < 3", [7]),
+    ],
+)
+def test_an_if_on_a_tensor_counts_only_the_operands_a_step_reads(
+    tmp_path: Path, test: str, hot: list[int]
+) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def check(self, x, size=None):
+                if {test}:
+                    raise ValueError("out of range")
+                return x
+
+            def forward(self, x):
+                return self.check(x, size=(3, 3))
+    """
+    root = write_project(tmp_path, {"model.py": source})
+    assert finding_lines(root, "model.py", SYNC) == hot
+    checked = source.replace(
+        f'if {test}:\n                    raise ValueError("out of range")', f"assert not ({test})"
+    )
+    root = write_project(tmp_path, {"model.py": checked})
+    assert finding_lines(root, "model.py", "TPL104") == hot  # an assert reads its operands as `if` does
+
+
+_EDT = """
+    import torch
+
+
+    def edt(img, return_indices=False):
+        if return_indices:
+            return img.max().item()  # line 6
+        return img
+"""
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "hot"),
+    [
+        ("nd = optional_import('scipy.ndimage'); run = nd.edt", []),  # another module's edt
+        ("run = ndimage.edt", []),  # a global object: `ndimage, _ = optional_import(...)`
+        ("run = edt", [6]),  # the project's edt handed on: its calls are not all seen
+        ("import ops; run = ops.edt", [6]),
+    ],
+)
+def test_a_function_is_handed_on_by_its_own_name_not_by_another_object_attribute(
+    tmp_path: Path, elsewhere: str, hot: list[int]
+) -> None:
+    loss = """
+        import torch
+        from torch import nn
+        from ops import edt
+
+
+        class Loss(nn.Module):
+            def forward(self, x):
+                return edt(x)
+    """
+    other = f"""
+        from ops import edt
+        from utils import optional_import
+
+        ndimage, has_ndimage = optional_import("scipy.ndimage")
+
+        def helper():
+            {elsewhere}
+            return run
+    """
+    root = write_project(tmp_path, {"ops.py": _EDT, "loss.py": loss, "metrics.py": other})
+    assert finding_lines(root, "ops.py", SYNC) == hot

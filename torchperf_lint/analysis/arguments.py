@@ -16,6 +16,9 @@ import functools
 from typing import Mapping, Optional
 
 NOT_NONE = "!None"
+# what a call passes when it hands on its caller's own parameter (`g(x, size)` in `f(x, size)`):
+# the project pass replaces it by the caller's value for that parameter, when it has one
+PARAM_PREFIX = "@"
 
 
 def value_token(node: ast.AST) -> Optional[str]:

@@ -6,7 +6,9 @@ construction of the project. A branch on them that the value never takes is cold
 What counts as every call:
 - a parameter: the calls from hot code (forward and what it calls, step loops). A call from
   cold code runs rarely, so it does not make a branch hot. Roots (forward, step hooks, methods a
-  library base calls) are left out: their callers are the framework and the user.
+  library base calls) are left out: their callers are the framework and the user. A call that
+  hands on a parameter of its caller (`g(x, size)` in `f(x, size=None)`) passes what f's own
+  callers decided for it; a root's parameters stay open, so what it hands on does too.
 - an attribute: every construction in the project, cold ones included (construction is cold);
   none for a class a package's `__init__.py` exports (monai's `FocalLoss`): its users build it.
 Calls the project pass does not resolve are not seen, so a function or class whose name is read
@@ -17,15 +19,17 @@ the linted code runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
-from ..analysis.arguments import NOT_NONE, decided_sides, merge, parse_test
+from ..analysis.arguments import NOT_NONE, PARAM_PREFIX, decided_sides, merge, parse_test
 from .summary import Call, Function
 
 if TYPE_CHECKING:
     from .graph import ClassRef, FunctionRef, Project
 
 Values = dict[str, str]
+SAME = "=same"  # a recursive call hands the parameter on to itself: it adds no value of its own
+_ROUNDS = 32  # values handed on through more calls than this stay open
 Sites = dict[tuple[int, int], tuple["FunctionRef", list[tuple["FunctionRef", Call]]]]
 
 
@@ -39,7 +43,14 @@ def bound_self(call: Call, callee: Function) -> bool:
     return True  # self.m(...), super().m(...), obj.m(...)
 
 
-def _passed(call: Call, callee: Function, bound: bool) -> dict[str, Optional[str]]:
+Handed = Callable[[str, str], Optional[str]]  # (caller's parameter, callee's) -> token
+
+
+def _open(param: str, into: str) -> Optional[str]:
+    return None
+
+
+def _passed(call: Call, callee: Function, bound: bool, handed: Handed = _open) -> dict[str, Optional[str]]:
     """The token each parameter gets from `call`; None when not known."""
     found: dict[str, Optional[str]] = {}
     for position, param in enumerate(callee.params):
@@ -53,6 +64,8 @@ def _passed(call: Call, callee: Function, bound: bool) -> dict[str, Optional[str
             token = call.args[param]
         else:
             token = callee.defaults.get(param)
+        if token is not None and token.startswith(PARAM_PREFIX):
+            token = handed(token[len(PARAM_PREFIX) :], param)
         found[param] = None if token == "?" else token
     return found
 
@@ -70,15 +83,25 @@ def guarded_off(guards: Iterable[list[str]], values: Optional[Values]) -> bool:
     return bool(values) and any(side_is_cold(g, values) for g in guards)  # type: ignore[arg-type]
 
 
-def _agreed(callee: Function, calls: Iterable[tuple[Call, bool]]) -> Values:
+def _merge(first: Optional[str], second: Optional[str]) -> Optional[str]:
+    if first == SAME or second == SAME:
+        return second if first == SAME else first
+    return merge(first, second)
+
+
+def _agreed(callee: Function, calls: Iterable[tuple[Call, bool, Handed]]) -> Values:
     """The parameters every call passes the same token for (or tokens never None), kept only
     when the function binds them again only where those values never go (`if size is None:
     size = ...` with `size` always given)."""
     merged: dict[str, Optional[str]] = {}
-    for number, (call, bound) in enumerate(calls):
-        passed = _passed(call, callee, bound)
-        merged = passed if number == 0 else {p: merge(merged.get(p), t) for p, t in passed.items()}
-    values = {param: token for param, token in merged.items() if token is not None and param != "self"}
+    for number, (call, bound, handed) in enumerate(calls):
+        passed = _passed(call, callee, bound, handed)
+        merged = passed if number == 0 else {p: _merge(merged.get(p), t) for p, t in passed.items()}
+    values = {
+        param: token
+        for param, token in merged.items()
+        if token is not None and token != SAME and param != "self"
+    }
     for param, token in callee.asserted.items():
         if values.get(param) in (None, NOT_NONE) or token == "None":
             values[param] = token  # what the assert lets through; a constant already says more
@@ -91,26 +114,75 @@ def _agreed(callee: Function, calls: Iterable[tuple[Call, bool]]) -> Values:
 
 def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Values]:
     handed: set[str] = set()
+    members: set[str] = set()  # handed on as an attribute of a local object: methods only
     outer: set[str] = set()
     exported: set[str] = set()
     for module in project.modules.values():
         handed.update(module.summary.handed)
+        members.update(module.summary.handed_members)
         outer.update(module.summary.outer_stores)
         if module.is_package:
             exported.update(module.summary.imports)
     roots = {function.key() for function, _ in project.roots()}
-    found: dict[tuple[int, int], Values] = {}
-    for key, (callee, calls) in sites.items():
-        info = callee.info
-        if key in roots or info.name in handed or callee.index < 0:
-            continue
-        values = _agreed(info, ((call, bound_self(call, info)) for _, call in calls))
-        if values:
-            found[key] = values
-    for cls, init, values in _constructions(project, handed | exported):
+    either = members | handed
+    decided = {
+        key: entry
+        for key, entry in sites.items()
+        if key not in roots
+        and entry[0].index >= 0
+        and entry[0].info.name not in (either if entry[0].info.cls >= 0 else handed)
+    }
+    found = _handed_on(decided)
+    for cls, init, values in _constructions(project, handed | members | exported):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
             found.setdefault(method.key(), {})[f"self.{attribute}"] = token
     return found
+
+
+def _handed_on(decided: Sites) -> dict[tuple[int, int], Values]:
+    """The values of each function's parameters, where a caller that hands on a parameter of
+    its own passes what its callers decided for it. Each round reads the last one's values,
+    which are right as far as they go, so every round is, and later rounds only learn more;
+    a recursive call handing a parameter on to itself passes it unchanged (SAME)."""
+    found: dict[tuple[int, int], Values] = {}
+
+    def handed_by(caller: FunctionRef, callee_key: tuple[int, int]) -> Handed:
+        values = found.get(caller.key(), {})
+        recursive = caller.key() == callee_key
+
+        def handed(param: str, into: str) -> Optional[str]:
+            return SAME if recursive and param == into else values.get(param)
+
+        return handed
+
+    pending = list(decided)
+    for _ in range(_ROUNDS):
+        changed: set[tuple[int, int]] = set()
+        for key in pending:
+            callee, calls = decided[key]
+            info = callee.info
+            values = _agreed(
+                info, ((call, bound_self(call, info), handed_by(caller, key)) for caller, call in calls)
+            )
+            if values != found.get(key, {}):
+                changed.add(key)
+                if values:
+                    found[key] = values
+                else:
+                    found.pop(key, None)
+        # only a function that hands on a parameter of a function that changed can change
+        pending = [
+            key
+            for key, (_, calls) in decided.items()
+            if any(caller.key() in changed and _hands_on(call) for caller, call in calls)
+        ]
+        if not pending:
+            break
+    return found
+
+
+def _hands_on(call: Call) -> bool:
+    return any(token.startswith(PARAM_PREFIX) for token in call.args.values())
 
 
 def _constructions(project: Project, handed: set[str]) -> Iterable[tuple[ClassRef, FunctionRef, Values]]:
@@ -140,7 +212,8 @@ def _constructions(project: Project, handed: set[str]) -> Iterable[tuple[ClassRe
     for cls, init, sites in calls.values():
         if cls.info.name in handed:
             continue
-        values = _agreed(init.info, sites)
+        # a construction may run in any call of its caller, not only those made per step
+        values = _agreed(init.info, ((call, bound, _open) for call, bound in sites))
         if values:
             yield cls, init, values
 

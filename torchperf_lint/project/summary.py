@@ -13,7 +13,7 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union, cast
 
-from ..analysis.arguments import asserted_values, mentions, subject, value_token
+from ..analysis.arguments import PARAM_PREFIX, asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.vocabulary import (
     COMPILING,
@@ -156,6 +156,9 @@ class Summary:
     collates: list[str] = dataclasses.field(default_factory=list)  # dotted names passed as collate_fn=
     # names read but not called (a function or class handed on: its calls are not all seen)
     handed: list[str] = dataclasses.field(default_factory=list)
+    # attributes read but not called on a local object (`nd.edt`, `self.fn`): they hand on a
+    # method, never a module's function (reached by its own name or through an import)
+    handed_members: list[str] = dataclasses.field(default_factory=list)
     outer_stores: list[str] = dataclasses.field(default_factory=list)  # `obj.ATTR = ...` with obj not self
 
     def to_json(self) -> dict[str, Any]:
@@ -183,6 +186,7 @@ class Summary:
             channels_last=data.get("channels_last", False),
             collates=data.get("collates", []),
             handed=data.get("handed", []),
+            handed_members=data.get("handed_members", []),
             outer_stores=data.get("outer_stores", []),
         )
 
@@ -453,7 +457,10 @@ class _Summarizer:
         self.leaving: list[int] = []  # per enclosing block that ends by leaving loops: the outermost
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
+        self.handed_members: set[str] = set()
+        self.global_objects: set[str] = set()  # bound at module level (`nd, ok = optional_import(...)`)
         self.outer_stores: set[str] = set()
+        self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -736,7 +743,11 @@ class _Summarizer:
             isinstance(node.body, ast.Constant) and isinstance(node.body.value, str)
         )
         self.cold += lazy_message
+        args = node.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        self.lambda_params.append({a.arg for a in params if a is not None})
         self.children(node)
+        self.lambda_params.pop()
         self.cold -= lazy_message
 
     def _With(self, node: Union[ast.With, ast.AsyncWith]) -> None:
@@ -791,7 +802,7 @@ class _Summarizer:
             self.summary.channels_last = True
         if isinstance(node.ctx, ast.Load):
             if id(node) not in self.not_handed:
-                self.handed.add(node.attr)
+                self._hand_attribute(node)
         elif id(node) in self.not_handed:
             pass  # `self.x = param`, recorded by _Assign
         elif subject(node) is not None and self.function_stack:
@@ -803,11 +814,29 @@ class _Summarizer:
                 self._mark_no_grad()
         self.children(node)
 
+    def _hand_attribute(self, node: ast.Attribute) -> None:
+        """`base.attr` read, not called: it hands on a method named attr, and a module's function
+        too unless base is a local object of the function (not an import)."""
+        base = node.value
+        if not (isinstance(base, ast.Name) and self.function_stack):
+            self.handed.add(node.attr)
+            return
+        scopes = self.scopes()
+
+        def hand() -> None:
+            imported = base.id in self.summary.imports or any(base.id == b for b, _ in self.import_pairs)
+            local = base.id in self.global_objects or any(base.id in scope.names for scope in scopes)
+            (self.handed_members if local and not imported else self.handed).add(node.attr)
+
+        self._later(hand)
+
     def _Name(self, node: ast.Name) -> None:
         if "channels_last" in node.id:
             self.summary.channels_last = True
         if isinstance(node.ctx, ast.Load) and id(node) not in self.not_handed:
             self.handed.add(node.id)
+        if not self.function_stack and isinstance(node.ctx, ast.Store):
+            self.global_objects.add(node.id)
         if self.function_stack and isinstance(node.ctx, ast.Store):
             self.locals().names.add(node.id)
             stores = self.locals().stores
@@ -876,6 +905,22 @@ class _Summarizer:
     def _is_device_call(self, value: ast.AST) -> bool:
         return isinstance(value, ast.Call) and self.qualify(dotted(value.func) or "") == "torch.device"
 
+    def _token(self, argument: ast.AST) -> str:
+        """What a call passes: a literal's token, the caller's own parameter handed on
+        (PARAM_PREFIX + name: its value is the caller's, project/arguments.py), or "?"."""
+        token = value_token(argument)
+        if token is not None:
+            return token
+        if (
+            isinstance(argument, ast.Name)
+            and self.function_stack
+            and argument.id != "self"
+            and argument.id in self.current().params
+            and not any(argument.id in shadow for shadow in self.lambda_params)
+        ):
+            return PARAM_PREFIX + argument.id
+        return "?"
+
     def _setter_argument(self, node: ast.Call) -> Optional[str]:
         """What `torch.set_default_device(ARG)` is given: a string's value, a qualified name, or
         the string of `torch.device("cuda")`."""
@@ -912,8 +957,8 @@ class _Summarizer:
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
         leaves = self.leaving[0] if self.leaving else -1
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-        args = {str(i): value_token(a) or "?" for i, a in enumerate(node.args)}
-        args.update((k.arg, value_token(k.value) or "?") for k in node.keywords if k.arg)
+        args = {str(i): self._token(a) for i, a in enumerate(node.args)}
+        args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
         setter = self.qualify(dotted(node.func) or "")
         if self.function_stack and runs_rarely("", (), (setter,)):
             function.rare = True
@@ -1142,6 +1187,7 @@ def summarize(source: str) -> Optional[Summary]:
         return None
     summary = summarizer.summary
     summary.handed = sorted(summarizer.handed)
+    summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
     summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
     return summary

@@ -49,6 +49,8 @@ def move_target(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpressi
                         return value, Safety.SAFE
         return value, Safety.UNSAFE
     return None
+
+
 # Tensor methods that copy values to the host and wait for the device.
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_CASTS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
@@ -98,14 +100,16 @@ def names_accelerator(device: cst.BaseExpression, ctx: Context) -> bool:
     return not (isinstance(device, cst.Name) and device.value == "None")
 
 
-def condition_parts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The operands that `and`/`or`/`not` hand to `bool()`."""
+def condition_parts(test: cst.BaseExpression, ctx: Context) -> Iterator[cst.BaseExpression]:
+    """The operands that `and`/`or`/`not` hand to `bool()`, those a step reads: not one that
+    runs only where the operands before it let it and they never do (`not is_compiling() and
+    check`, `size is not None or check` where every call passes a size: analysis/cold.py)."""
     if isinstance(test, cst.BooleanOperation):
-        yield from condition_parts(test.left)
-        yield from condition_parts(test.right)
+        yield from condition_parts(test.left, ctx)
+        yield from condition_parts(test.right, ctx)
     elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from condition_parts(test.expression)
-    else:
+        yield from condition_parts(test.expression, ctx)
+    elif ctx.is_hot(test):
         yield test
 
 

@@ -21,7 +21,7 @@ _VALUE_COMPARISONS = frozenset({"torch.equal", "torch.allclose", "torch.is_nonze
 
 def _reads_tensor(test: cst.BaseExpression, ctx: Context) -> bool:
     """An `assert`/`if` test whose truth needs tensor values on the host."""
-    for part in condition_parts(test):
+    for part in condition_parts(test, ctx):
         operands = [part]
         if isinstance(part, cst.Comparison):
             operands = [part.left, *(c.comparator for c in part.comparisons)]

@@ -292,7 +292,7 @@ class SyncInForward(Rule):
         if reason is None or not reason.from_model_code:
             return
         if isinstance(node, (cst.If, cst.While)):
-            if any(on_device(part, ctx, certain=True) for part in condition_parts(node.test)):
+            if any(on_device(part, ctx, certain=True) for part in condition_parts(node.test, ctx)):
                 condition = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
                 yield self.report(node, reason=reason, what=condition, place=hot_place(node, ctx))
             return

@@ -220,7 +220,7 @@ class SyncPerStep(Rule):
         if isinstance(node, (cst.If, cst.While)):
             if _runs_periodically(node, ctx):
                 return
-            if any(self._device_reading(part, ctx) for part in condition_parts(node.test)):
+            if any(self._device_reading(part, ctx) for part in condition_parts(node.test, ctx)):
                 what = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
                 yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
             return
