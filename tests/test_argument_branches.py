@@ -637,6 +637,8 @@ _SUBCLASS_STORES = """
         # the training script stores it, or imports the helper that does
         ({"setup": 'model.split_params = {"ks": 4}'}, [11, 16, 18]),
         ({"imports": "import sampling"}, [11, 16, 18]),
+        # a module the project imports (a library's utility): its users' loops may call it
+        ({"pipeline.py": "import sampling\n"}, [11, 16, 18]),
     ],
 )
 def test_an_attribute_the_step_path_may_set_keeps_its_branch_hot(

@@ -260,8 +260,8 @@ def _absent_attributes(project: Project, reached: set[tuple[int, int]]) -> Itera
     """(function, attribute) for each `hasattr(self, "A")` probe no step sees set: no method of
     the class's family (its project bases and subclasses) stores `self.A` or sets attributes by
     a computed name, and every store of `.A` on another object is in code a step never runs (a
-    function not reached per step, in a module with no step loop that no module with one
-    imports: latent-diffusion's notebook_helpers.py setting `model.split_input_params`). With no
+    function not reached per step, in a module with no step loop that no module imports:
+    latent-diffusion's notebook_helpers.py setting `model.split_input_params`). With no
     store at all the attribute stays open: a hook the library's users set."""
     from .graph import ClassRef, FunctionRef
 
@@ -273,8 +273,10 @@ def _absent_attributes(project: Project, reached: set[tuple[int, int]]) -> Itera
     ]
     if not probes:
         return
-    stepping = [m for m in project.modules.values() if project.step_loops(m)]
-    step_side = {id(m) for m in stepping} | {id(t) for m in stepping for t in project.imported_modules(m)}
+    # a module of the library itself (imported by another) may be called by its users' loops
+    step_side = {
+        id(m) for m in project.modules.values() if project.step_loops(m)
+    } | project.imported_anywhere()
     outside: dict[str, bool] = {}  # attribute -> every store of it on another object is off the step path
     anything = False  # some store sets an attribute of another object by a computed name
     for module in project.modules.values():
