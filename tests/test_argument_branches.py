@@ -537,3 +537,114 @@ def test_a_function_is_handed_on_by_its_own_name_not_by_another_object_attribute
     """
     root = write_project(tmp_path, {"ops.py": _EDT, "loss.py": loss, "metrics.py": other})
     assert finding_lines(root, "ops.py", SYNC) == hot
+
+
+_HOOKED = """
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def tiles(self, x):
+            return x * x.max().item()  # line 11
+
+        def forward(self, x):
+            if hasattr(self, "split_params"):
+                x = self.tiles(x)
+                x = x * x.max().item()  # line 16
+            if getattr(self, "split_params", None) is not None:
+                x = x * x.max().item()  # line 18
+            return self.lin(x)
+"""
+
+_SAMPLING_HELPER = """
+    from model import Net
+
+
+    def load_for_sampling():
+        model = Net()
+        model.split_params = {"ks": 4}
+        return model
+"""
+
+_TRAIN = """
+    import torch
+    {imports}
+    from model import Net
+
+    model = Net().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    {setup}
+    for x in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def _hooked_lines(
+    tmp_path: Path, model: str = _HOOKED, imports: str = "", setup: str = "", **extra: str
+) -> list[int]:
+    files = {
+        "model.py": model,
+        "sampling.py": _SAMPLING_HELPER,
+        "train.py": _TRAIN.replace("{imports}", imports).replace("{setup}", setup),
+        **extra,
+    }
+    root = write_project(tmp_path, files)
+    return finding_lines(root, "model.py", SYNC)
+
+
+def test_an_attribute_only_an_unimported_helper_stores_is_absent_on_the_step_path(tmp_path: Path) -> None:
+    """latent-diffusion's `hasattr(self, "split_input_params")`: only notebook_helpers.py, which no
+    module imports, sets it on a model it loads for sampling."""
+    assert _hooked_lines(tmp_path) == []
+
+
+_SUBCLASS_STORES = """
+    from model import Net
+
+
+    class Tiled(Net):
+        def enable_tiling(self, ks):
+            self.split_params = {"ks": ks}
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "hot"),
+    [
+        # no store anywhere: a hook the library's users set
+        ({"sampling.py": "def load_for_sampling():\n    return None\n"}, [11, 16, 18]),
+        # a store in the class's own __init__, or in a subclass's method
+        ({"model": _HOOKED.replace("self.lin = nn.Linear(4, 4)", "self.split_params = None")}, [11, 16, 18]),
+        ({"tiled.py": _SUBCLASS_STORES}, [11, 16, 18]),
+        # a store under a computed name: any attribute may be meant
+        (
+            {
+                "model": _HOOKED.replace(
+                    "self.lin = nn.Linear(4, 4)",
+                    "self.lin = nn.Linear(4, 4)\n            setattr(self, name, 1)",
+                )
+            },
+            [12, 17, 19],
+        ),
+        ({"setup": "setattr(model, key, {})"}, [11, 16, 18]),
+        # the training script stores it, or imports the helper that does
+        ({"setup": 'model.split_params = {"ks": 4}'}, [11, 16, 18]),
+        ({"imports": "import sampling"}, [11, 16, 18]),
+        # a module the project imports (a library's utility): its users' loops may call it
+        ({"pipeline.py": "import sampling\n"}, [11, 16, 18]),
+    ],
+)
+def test_an_attribute_the_step_path_may_set_keeps_its_branch_hot(
+    tmp_path: Path, change: dict[str, str], hot: list[int]
+) -> None:
+    change = dict(change)
+    model = change.pop("model", _HOOKED)
+    imports, setup = change.pop("imports", ""), change.pop("setup", "")
+    assert _hooked_lines(tmp_path, model, imports, setup, **change) == hot

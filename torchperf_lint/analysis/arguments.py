@@ -16,6 +16,9 @@ import functools
 from typing import Mapping, Optional
 
 NOT_NONE = "!None"
+# a `self.` attribute nothing sets on the step path (project/arguments.py): `hasattr(self, "A")`
+# is False there, `getattr(self, "A", d)` is d; reading `self.A` itself is not decided
+ABSENT = "!absent"
 # what a call passes when it hands on its caller's own parameter (`g(x, size)` in `f(x, size)`):
 # the project pass replaces it by the caller's value for that parameter, when it has one
 PARAM_PREFIX = "@"
@@ -110,15 +113,31 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
         if decisive in parts:
             return decisive
         return (not decisive) if all(p is not None for p in parts) else None
+    probed = _probe(test, values)
+    if probed is not None:
+        return bool(probed[0])
     name = subject(test)
     if name is not None:
         token = values.get(name)
+        if token == ABSENT:
+            return None
         known, value = _literal(token) if token is not None else (False, None)
         return bool(value) if known else None
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        right, operator = test.comparators[0], test.ops[0]
+        got = _probe(test.left, values)
+        if got is not None:  # `getattr(self, "A", None) is not None`
+            if (
+                isinstance(right, ast.Constant)
+                and right.value is None
+                and isinstance(operator, (ast.Is, ast.IsNot))
+            ):
+                return isinstance(operator, ast.Is) == (got[0] is None)
+            return None
         name = subject(test.left)
         token = values.get(name) if name is not None else None
-        right, operator = test.comparators[0], test.ops[0]
+        if token == ABSENT:
+            return None
         if token is None or not isinstance(right, ast.Constant):
             return None
         if isinstance(operator, (ast.Is, ast.IsNot)) and right.value is None:
@@ -129,6 +148,29 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
             equal = value == right.value
             return equal if isinstance(operator, ast.Eq) else not equal
     return None
+
+
+def _probe(node: ast.AST, values: Mapping[str, str]) -> Optional[tuple[object]]:
+    """What `hasattr(self, "A")` (False) or `getattr(self, "A", d)` (d) gives, for an attribute
+    known ABSENT; None when `node` is neither, or the attribute may be set."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("hasattr", "getattr")
+        and len(node.args) in (2, 3)
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+        and values.get(f"self.{node.args[1].value}") == ABSENT
+    ):
+        return None
+    if node.func.id == "hasattr":
+        return (False,) if len(node.args) == 2 else None
+    if len(node.args) == 3 and isinstance(node.args[2], ast.Constant):
+        return (node.args[2].value,)
+    return None  # getattr without a default raises; a default not known here
 
 
 def decided_sides(test: ast.AST, values: Mapping[str, str]) -> tuple[bool, bool]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
-from ..analysis.arguments import NOT_NONE, PARAM_PREFIX, decided_sides, merge, parse_test
+from ..analysis.arguments import ABSENT, NOT_NONE, PARAM_PREFIX, decided_sides, merge, parse_test
 from .summary import Call, Function
 
 if TYPE_CHECKING:
@@ -136,6 +136,8 @@ def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Val
     for cls, init, values in _constructions(project, handed | members | exported):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
             found.setdefault(method.key(), {})[f"self.{attribute}"] = token
+    for function, attribute in _absent_attributes(project, {*sites, *roots}):
+        found.setdefault(function.key(), {})[f"self.{attribute}"] = ABSENT
     return found
 
 
@@ -252,3 +254,76 @@ def _attributes(
         if method.key() == init.key() and param in values:
             for each in methods:
                 yield each, attribute, values[param]
+
+
+def _absent_attributes(project: Project, reached: set[tuple[int, int]]) -> Iterable[tuple[FunctionRef, str]]:
+    """(function, attribute) for each `hasattr(self, "A")` probe no step sees set: no method of
+    the class's family (its project bases and subclasses) stores `self.A` or sets attributes by
+    a computed name, and every store of `.A` on another object is in code a step never runs (a
+    function not reached per step, in a module with no step loop that no module imports:
+    latent-diffusion's notebook_helpers.py setting `model.split_input_params`). With no
+    store at all the attribute stays open: a hook the library's users set."""
+    from .graph import ClassRef, FunctionRef
+
+    probes = [
+        (FunctionRef(module, index), info)
+        for module in project.modules.values()
+        for index, info in enumerate(module.summary.functions)
+        if info.probes
+    ]
+    if not probes:
+        return
+    # a module of the library itself (imported by another) may be called by its users' loops
+    step_side = {
+        id(m) for m in project.modules.values() if project.step_loops(m)
+    } | project.imported_anywhere()
+    outside: dict[str, bool] = {}  # attribute -> every store of it on another object is off the step path
+    anything = False  # some store sets an attribute of another object by a computed name
+    for module in project.modules.values():
+        for index, info in enumerate([module.summary.toplevel, *module.summary.functions]):
+            anything = anything or "other" in info.computed_stores
+            cold = id(module) not in step_side and (id(module), index - 1) not in reached
+            for attribute in info.attribute_stores:
+                outside[attribute] = outside.get(attribute, True) and cold
+    if anything:
+        return
+    families: dict[tuple[int, int], Optional[set[str]]] = {}
+    for function, info in probes:
+        cls = _owner_class(function)
+        if cls is None:
+            continue
+        key = (id(function.module), cls)
+        if key not in families:
+            families[key] = _family_stores(project, ClassRef(function.module, cls))
+        stored = families[key]
+        for attribute in dict.fromkeys(info.probes):
+            if stored is not None and attribute not in stored and outside.get(attribute, False):
+                yield function, attribute
+
+
+def _owner_class(function: FunctionRef) -> Optional[int]:
+    """The class whose method `function` is, or is nested in."""
+    functions, info = function.module.summary.functions, function.info
+    while info.cls < 0 and info.parent >= 0:
+        info = functions[info.parent]
+    return info.cls if info.cls >= 0 else None
+
+
+def _family_stores(project: Project, cls: ClassRef) -> Optional[set[str]]:
+    """The attributes the methods of `cls`, its project bases and its subclasses store on self;
+    None when one of them stores by a computed name."""
+    from .graph import FunctionRef
+
+    # whatever runs on an instance: the class's and its subclasses' methods and their bases'
+    members = [base for each in [cls, *project.subclasses(cls)] for base in project.lineage(each)]
+    family = {member.key() for member in members}
+    stored: set[str] = set()
+    for module in {id(m.module): m.module for m in members}.values():
+        for index, info in enumerate(module.summary.functions):
+            owner = _owner_class(FunctionRef(module, index))
+            if owner is None or (id(module), owner) not in family:
+                continue
+            if "self" in info.computed_stores:
+                return None
+            stored.update(attribute for attribute, _ in info.self_stores)
+    return stored

@@ -104,6 +104,13 @@ class Function:
     # `self.ATTR = ...` in its body: [ATTR, the parameter it is set from, or ""]
     self_stores: list[list[str]] = dataclasses.field(default_factory=list)
     cold_calls: list[Call] = dataclasses.field(default_factory=list)  # calls in cold code (constructions)
+    # `obj.ATTR = ...` or `setattr(obj, "ATTR", ...)` in its body, obj not self: ATTR
+    attribute_stores: list[str] = dataclasses.field(default_factory=list)
+    # stores whose attribute is not known here: "self" (`setattr(self, name, v)`, `self.__dict__`),
+    # "other" (`setattr(obj, name, v)`)
+    computed_stores: list[str] = dataclasses.field(default_factory=list)
+    # attributes it asks `self` whether it has: `hasattr(self, "ATTR")`, `getattr(self, "ATTR", d)`
+    probes: list[str] = dataclasses.field(default_factory=list)
     # per `return`: the dataset token of each element of the tuple it returns (project/datasets.py)
     returns_items: list[list[str]] = dataclasses.field(default_factory=list)
 
@@ -809,10 +816,29 @@ class _Summarizer:
             self.current().self_stores.append([node.attr, ""])
         else:
             self.outer_stores.add(node.attr)
+            self.current().attribute_stores.append(node.attr)
+        if node.attr == "__dict__" and subject(node) is not None:
+            self.current().computed_stores.append("self")  # `self.__dict__.update(kwargs)`
         if self.function_stack and node.attr in ("no_grad", "inference_mode"):
             if self.qualify(dotted(node) or "") in NO_GRAD_CONTEXTS:
                 self._mark_no_grad()
         self.children(node)
+
+    def _dynamic_attribute(self, callee: str, receiver: ast.expr, name: ast.expr) -> None:
+        """What `hasattr`/`getattr`/`setattr` say of an attribute (project/arguments.py's absent
+        attributes): probed on self, stored on self or another object, or stored by a name
+        worked out at run time."""
+        on_self = isinstance(receiver, ast.Name) and receiver.id == "self"
+        known = isinstance(name, ast.Constant) and isinstance(name.value, str)
+        function = self.current()
+        if callee in ("hasattr", "getattr") and on_self and known and self.function_stack:
+            function.probes.append(str(name.value))  # type: ignore[union-attr]
+        elif callee == "setattr" and not known:
+            function.computed_stores.append("self" if on_self else "other")
+        elif callee == "setattr" and on_self:
+            function.self_stores.append([str(name.value), ""])  # type: ignore[union-attr]
+        elif callee == "setattr":
+            function.attribute_stores.append(str(name.value))  # type: ignore[union-attr]
 
     def _hand_attribute(self, node: ast.Attribute) -> None:
         """`base.attr` read, not called: it hands on a method named attr, and a module's function
@@ -949,6 +975,7 @@ class _Summarizer:
             self.not_handed.add(id(node.args[1]))
             if callee_name == "setattr" and isinstance(node.args[1], ast.Constant):
                 self.outer_stores.add(str(node.args[1].value))
+            self._dynamic_attribute(callee_name, node.args[0], node.args[1])
         self.children(node)
         function = self.current()
         if function.cls >= 0 and not self.cold:
