@@ -829,16 +829,18 @@ class _Summarizer:
         attributes): probed on self, stored on self or another object, or stored by a name
         worked out at run time."""
         on_self = isinstance(receiver, ast.Name) and receiver.id == "self"
-        known = isinstance(name, ast.Constant) and isinstance(name.value, str)
+        attribute = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
         function = self.current()
-        if callee in ("hasattr", "getattr") and on_self and known and self.function_stack:
-            function.probes.append(str(name.value))  # type: ignore[union-attr]
-        elif callee == "setattr" and not known:
-            function.computed_stores.append("self" if on_self else "other")
-        elif callee == "setattr" and on_self:
-            function.self_stores.append([str(name.value), ""])  # type: ignore[union-attr]
-        elif callee == "setattr":
-            function.attribute_stores.append(str(name.value))  # type: ignore[union-attr]
+        if attribute is None:
+            if callee == "setattr":
+                function.computed_stores.append("self" if on_self else "other")
+        elif callee != "setattr":
+            if on_self and self.function_stack:
+                function.probes.append(attribute)
+        elif on_self:
+            function.self_stores.append([attribute, ""])
+        else:
+            function.attribute_stores.append(attribute)
 
     def _hand_attribute(self, node: ast.Attribute) -> None:
         """`base.attr` read, not called: it hands on a method named attr, and a module's function
