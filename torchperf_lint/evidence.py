@@ -56,7 +56,12 @@ def tracked_codes() -> frozenset[str]:
 
 
 def corpus(population: str) -> str:
-    return str(precision_table().get("populations", {}).get(population, {}).get("corpus", POPULATION_NAMES[population]))
+    return str(
+        precision_table()
+        .get("populations", {})
+        .get(population, {})
+        .get("corpus", POPULATION_NAMES[population])
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +179,9 @@ def why_off(code: str, has_benchmark: bool) -> Optional[str]:
     against it (a rule can still be off for reasons of its own, which its page gives)."""
     reasons = []
     if has_benchmark and not speed_evidence(code):
-        reasons.append("no measured case gains 5% (the low end of its 95% interval under 1.05x) or cuts peak memory")
+        reasons.append(
+            "no measured case gains 5% (the low end of its 95% interval under 1.05x) or cuts peak memory"
+        )
     for population in POPULATIONS:
         precision = precision_of(code, population)
         missed = None if precision is None else precision.misses(population)

@@ -32,6 +32,7 @@ def rule_table(as_json: bool) -> str:
             for rule in ALL_RULES
         ]
         return json.dumps(rows, indent=2) + "\n"
+
     def cell(code: str, population: str) -> str:
         row = precision_of(code, population)
         return "-" if row is None or not row.labelled else f"{row.good_share:.0%}/{row.false_share:.0%}"

@@ -55,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 fine, 1 the fix check failed, 2 a project could not be fetched or linted.",
     )
     parser.add_argument(
-        "--only", metavar="NAME[,NAME]", help="only these projects (names in projects.toml or the training corpus)"
+        "--only",
+        metavar="NAME[,NAME]",
+        help="only these projects (names in projects.toml or the training corpus)",
     )
     parser.add_argument("--population", choices=POPULATIONS, help="only the projects of one population")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="where projects are unpacked")
@@ -174,7 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        PRECISION.write_text(labels_module.published(report.findings, labels, rules, projects), encoding="utf-8")
+        PRECISION.write_text(
+            labels_module.published(report.findings, labels, rules, projects), encoding="utf-8"
+        )
     return 1 if report.fix_failures else 0
 
 

@@ -46,7 +46,15 @@ def run_fixer(root: Path, paths: Sequence[Path], select: Sequence[str] = ()) -> 
     default selection when empty); returns what went wrong (a crash, or a file the fixer reported
     an internal error or a failed write on)."""
     # the cache of unpacked projects usually sits in a gitignored folder of a git work tree
-    args = ["--fix", "--unsafe-fixes", "--no-cache", "--no-respect-gitignore", "--exit-zero", "--format", "json"]
+    args = [
+        "--fix",
+        "--unsafe-fixes",
+        "--no-cache",
+        "--no-respect-gitignore",
+        "--exit-zero",
+        "--format",
+        "json",
+    ]
     args += select
     done = run_linter([*args, *map(str, paths)], cwd=root)
     failure = trouble(done)

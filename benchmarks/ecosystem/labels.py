@@ -150,7 +150,10 @@ def template(findings: Iterable[Finding], labels: Iterable[Label]) -> str:
 
 
 def published(
-    findings: Iterable[Finding], labels: Iterable[Label], rules: Iterable[tuple[str, str]], projects: Sequence[Project]
+    findings: Iterable[Finding],
+    labels: Iterable[Label],
+    rules: Iterable[tuple[str, str]],
+    projects: Sequence[Project],
 ) -> str:
     """precision.json: the labelled findings per tracked rule and population, as the rule pages, the
     rule list and the default policy read them."""
@@ -161,7 +164,9 @@ def published(
         if not names:
             continue
         rows = precision_per_rule(
-            (f for f in findings if f.project in names), (label for label in labels if label.project in names), codes
+            (f for f in findings if f.project in names),
+            (label for label in labels if label.project in names),
+            codes,
         )
         table[population] = {
             "corpus": CORPUS[population].format(count=len(names)),

@@ -111,7 +111,9 @@ def parse_pins(text: str, where: str = PINS) -> list[Project]:
         if repo.count("/") != 1 or len(commit) != 40:
             raise ValueError(f"{where}:{number}: expected owner/name and a 40-digit commit, got {row[:2]!r}")
         name = repo.split("/")[1].lower()
-        projects.append(Project(name, commit[:12], (".",), population=TRAINING, origin=repo.replace("/", "+")))
+        projects.append(
+            Project(name, commit[:12], (".",), population=TRAINING, origin=repo.replace("/", "+"))
+        )
     return projects
 
 
@@ -128,11 +130,20 @@ def parse_added_training(text: str, where: str = "training.toml") -> list[Projec
     projects = []
     for number, entry in enumerate(tomllib.loads(text).get("repository", []), start=1):
         repo, commit = entry.get("repo"), entry.get("commit")
-        if not isinstance(repo, str) or repo.count("/") != 1 or not isinstance(commit, str) or len(commit) != 40:
-            raise ValueError(f"{where}: repository {number}: repo must be owner/name and commit 40 hex digits")
+        if (
+            not isinstance(repo, str)
+            or repo.count("/") != 1
+            or not isinstance(commit, str)
+            or len(commit) != 40
+        ):
+            raise ValueError(
+                f"{where}: repository {number}: repo must be owner/name and commit 40 hex digits"
+            )
         name = entry.get("name", repo.split("/")[1].lower())
         origin = repo.replace("/", "+")
-        projects.append(Project(name, commit[:12], (".",), population=TRAINING, origin=origin, repo=repo, commit=commit))
+        projects.append(
+            Project(name, commit[:12], (".",), population=TRAINING, origin=origin, repo=repo, commit=commit)
+        )
     return projects
 
 
@@ -143,10 +154,7 @@ def load_added_training(path: Path) -> list[Project]:
 def bring_back(project: Project, sources: Path) -> str:
     """The commands that put an added training repository where the check reads it."""
     where = sources / project.origin
-    return (
-        f"git clone https://github.com/{project.repo} {where} && "
-        f"git -C {where} checkout {project.commit}"
-    )
+    return f"git clone https://github.com/{project.repo} {where} && git -C {where} checkout {project.commit}"
 
 
 def _source_commit(folder: Path) -> str:
@@ -221,8 +229,10 @@ def _not_sources(folder: str, names: list[str]) -> set[str]:
     requirement and setup files, and licences."""
     skipped = set()
     for name in names:
-        if name == ".git" or (Path(folder) / name).is_file() and not (
-            name.endswith(".py") or name.lower().startswith(_KEPT)
+        if (
+            name == ".git"
+            or (Path(folder) / name).is_file()
+            and not (name.endswith(".py") or name.lower().startswith(_KEPT))
         ):
             skipped.add(name)
     return skipped
@@ -273,9 +283,7 @@ def copy_training(project: Project, corpus: Path, cache_dir: Path) -> Path:
     return root
 
 
-def fetch(
-    project: Project, cache_dir: Path, corpus: Path | None = None, sources: Path | None = None
-) -> Path:
+def fetch(project: Project, cache_dir: Path, corpus: Path | None = None, sources: Path | None = None) -> Path:
     """The project's root in the cache: a PyPI project is downloaded and unpacked, a training
     repository copied from the shared corpus or, for one training.toml adds, from `sources`, when
     it is not there yet."""

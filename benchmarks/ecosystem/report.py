@@ -52,7 +52,9 @@ class Report:
             not_fetched=[(p, why) for p, why in self.not_fetched if p.name in names],
             snapshot=None if self.snapshot is None else [f for f in self.snapshot if f.project in names],
             labels=[label for label in self.labels if label.project in names],
-            fix_checks=None if self.fix_checks is None else [c for c in self.fix_checks if c.project in names],
+            fix_checks=None
+            if self.fix_checks is None
+            else [c for c in self.fix_checks if c.project in names],
             population=population,
         )
 
@@ -155,6 +157,7 @@ def precision(report: Report, markdown: bool) -> list[str]:
     out = heading("Precision per rule (labels.csv)", markdown, report.population)
     if not report.labels:
         out += ["No labels yet for these projects; --labels-template writes the findings to label.", ""]
+
     def default(code: str) -> str:
         return "?" if report.default_on is None else ("on" if code in report.default_on else "off")
 

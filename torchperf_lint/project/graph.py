@@ -674,6 +674,7 @@ class Project:
                     if self.layers.builds_2d_convnet(module, call.target):
                         found.add(call.target)
         return frozenset(found)
+
     def _moved_models(self, module: Module) -> Iterator[ClassRef]:
         """The project's model classes `module` constructs and moves (`Net().to(device)`)."""
         for info in [module.summary.toplevel, *module.summary.functions]:
@@ -886,7 +887,9 @@ class Project:
         )
 
 
-def _of_module(table: dict[tuple[int, int], Any], index: dict[int, list[tuple[int, Any]]]) -> dict[int, list[tuple[int, Any]]]:
+def _of_module(
+    table: dict[tuple[int, int], Any], index: dict[int, list[tuple[int, Any]]]
+) -> dict[int, list[tuple[int, Any]]]:
     """`table` ((module id, index) -> value) grouped by module, filled into `index` once."""
     if table and not index:
         for (owner, position), value in table.items():

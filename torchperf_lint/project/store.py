@@ -277,7 +277,9 @@ class Projects:
         state = (tool_identity(), str(root), self.settings.module_bases)
         digest = hashlib.sha256(repr(state).encode("utf-8", "surrogateescape"))
         for file, display, is_test in listing:
-            digest.update(f"\0{file}\0{display}\0{is_test}\0{hash_of(file)}".encode("utf-8", "surrogateescape"))
+            digest.update(
+                f"\0{file}\0{display}\0{is_test}\0{hash_of(file)}".encode("utf-8", "surrogateescape")
+            )
         return digest.hexdigest()
 
     def _root(self, file: Path, given: Optional[str]) -> Optional[Path]:

@@ -973,7 +973,10 @@ class _Summarizer:
             self.summary.cudnn_decision = True
         self.not_handed.add(id(node.func))
         callee_name = dotted(node.func)
-        if callee_name in ("isinstance", "issubclass", "setattr", "getattr", "hasattr") and len(node.args) > 1:
+        if (
+            callee_name in ("isinstance", "issubclass", "setattr", "getattr", "hasattr")
+            and len(node.args) > 1
+        ):
             self.not_handed.add(id(node.args[1]))
             if callee_name == "setattr" and isinstance(node.args[1], ast.Constant):
                 self.outer_stores.add(str(node.args[1].value))
@@ -1013,7 +1016,9 @@ class _Summarizer:
             described = self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
-                call = Call(kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards)
+                call = Call(
+                    kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards
+                )
                 call.leaves = leaves
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)

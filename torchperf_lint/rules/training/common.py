@@ -33,4 +33,6 @@ def method_call(expr: cst.BaseExpression, *names: str) -> Optional[cst.Call]:
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in names:
         return expr
     return None
+
+
 LOSS_NAME = re.compile(r"loss|criterion", re.IGNORECASE)

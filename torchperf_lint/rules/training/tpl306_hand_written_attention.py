@@ -1632,7 +1632,6 @@ class _FixBuilder:
             (chain.line, line),
         )
 
-
     def _orphaned_imports(self, replaced: list[cst.CSTNode], new: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
         """Module-level import statements that only the replaced statements used (`import math`
         for `math.sqrt(d)`, `from torch import einsum`): the fix removes them too, so it leaves
