@@ -26,7 +26,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL403", "cudnn-benchmark-off", False),
     ("TPL404", "convnet-without-channels-last", True),
     ("TPL405", "size-off-tensor-cores", False),
-    ("TPL501", "dataloader-num-workers", False),
+    ("TPL501", "dataloader-num-workers", True),
     ("TPL502", "dataloader-pin-memory", False),
     ("TPL503", "dataloader-persistent-workers", True),
     ("TPL601", "anomaly-detection-enabled", True),
