@@ -12,7 +12,7 @@ import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, dotted_name
 from .hotpath import HotPaths
-from .names import Names
+from .names import Names, annotated_parameter
 from .tensors import Tensorness
 
 # Factories that generate data; without device= they fill a CPU tensor.
@@ -300,14 +300,7 @@ class HostTensors:
         caller's tensor, wherever it lives; not `Union[Sequence[float], torch.Tensor]`."""
         if not isinstance(expr, cst.Name):
             return False
-        bindings = self._names.reaching(expr)
-        return bool(bindings) and all(
-            b.kind == "param"
-            and isinstance(b.node, cst.Param)
-            and b.node.annotation is not None
-            and _only_tensor(b.node.annotation.annotation)
-            for b in bindings
-        )
+        return annotated_parameter(self._names.reaching(expr), _only_tensor)
 
     def _copies_to_host(self, call: cst.Call) -> bool:
         """`t.cpu()`, `t.to("cpu")`, `t.to(device=torch.device("cpu"))`, `t.to(host)` after

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -132,6 +132,17 @@ class Names:
 
 
 _BLOCKS = (cst.IndentedBlock, cst.Module)
+
+
+def annotated_parameter(bindings: list[Binding], annotation: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Every binding is a parameter with an annotation that `annotation` accepts."""
+    return bool(bindings) and all(
+        b.kind == "param"
+        and isinstance(b.node, cst.Param)
+        and b.node.annotation is not None
+        and annotation(b.node.annotation.annotation)
+        for b in bindings
+    )
 
 
 def _statement_of(

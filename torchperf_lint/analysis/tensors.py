@@ -18,7 +18,7 @@ import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, dotted_name
 from .hotpath import HotPaths
-from .names import Names
+from .names import Names, annotated_parameter
 from .parameters import ParameterSequences
 
 
@@ -284,14 +284,7 @@ class TensorInference:
         items may be tensors, but it is not one, and each item may have a size of its own."""
         if not isinstance(expr, cst.Name):
             return False
-        bindings = self._names.lookup(expr.value, expr)
-        return bool(bindings) and all(
-            b.kind == "param"
-            and isinstance(b.node, cst.Param)
-            and b.node.annotation is not None
-            and _sequence_annotation(b.node.annotation.annotation)
-            for b in bindings
-        )
+        return annotated_parameter(self._names.lookup(expr.value, expr), _sequence_annotation)
 
     def _string_parameters(self, func: cst.FunctionDef) -> frozenset[str]:
         """Parameters the function itself treats as strings: compared with a string literal
