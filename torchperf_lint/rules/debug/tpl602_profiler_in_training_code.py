@@ -22,6 +22,9 @@ _PROFILERS = frozenset(
 )
 
 
+_SCHEDULES = frozenset({"torch.profiler.schedule", "torch.profiler.profiler.schedule"})
+
+
 def _profiler_call(expr: cst.BaseExpression, ctx: Context) -> Optional[cst.Call]:
     """The profiler constructor a `with` item enters: inline, or through a name bound to it."""
     if isinstance(expr, cst.Name):
@@ -32,6 +35,21 @@ def _profiler_call(expr: cst.BaseExpression, ctx: Context) -> Optional[cst.Call]
     if isinstance(expr, cst.Call) and ctx.qualified_name(expr) in _PROFILERS:
         return expr
     return None
+
+
+def _records_a_few_steps(call: cst.Call, ctx: Context) -> bool:
+    """`schedule=torch.profiler.schedule(..., repeat=N)` with N a literal above 0: the profiler
+    records `active` steps N times and then stops, which is what the rule recommends. Without
+    `repeat` (or with `repeat=0`) the cycle runs for as long as the loop does."""
+    schedule = next(
+        (a.value for a in call.args if a.keyword is not None and a.keyword.value == "schedule"), None
+    )
+    if not isinstance(schedule, cst.Call) or ctx.qualified_name(schedule) not in _SCHEDULES:
+        return False
+    repeat = next(
+        (a.value for a in schedule.args if a.keyword is not None and a.keyword.value == "repeat"), None
+    )
+    return isinstance(repeat, cst.Integer) and int(repeat.value, 0) > 0
 
 
 class ProfilerInTrainingCode(Rule):
@@ -50,8 +68,9 @@ class ProfilerInTrainingCode(Rule):
 
     ## When it stays silent
     Profilers around code without a step loop (a single forward pass, a benchmark of one
-    function); `record_function` ranges, which cost nothing unless a profiler runs; profilers
-    from other libraries. Off by default: enable it with `--extend-select TPL602`.
+    function); a profiler whose `schedule=torch.profiler.schedule(...)` sets `repeat` to a
+    literal above 0, which records a few steps and stops (nanoGPT's `bench.py`); `record_function`
+    ranges, which cost nothing unless a profiler runs; profilers from other libraries. Off by default: enable it with `--extend-select TPL602`.
     """
 
     code = "TPL602"
@@ -98,6 +117,16 @@ class ProfilerInTrainingCode(Rule):
                             model(x, y).backward()
                             optimizer.step()
             """,
+        "schedule-that-cycles-for-the-whole-run": """
+            import torch
+
+            def train(model, loader, optimizer):
+                with torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) as prof:  # expect: TPL602
+                    for x, y in loader:
+                        model(x, y).backward()
+                        optimizer.step()
+                        prof.step()
+            """,
         "profiler-bound-to-a-name": """
             import torch
             from torch.profiler import profile, ProfilerActivity
@@ -118,6 +147,20 @@ class ProfilerInTrainingCode(Rule):
                 with torch.profiler.profile() as prof:
                     model(x)
                 return prof
+            """,
+        "scheduled-profile-of-a-few-steps": """
+            import torch
+
+            def benchmark(model, loader, optimizer, wait=5, warmup=5, active=5):
+                with torch.profiler.profile(
+                    activities=[torch.profiler.ProfilerActivity.CUDA],
+                    schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+                    on_trace_ready=torch.profiler.tensorboard_trace_handler("./bench_log"),
+                ) as prof:
+                    for x, y in loader:
+                        model(x, y).backward()
+                        optimizer.step()
+                        prof.step()
             """,
         "record-function-in-step": """
             import torch
@@ -151,7 +194,7 @@ class ProfilerInTrainingCode(Rule):
     def check(self, node: cst.WithItem, ctx: Context) -> Iterator[Report]:
         call = _profiler_call(node.item, ctx)
         with_node = ctx.parent(node)
-        if call is None or not isinstance(with_node, cst.With):
+        if call is None or not isinstance(with_node, cst.With) or _records_a_few_steps(call, ctx):
             return
         inside = ctx.step_loop(with_node)
         if inside is None and not any(with_node in ctx.ancestors(loop) for loop in ctx.hot.step_loops):
