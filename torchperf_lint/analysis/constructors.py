@@ -81,12 +81,22 @@ class ModuleGraph:
         for arg in call.args:
             if arg.star != "**":
                 continue
-            keys = self._known_keys(arg.value)
-            if keys is None or keyword in keys:
+            items = self._known_items(arg.value)
+            if items is None or keyword in items:
                 return True
         return False
 
-    def _known_keys(self, expr: cst.BaseExpression) -> set[str] | None:
+    def star_kwargs_value(self, call: cst.Call, keyword: str) -> cst.BaseExpression | None:
+        """The value a known `**mapping` of `call` passes for `keyword` (`loader_args =
+        dict(num_workers=os.cpu_count(), ...)` then `DataLoader(ds, **loader_args)`), or None."""
+        for arg in call.args:
+            items = self._known_items(arg.value) if arg.star == "**" else None
+            if items is not None and keyword in items:
+                return items[keyword]
+        return None
+
+    def _known_items(self, expr: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
+        """The keys and values of a dict whose keys are all known, or None."""
         if isinstance(expr, cst.Name):
             bindings = self._names.lookup(expr.value, expr)
             if len(bindings) != 1 or bindings[0].kind != "assign" or self._mutated(expr.value, bindings[0]):
@@ -94,21 +104,21 @@ class ModuleGraph:
             value = bindings[0].node
         else:
             value = expr
-        keys: set[str] = set()
+        items: dict[str, cst.BaseExpression] = {}
         if isinstance(value, cst.Dict):
             for element in value.elements:
                 key = element.key if isinstance(element, cst.DictElement) else None
                 text = key.evaluated_value if isinstance(key, cst.SimpleString) else None
-                if not isinstance(text, str):
+                if not isinstance(text, str) or not isinstance(element, cst.DictElement):
                     return None
-                keys.add(text)
-            return keys
+                items[text] = element.value
+            return items
         if isinstance(value, cst.Call) and self._names.qualified_name(value) == "builtins.dict":
             for arg in value.args:
                 if arg.keyword is None:
                     return None
-                keys.add(arg.keyword.value)
-            return keys
+                items[arg.keyword.value] = arg.value
+            return items
         return None
 
     def _mutated(self, name: str, binding: Binding) -> bool:

@@ -23,16 +23,17 @@ def dataloader(call: cst.Call, ctx: Context, keyword: str) -> bool:
     )
 
 
-def argument(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    """The value `call` passes for DataLoader's parameter `name`, by keyword or position."""
+def argument(call: cst.Call, name: str, ctx: Context | None = None) -> cst.BaseExpression | None:
+    """The value `call` passes for DataLoader's parameter `name`, by keyword or position, or
+    (given `ctx`) through a `**mapping` whose keys are known (`DataLoader(ds, **loader_args)`)."""
     found = keyword(call, name)
     if found is not None:
         return found.value
     position = POSITIONS.get(name)
-    positional = [arg for arg in call.args if arg.keyword is None]
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
     if position is not None and position < len(positional):
         return positional[position].value
-    return None
+    return ctx.module_graph.star_kwargs_value(call, name) if ctx is not None else None
 
 
 def int_literal(expr: cst.BaseExpression | None) -> int | None:

@@ -53,6 +53,19 @@ class DataloaderPersistentWorkers(Rule):
     benchmark = "TPL503"
 
     BAD = {
+        "workers-in-a-dict-of-loader-arguments": """
+            import os
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train_model(model, train_set, optimizer, epochs, batch_size):
+                loader_args = dict(batch_size=batch_size, num_workers=os.cpu_count(), pin_memory=True)
+                train_loader = DataLoader(train_set, shuffle=True, **loader_args)  # expect: TPL503
+                for epoch in range(1, epochs + 1):
+                    for batch in train_loader:
+                        model(batch["image"].cuda()).sum().backward()
+                        optimizer.step()
+            """,
         "epoch-loop": """
             import torch
             from torch.utils.data import DataLoader
@@ -99,6 +112,19 @@ class DataloaderPersistentWorkers(Rule):
             """,
     }
     FIXED = {
+        "workers-in-a-dict-of-loader-arguments": """
+            import os
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train_model(model, train_set, optimizer, epochs, batch_size):
+                loader_args = dict(batch_size=batch_size, num_workers=os.cpu_count(), pin_memory=True)
+                train_loader = DataLoader(train_set, shuffle=True, **loader_args, persistent_workers=os.cpu_count() > 0)
+                for epoch in range(1, epochs + 1):
+                    for batch in train_loader:
+                        model(batch["image"].cuda()).sum().backward()
+                        optimizer.step()
+            """,
         "epoch-loop": """
             import torch
             from torch.utils.data import DataLoader
@@ -212,7 +238,7 @@ class DataloaderPersistentWorkers(Rule):
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
         if not dataloader(node, ctx, "persistent_workers") or keyword(node, "persistent_workers") is not None:
             return
-        workers = argument(node, "num_workers")
+        workers = argument(node, "num_workers", ctx)
         count = int_literal(workers)
         if workers is None or count == 0:
             return
