@@ -678,3 +678,58 @@ def test_a_factory_fix_never_takes_its_device_from_a_size_or_a_container() -> No
     (finding,) = [f for f in lint_source(source, "embed.py", select=["TPL101"])]
     assert "grid.device" in finding.message
     assert "embed_dim.device" not in finding.message and "k_dict.device" not in finding.message
+
+
+_RPC_TRAINER = """
+    import torch
+    import torch.distributed.rpc as rpc
+    import torch.nn.functional as F
+    from torch import nn
+
+    def call_method(method, rref, *args):
+        return method(rref.local_value(), *args)
+
+    def remote_method(method, rref, *args):
+        return rpc.rpc_sync(rref.owner(), call_method, args=[method, rref, *args])
+
+    class TrainerNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ps = rpc.remote("ps", object)
+
+        def forward(self, x):
+            out = remote_method(object.forward, self.ps, x)
+            return out
+
+    def train(loader, opt, device):
+        net = TrainerNet()
+        for data, target in loader:
+            output = net(data)
+            target = target.to(output.device)
+            fetched = rpc.rpc_async("ps", torch.ones, args=(2,)).wait()
+            labels = target.to(fetched.device)
+            moved = net(data).cuda()
+            other = target.to(moved.device)
+            F.nll_loss(output, target).backward()
+            opt.step()
+    """
+
+
+def test_values_returned_over_rpc_without_a_device_map_are_host_tensors(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"trainer.py": _RPC_TRAINER})
+    # the RPC results (through a helper and a module's forward) are CPU tensors: moving the
+    # batch to their device copies nothing; a result moved to CUDA after it arrives is a device one
+    assert finding_lines(root, "trainer.py", "TPL106") == [29]
+
+
+def test_a_project_that_configures_an_rpc_device_map_keeps_rpc_results_on_the_device(tmp_path: Path) -> None:
+    launch = """
+        import torch.distributed.rpc as rpc
+
+        def options():
+            opts = rpc.TensorPipeRpcBackendOptions()
+            opts.set_device_map("ps", {0: 0})
+            return opts
+        """
+    root = write_project(tmp_path, {"trainer.py": _RPC_TRAINER, "launch.py": launch})
+    assert finding_lines(root, "trainer.py", "TPL106") == [25, 27, 29]

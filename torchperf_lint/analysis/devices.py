@@ -60,12 +60,14 @@ class HostTensors:
         hot: HotPaths,
         tensorness: Callable[[cst.BaseExpression], Tensorness],
         factories_on_device: bool = False,
+        rpc_moves_cuda: bool = False,
     ) -> None:
         self._facts = facts
         self._names = names
         self._hot = hot
         self._tensorness = tensorness
         self._factories_on_device = factories_on_device
+        self._rpc_moves_cuda = rpc_moves_cuda
         self._memo: dict[cst.CSTNode, bool] = {}
         self._in_progress: set[cst.CSTNode] = set()
         # While a project function's returns are read for one call: its parameters that call
@@ -231,6 +233,8 @@ class HostTensors:
     def _call(self, call: cst.Call) -> bool:
         if self._copies_to_host(call):
             return True
+        if not self._rpc_moves_cuda and (self._over_rpc(call) or self._forward_over_rpc(call)):
+            return True
         qualified = self._names.qualified_name(call) or ""
         name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
         if name in GENERATING_FACTORIES:
@@ -251,6 +255,73 @@ class HostTensors:
                 return self._casts_only(call) and self.is_host_tensor(call.func.value)
             return method not in _MOVES and self.is_host_tensor(call.func.value)
         return False
+
+    def _over_rpc(self, expr: cst.BaseExpression, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
+        """`expr` is a value returned over RPC: `rpc.rpc_sync(...)`, `rpc.rpc_async(...).wait()`,
+        `rpc.remote(...).to_here()`, `rref.rpc_sync().method(...)`, a name bound only to one, or a
+        call of a function of this file whose every return is one (`remote_method(...)`). Without
+        a device map TensorPipe carries only CPU tensors, so it arrives on the host."""
+        if expr in seen:
+            return False
+        seen = seen | {expr}
+        if isinstance(expr, cst.Name):
+            bindings = self._names.reaching(expr)
+            return bool(bindings) and all(
+                b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self._over_rpc(b.node, seen)
+                for b in bindings
+            )
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self._names.qualified_name(expr) or ""
+        if qualified == "torch.distributed.rpc.rpc_sync":
+            return True
+        func = expr.func
+        if isinstance(func, cst.Attribute) and not qualified:
+            method, receiver = func.attr.value, func.value
+            if method == "wait" and not expr.args:
+                return self._rpc_started(receiver, "rpc_async", "rpc_async")
+            if method == "to_here":
+                return self._rpc_started(receiver, "remote", "remote")
+            if isinstance(receiver, cst.Call) and _proxy(receiver) == "rpc_sync":
+                return True  # `rref.rpc_sync().method(...)`
+        function = self._callee(expr)
+        if function is None:
+            return False
+        values = _returned_values(function)
+        return bool(values) and all(self._over_rpc(v, seen) for v in values)
+
+    def _rpc_started(self, expr: cst.BaseExpression, api: str, proxy: str) -> bool:
+        """`expr` is `rpc.<api>(...)` or `rref.<proxy>().method(...)` (a future or an RRef whose
+        value another worker computes), or a name bound only to one."""
+        if isinstance(expr, cst.Name):
+            bindings = self._names.reaching(expr)
+            return bool(bindings) and all(
+                b.kind == "assign"
+                and isinstance(b.node, cst.BaseExpression)
+                and self._rpc_started(b.node, api, proxy)
+                for b in bindings
+            )
+        if not isinstance(expr, cst.Call):
+            return False
+        if self._names.qualified_name(expr) == f"torch.distributed.rpc.{api}":
+            return True
+        func = expr.func
+        return (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Call)
+            and _proxy(func.value) == proxy
+        )
+
+    def _forward_over_rpc(self, call: cst.Call) -> bool:
+        """`net(data)` of a module of this file whose forward returns only values that come
+        over RPC (a trainer's stub of a model held by a parameter server)."""
+        if not isinstance(call.func, cst.Name):
+            return False
+        callees = self._hot.resolve_call(call)
+        if len(callees) != 1 or callees[0].name.value != "forward":
+            return False
+        values = _returned_values(callees[0])
+        return bool(values) and all(self._over_rpc(v) for v in values)
 
     def _casts_only(self, call: cst.Call) -> bool:
         """`.to(torch.float64)`, `.to(dtype=torch.half)`, `.to(x.dtype)`: a cast on the same device."""
@@ -336,6 +407,19 @@ def _only_tensor(annotation: cst.BaseExpression) -> bool:
         elements = [e.slice for e in annotation.slice]
         return len(elements) == 1 and isinstance(elements[0], cst.Index) and _only_tensor(elements[0].value)
     return (dotted_name(annotation) or "").split(".")[-1] == "Tensor"
+
+
+def _proxy(call: cst.Call) -> Optional[str]:
+    """`rpc_sync`, `rpc_async` or `remote` for `rref.rpc_sync()` and the like: an RRef's proxy
+    whose method calls run on the owner."""
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute)
+        and not call.args
+        and func.attr.value in ("rpc_sync", "rpc_async", "remote")
+    ):
+        return func.attr.value
+    return None
 
 
 def _names_device(call: cst.Call) -> bool:

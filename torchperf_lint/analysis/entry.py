@@ -49,6 +49,7 @@ class EntryFacts:
     runs_on_cuda: Optional[str] = None  # why, when hot code of a module that shows CUDA use reaches it
     cuda_helper: Optional[str] = None  # why it shows CUDA use: it calls a helper returning a CUDA device
     cuda_default: Optional[str] = None  # where the project makes CUDA the default device
+    rpc_device_map: Optional[str] = None  # where the project lets RPC move CUDA tensors
     # functions whose layers keep the layout of published weights (project/checkpoints.py): why
     published_weights: tuple[tuple[int, str], ...] = ()
     # datasets held in memory (project/datasets.py): tokens as written here, and per function the
@@ -105,6 +106,7 @@ class EntryFacts:
             runs_on_cuda=_text(data["runs_on_cuda"]),
             cuda_helper=_text(data["cuda_helper"]),
             cuda_default=_text(data["cuda_default"]),
+            rpc_device_map=_text(data.get("rpc_device_map")),
             published_weights=tuple((int(i), str(why)) for i, why in data["published_weights"]),
             in_memory_datasets=frozenset(map(str, data.get("in_memory_datasets", ()))),
             in_memory_parameters=tuple(

@@ -261,3 +261,13 @@ def normalised_code(text: str) -> str:
 
 # torch's dataset of tensors it is handed: held in memory by construction
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+
+
+# What configures TensorPipe RPC to carry CUDA tensors; without it, RPC results arrive on the CPU.
+_RPC_DEVICE_MAP = re.compile(r"\b(?:device_maps|set_device_map|set_devices)\b")
+
+
+def names_rpc_device_map(source: str) -> bool:
+    """The source configures an RPC device map (`TensorPipeRpcBackendOptions(device_maps=...)`,
+    `options.set_device_map(...)`, `set_devices`): a tensor returned over RPC may be on a GPU."""
+    return _RPC_DEVICE_MAP.search(source) is not None

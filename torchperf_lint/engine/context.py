@@ -28,7 +28,7 @@ from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
 from ..analysis.torch_version import Declared, bounded_by_imports, target_version
-from ..analysis.vocabulary import cuda_prefixes, shows_cuda_use
+from ..analysis.vocabulary import cuda_prefixes, names_rpc_device_map, shows_cuda_use
 from ..paths import matches_path
 from ..settings import Settings
 from ..syntax.walker import Binding, FileFacts, Loop
@@ -245,6 +245,7 @@ class Context:
             self.hot,
             tensors.infer,
             factories_on_device=self.factories_on_device,
+            rpc_moves_cuda=self.rpc_moves_cuda,
         )
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
@@ -323,6 +324,12 @@ class Context:
         function = self.facts.enclosing_function(node)
         index = self.hot.function_index(function) if function is not None else None
         return self.entry.published_weights_of(index) if index is not None else None
+
+    @property
+    def rpc_moves_cuda(self) -> bool:
+        """The project (or this file) configures an RPC device map: a tensor returned over
+        RPC may arrive on a GPU. Without one, TensorPipe only carries CPU tensors."""
+        return self.entry.rpc_device_map is not None or names_rpc_device_map(self.source)
 
     @property
     def factories_on_device(self) -> bool:

@@ -585,6 +585,14 @@ class Project:
                     break
         return self._default or None
 
+    def rpc_device_map(self) -> Optional[str]:
+        """Where the project configures an RPC device map, if anywhere: then a tensor returned
+        over RPC may arrive on a GPU."""
+        for module in sorted(self.modules.values(), key=lambda m: m.display):
+            if module.summary.rpc_device_map:
+                return f"{module.display} configures an RPC device map"
+        return None
+
     def imported_modules(self, module: Module) -> Iterator[Module]:
         """The project modules `module` imports, names from, or reaches through a package."""
         for source, attribute, level in module.summary.imports.values():
@@ -873,6 +881,7 @@ class Project:
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),
             cuda_default=self.cuda_default(),
+            rpc_device_map=self.rpc_device_map(),
             published_weights=tuple(
                 sorted(_of_module(self.published(), self._published_by_module).get(key, ()), key=_first)
             ),

@@ -32,6 +32,7 @@ from ..analysis.vocabulary import (
     is_loader_name,
     is_optimizer_class,
     is_optimizer_name,
+    names_rpc_device_map,
     normalised_code,
     prepares_dataset,
     runs_rarely,
@@ -167,6 +168,8 @@ class Summary:
     # method, never a module's function (reached by its own name or through an import)
     handed_members: list[str] = dataclasses.field(default_factory=list)
     outer_stores: list[str] = dataclasses.field(default_factory=list)  # `obj.ATTR = ...` with obj not self
+    # names an RPC device map (`device_maps=`, `set_device_map`, `set_devices`): RPC may move CUDA tensors
+    rpc_device_map: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -195,6 +198,7 @@ class Summary:
             handed=data.get("handed", []),
             handed_members=data.get("handed_members", []),
             outer_stores=data.get("outer_stores", []),
+            rpc_device_map=data.get("rpc_device_map", False),
         )
 
 
@@ -1224,4 +1228,5 @@ def summarize(source: str) -> Optional[Summary]:
     summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
     summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
+    summary.rpc_device_map = names_rpc_device_map(source)
     return summary

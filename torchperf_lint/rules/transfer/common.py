@@ -76,13 +76,19 @@ def to_accelerator(move: cst.Call, ctx: Context) -> bool:
     assert isinstance(move.func, cst.Attribute)
     positional = [a.value for a in move.args if a.keyword is None and a.star == ""]
     if move.func.attr.value in ("to", "type_as") and len(positional) == 1 and ctx.is_tensor(positional[0]):
-        return True
+        return not ctx.is_host_tensor(positional[0])  # `.to(h)` of a host tensor `h` stays on the host
     if move.func.attr.value == "type_as":
         return False
     target = device_move(move, ctx)
     if target is None:
         return False
     device = target[0]
+    if (
+        isinstance(device, cst.Attribute)
+        and device.attr.value == "device"
+        and ctx.is_host_tensor(device.value)
+    ):
+        return False  # `.to(h.device)` of a host tensor `h`: the CPU
     if isinstance(device, cst.SimpleString):
         text = device.evaluated_value
         return not (isinstance(text, str) and text.startswith(("cpu", "meta")))
