@@ -22,6 +22,7 @@ from ..analysis.iteration import Iterations
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.placement import HostModels
+from ..analysis.rpc_sends import RpcSends
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.single_step import steps_once
 from ..analysis.sizes import Sizes
@@ -247,6 +248,15 @@ class Context:
             factories_on_device=self.factories_on_device,
             rpc_moves_cuda=self.rpc_moves_cuda,
         )
+
+    @functools.cached_property
+    def _rpc_sends(self) -> RpcSends:
+        return RpcSends(self.facts, self.names, self.hot, self._host_tensors.received_over_rpc)
+
+    def only_sent_over_rpc(self, value: cst.Call) -> bool:
+        """`value`'s every use sends it over RPC, in a project without an RPC device map: it
+        must stay on the host (TensorPipe carries only CPU tensors there)."""
+        return not self.rpc_moves_cuda and self._rpc_sends.only_sent(value)
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a CPU tensor: built by a torch factory or from host data without
