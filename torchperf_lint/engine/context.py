@@ -284,7 +284,7 @@ class Context:
 
     @functools.cached_property
     def _host_models(self) -> HostModels:
-        return HostModels(self.facts, self.names, self.hot, self.entry.imported)
+        return HostModels(self.facts, self.names, self.hot, self.entry.imported, self.rpc_moves_cuda)
 
     def walks_host_model(self, expr: cst.BaseExpression) -> bool:
         """`expr` walks the tensors of models that stay on the host (`fc.parameters()` of an
