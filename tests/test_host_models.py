@@ -54,3 +54,67 @@ def test_a_model_handed_to_a_wrapper_may_be_moved_by_it(tmp_path: Path) -> None:
         """
     root = write_project(tmp_path, {"wrapped.py": wrapped})
     assert finding_lines(root, "wrapped.py", "TPL702") == [7]
+
+
+_RPC_PARAMETER_SERVER = """
+    import torch
+    import torch.distributed.rpc as rpc
+    import torchvision
+
+    class ParameterServer(object):
+        def __init__(self):
+            self.model = torchvision.models.resnet50()
+            self.future_model = torch.futures.Future()
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.001)
+
+        def get_model(self):
+            return self.model
+
+        @staticmethod
+        @rpc.functions.async_execution
+        def update_and_fetch_model(ps_rref, grads):
+            self = ps_rref.local_value()
+            fut = self.future_model
+            self.optimizer.step()
+            fut.set_result(self.model)
+            return fut
+
+    class Trainer(object):
+        def __init__(self, ps_rref):
+            self.ps_rref = ps_rref
+
+        def train(self, batches):
+            m = self.ps_rref.rpc_sync().get_model().cuda()
+            for inputs in batches:
+                m(inputs.cuda()).sum().backward()
+                m = rpc.rpc_sync(
+                    self.ps_rref.owner(),
+                    ParameterServer.update_and_fetch_model,
+                    args=(self.ps_rref, [p.grad for p in m.cpu().parameters()]),
+                ).cuda()
+    """
+
+
+def test_a_model_only_handed_out_over_rpc_stays_with_its_owner_on_the_host(tmp_path: Path) -> None:
+    # the trainers move the copies they receive; the parameter server's model stays on the CPU
+    root = write_project(tmp_path, {"ps.py": _RPC_PARAMETER_SERVER})
+    assert finding_lines(root, "ps.py", "TPL702") == []
+
+
+def test_a_model_returned_to_local_callers_too_may_be_moved(tmp_path: Path) -> None:
+    local = _RPC_PARAMETER_SERVER + "\n    def local(ps):\n        return ps.get_model().cuda()\n"
+    root = write_project(tmp_path, {"ps.py": local})
+    assert finding_lines(root, "ps.py", "TPL702") == [9]
+
+
+def test_a_model_handed_out_over_rpc_with_a_device_map_keeps_the_finding(tmp_path: Path) -> None:
+    launch = """
+        import torch.distributed.rpc as rpc
+
+        def options():
+            opts = rpc.TensorPipeRpcBackendOptions()
+            opts.set_device_map("trainer", {0: 0})
+            return opts
+        """
+    root = write_project(tmp_path, {"ps.py": _RPC_PARAMETER_SERVER, "launch.py": launch})
+    assert finding_lines(root, "ps.py", "TPL702") == [9]

@@ -733,3 +733,59 @@ def test_a_project_that_configures_an_rpc_device_map_keeps_rpc_results_on_the_de
         """
     root = write_project(tmp_path, {"trainer.py": _RPC_TRAINER, "launch.py": launch})
     assert finding_lines(root, "trainer.py", "TPL106") == [25, 27, 29]
+
+
+_RPC_PIPELINE_MASTER = """
+    import torch
+    import torch.distributed.rpc as rpc
+    from torch import nn
+    from torch.distributed.rpc import RRef
+
+    class DistNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p1 = rpc.remote("worker1", nn.Linear, args=("cuda:0", 8, 8))
+            self.p2 = rpc.remote("worker2", nn.Linear, args=("cuda:1", 8, 8))
+
+        def forward(self, xs):
+            futures = []
+            for x in iter(xs.split(4, dim=0)):
+                y = self.p1.remote().forward(RRef(x))
+                futures.append(self.p2.rpc_async().forward(y))
+            return torch.cat(torch.futures.wait_all(futures))
+
+    def train(steps, one_hot):
+        model = DistNet()
+        loss_fn = nn.MSELoss()
+        for _ in range(steps):
+            inputs = torch.randn(16, 8)
+            labels = torch.zeros(16, 8).scatter_(1, one_hot, 1)
+            outputs = model(inputs)
+            loss_fn(outputs, labels).backward()
+            sent = torch.randn(16, 8)
+            rpc.rpc_sync("worker1", print, args=(sent,))
+            local = torch.randn(16, 8)
+            rpc.rpc_sync("worker1", print, args=(local,))
+            (local + torch.ones(8).cuda()).sum().backward()
+    """
+
+
+def test_values_only_sent_over_rpc_without_a_device_map_stay_on_the_host(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"master.py": _RPC_PIPELINE_MASTER})
+    # the batch only goes to a module whose forward sends it over RPC, the labels only meet the
+    # results gathered from RPC futures, `sent` is only an RPC argument: CUDA would make the RPC
+    # fail; `local` also meets a CUDA tensor here
+    assert finding_lines(root, "master.py", "TPL101") == [29, 31]
+
+
+def test_values_sent_over_rpc_with_a_device_map_stay_device_candidates(tmp_path: Path) -> None:
+    launch = """
+        import torch.distributed.rpc as rpc
+
+        def options():
+            opts = rpc.TensorPipeRpcBackendOptions()
+            opts.set_device_map("worker1", {0: 0})
+            return opts
+        """
+    root = write_project(tmp_path, {"master.py": _RPC_PIPELINE_MASTER, "launch.py": launch})
+    assert finding_lines(root, "master.py", "TPL101") == [23, 24, 27, 29, 31]

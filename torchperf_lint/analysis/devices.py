@@ -233,7 +233,7 @@ class HostTensors:
     def _call(self, call: cst.Call) -> bool:
         if self._copies_to_host(call):
             return True
-        if not self._rpc_moves_cuda and (self._over_rpc(call) or self._forward_over_rpc(call)):
+        if self.received_over_rpc(call):
             return True
         qualified = self._names.qualified_name(call) or ""
         name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
@@ -256,11 +256,19 @@ class HostTensors:
             return method not in _MOVES and self.is_host_tensor(call.func.value)
         return False
 
+    def received_over_rpc(self, expr: cst.BaseExpression) -> bool:
+        """`expr` comes back over RPC in a project without an RPC device map: a CPU tensor."""
+        return not self._rpc_moves_cuda and (
+            self._over_rpc(expr) or (isinstance(expr, cst.Call) and self._forward_over_rpc(expr))
+        )
+
     def _over_rpc(self, expr: cst.BaseExpression, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
         """`expr` is a value returned over RPC: `rpc.rpc_sync(...)`, `rpc.rpc_async(...).wait()`,
-        `rpc.remote(...).to_here()`, `rref.rpc_sync().method(...)`, a name bound only to one, or a
-        call of a function of this file whose every return is one (`remote_method(...)`). Without
-        a device map TensorPipe carries only CPU tensors, so it arrives on the host."""
+        `rpc.remote(...).to_here()`, `rref.rpc_sync().method(...)`, the results of
+        `torch.futures.wait_all` on RPC futures (and their `torch.cat`), a name bound only to one,
+        or a call of a function of this file whose every return is one (`remote_method(...)`, a
+        module's forward). Without a device map TensorPipe carries only CPU tensors, so it arrives
+        on the host."""
         if expr in seen:
             return False
         seen = seen | {expr}
@@ -274,6 +282,12 @@ class HostTensors:
             return False
         qualified = self._names.qualified_name(expr) or ""
         if qualified == "torch.distributed.rpc.rpc_sync":
+            return True
+        if qualified == "torch.futures.wait_all" and len(expr.args) == 1:
+            return self._rpc_futures(expr.args[0].value)
+        if qualified in ("torch.cat", "torch.stack") and expr.args and expr.args[0].keyword is None:
+            return self._over_rpc(expr.args[0].value, seen)
+        if self._forward_over_rpc(expr, seen):
             return True
         func = expr.func
         if isinstance(func, cst.Attribute) and not qualified:
@@ -312,7 +326,31 @@ class HostTensors:
             and _proxy(func.value) == proxy
         )
 
-    def _forward_over_rpc(self, call: cst.Call) -> bool:
+    def _rpc_futures(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a list of `rpc_async` futures: a list literal of them, or a name bound only
+        to one whose every `append` in its function adds one (`futs = []; futs.append(fut)`)."""
+        if isinstance(expr, cst.List):
+            return all(
+                not isinstance(e, cst.StarredElement) and self._rpc_started(e.value, "rpc_async", "rpc_async")
+                for e in expr.elements
+            )
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self._names.reaching(expr)
+        if not bindings or not all(b.kind == "assign" and isinstance(b.node, cst.List) for b in bindings):
+            return False
+        function = self._facts.enclosing_function(expr)
+        for call in self._facts.method_calls.get("append", ()):
+            receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+            if not (isinstance(receiver, cst.Name) and receiver.value == expr.value):
+                continue
+            if self._facts.enclosing_function(call) is not function:
+                continue
+            if len(call.args) != 1 or not self._rpc_started(call.args[0].value, "rpc_async", "rpc_async"):
+                return False
+        return all(self._rpc_futures(b.node) for b in bindings if isinstance(b.node, cst.List))
+
+    def _forward_over_rpc(self, call: cst.Call, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
         """`net(data)` of a module of this file whose forward returns only values that come
         over RPC (a trainer's stub of a model held by a parameter server)."""
         if not isinstance(call.func, cst.Name):
@@ -321,7 +359,7 @@ class HostTensors:
         if len(callees) != 1 or callees[0].name.value != "forward":
             return False
         values = _returned_values(callees[0])
-        return bool(values) and all(self._over_rpc(v) for v in values)
+        return bool(values) and all(self._over_rpc(v, seen) for v in values)
 
     def _casts_only(self, call: cst.Call) -> bool:
         """`.to(torch.float64)`, `.to(dtype=torch.half)`, `.to(x.dtype)`: a cast on the same device."""
@@ -520,11 +558,11 @@ def consumed_on_host(call: cst.Call, facts: FileFacts) -> bool:
     """`ix = torch.randint(n, (12,))` whose every read iterates it in Python (`for i in ix`, a
     comprehension) or copies it out (`ix.tolist()`): the host uses the values, so the tensor
     belongs there (nanoGPT's get_batch slices a NumPy memmap with them)."""
-    reads = _reads_of_bound_name(call, facts)
+    reads = reads_of_bound_name(call, facts)
     return bool(reads) and all(_host_read(n, facts) for n in reads)
 
 
-def _reads_of_bound_name(value: cst.CSTNode, facts: FileFacts) -> list[cst.Name]:
+def reads_of_bound_name(value: cst.CSTNode, facts: FileFacts) -> list[cst.Name]:
     """`name = <value>` inside a function: the other places the function names `name`; none when
     the value is not assigned to one plain name."""
     assign = facts.parents.get(value)
@@ -583,7 +621,7 @@ def flows_into_tensor(
         break
     if _indexes_tensor(expr, facts, is_tensor):
         return True
-    for read in _reads_of_bound_name(expr, facts):
+    for read in reads_of_bound_name(expr, facts):
         parent = facts.parents.get(read)
         if isinstance(parent, cst.ComparisonTarget):
             parent = facts.parents.get(parent)

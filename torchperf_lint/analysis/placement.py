@@ -12,6 +12,8 @@ file can still hold one (pytorch/examples' `regression/main.py` trains `Linear(4
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from ..syntax.walker import FileFacts, dotted_name
@@ -23,15 +25,19 @@ _MOVES = frozenset({"to", "cuda", "to_empty", "xpu", "mps"})
 _DEVICE_MARKERS = (".to(", ".cuda(", "device", ".to_empty(")
 _MODULE_PACKAGES = ("torch.nn.", "torchvision.models.")
 # What yields a module's tensors: `m.parameters()` and its kin.
+_RPC_CALLS = frozenset(f"torch.distributed.rpc.{api}" for api in ("rpc_sync", "rpc_async", "remote"))
 _TENSOR_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "state_dict"})
 
 
 class HostModels:
-    def __init__(self, facts: FileFacts, names: Names, hot: HotPaths, imported: bool) -> None:
+    def __init__(
+        self, facts: FileFacts, names: Names, hot: HotPaths, imported: bool, rpc_moves_cuda: bool = False
+    ) -> None:
         self._facts = facts
         self._names = names
         self._hot = hot
         self._imported = imported
+        self._rpc_moves_cuda = rpc_moves_cuda
         self._memo: dict[str, bool] = {}
 
     def of_tensors(self, expr: cst.BaseExpression) -> bool:
@@ -103,6 +109,8 @@ class HostModels:
             return True  # its binding: the values were checked
         if isinstance(parent, cst.Call) and parent.func is node:
             return True  # the model called on a batch
+        if not self._rpc_moves_cuda and self._sent_back_over_rpc(node, parent):
+            return True  # its RPC caller gets a copy; moving that copy leaves this one here
         if not (isinstance(parent, cst.Attribute) and parent.value is node):
             return False  # an argument, a return value, an alias: it may be moved elsewhere
         current: cst.CSTNode = parent
@@ -117,9 +125,62 @@ class HostModels:
             else:
                 return True
 
+    def _sent_back_over_rpc(self, node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> bool:
+        """`return self.model` from a method only ever called over RPC, or
+        `fut.set_result(self.model)` on the future an `@rpc.functions.async_execution` method
+        returns: the caller receives a serialized copy (`rref.rpc_sync().get_model().cuda()`)."""
+        function = self._facts.enclosing_function(node)
+        if function is None or not self._only_called_over_rpc(function):
+            return False
+        if isinstance(parent, cst.Return):
+            return True
+        call = self._facts.parents.get(parent) if isinstance(parent, cst.Arg) else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+            return False
+        future = call.func.value
+        async_execution = any(
+            (dotted_name(d.decorator) or "").endswith("async_execution") for d in function.decorators
+        )
+        return (
+            async_execution
+            and call.func.attr.value == "set_result"
+            and isinstance(future, cst.Name)
+            and any(isinstance(v, cst.Name) and v.value == future.value for v in _returned(function))
+        )
+
+    def _only_called_over_rpc(self, function: cst.FunctionDef) -> bool:
+        """Every reference to the method `function` runs it on its owner for a remote caller:
+        `rref.rpc_sync().m(...)` (and `rpc_async()`, `remote()`), or `Cls.m` handed to
+        `rpc.rpc_sync`/`rpc_async`/`remote`."""
+        info = self._facts.functions.get(function)
+        if info is None or info.cls is None:
+            return False
+        name = function.name.value
+        references = [
+            n for n in _walk(self._facts.module) if isinstance(n, cst.Attribute) and n.attr.value == name
+        ]
+        return bool(references) and all(self._rpc_reference(r) for r in references)
+
+    def _rpc_reference(self, reference: cst.Attribute) -> bool:
+        parent = self._facts.parents.get(reference)
+        if isinstance(parent, cst.Call) and parent.func is reference:
+            proxy = reference.value
+            return (
+                isinstance(proxy, cst.Call)
+                and isinstance(proxy.func, cst.Attribute)
+                and not proxy.args
+                and proxy.func.attr.value in ("rpc_sync", "rpc_async", "remote")
+            )
+        call = self._facts.parents.get(parent) if isinstance(parent, cst.Arg) else None
+        return isinstance(call, cst.Call) and (self._names.qualified_name(call) or "") in _RPC_CALLS
+
     def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
         function = self._facts.enclosing_function(node)
         return function if function is not None else self._facts.module
+
+
+def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    return [n.value for n in _walk(function.body) if isinstance(n, cst.Return) and n.value is not None]
 
 
 def _calls(expr: cst.CSTNode) -> list[cst.Call]:

@@ -22,6 +22,7 @@ from ..analysis.iteration import Iterations
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.placement import HostModels
+from ..analysis.rpc_sends import RpcSends
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.single_step import steps_once
 from ..analysis.sizes import Sizes
@@ -248,6 +249,15 @@ class Context:
             rpc_moves_cuda=self.rpc_moves_cuda,
         )
 
+    @functools.cached_property
+    def _rpc_sends(self) -> RpcSends:
+        return RpcSends(self.facts, self.names, self.hot, self._host_tensors.received_over_rpc)
+
+    def only_sent_over_rpc(self, value: cst.Call) -> bool:
+        """`value`'s every use sends it over RPC, in a project without an RPC device map: it
+        must stay on the host (TensorPipe carries only CPU tensors there)."""
+        return not self.rpc_moves_cuda and self._rpc_sends.only_sent(value)
+
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a CPU tensor: built by a torch factory or from host data without
         `device=`, never moved; reading its values waits for no device."""
@@ -274,7 +284,7 @@ class Context:
 
     @functools.cached_property
     def _host_models(self) -> HostModels:
-        return HostModels(self.facts, self.names, self.hot, self.entry.imported)
+        return HostModels(self.facts, self.names, self.hot, self.entry.imported, self.rpc_moves_cuda)
 
     def walks_host_model(self, expr: cst.BaseExpression) -> bool:
         """`expr` walks the tensors of models that stay on the host (`fc.parameters()` of an

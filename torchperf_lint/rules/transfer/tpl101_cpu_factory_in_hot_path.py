@@ -39,7 +39,7 @@ def _goes_to_host(call: cst.Call, ctx: Context) -> bool:
     attribute = ctx.parent(call)
     if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST:
         return True
-    return consumed_on_host(call, ctx.facts)
+    return consumed_on_host(call, ctx.facts) or ctx.only_sent_over_rpc(call)
 
 
 class CpuFactoryInHotPath(Rule):
