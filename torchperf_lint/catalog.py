@@ -34,5 +34,5 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL603", "gradcheck-outside-tests", True),
     ("TPL604", "synchronize-in-step", False),
     ("TPL701", "fp32-training", True),
-    ("TPL702", "unfused-optimizer", False),
+    ("TPL702", "unfused-optimizer", True),
 )
