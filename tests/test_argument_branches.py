@@ -149,6 +149,33 @@ def test_an_attribute_every_construction_leaves_off_makes_its_branch_cold_across
     assert finding_lines(root, "quantizer.py", SYNC) == []
 
 
+def test_a_class_used_as_a_base_is_not_handed_on(tmp_path: Path) -> None:
+    """`class Frozen(Quantizer)` reads the name without calling it, but builds nothing the
+    project cannot see: the subclass's constructions reach the base's `__init__` (torchmetrics'
+    `_NoTrainLpips(_LPIPS)`, whose `spatial` nobody passes)."""
+    model = """
+        from torch import nn
+        from quantizer import Quantizer
+
+
+        class Frozen(Quantizer):
+            def train(self, mode):
+                return super().train(False)
+
+
+        class VQ(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quantize = Frozen(8)
+                self.other = Quantizer(4)
+
+            def forward(self, x):
+                return self.quantize(x) + self.other(x)
+    """
+    root = write_project(tmp_path, {"quantizer.py": _QUANTIZER, "model.py": model})
+    assert finding_lines(root, "quantizer.py", SYNC) == []
+
+
 @pytest.mark.parametrize(
     "other",
     [

@@ -564,6 +564,8 @@ class _Summarizer:
     def _ClassDef(self, node: ast.ClassDef) -> None:
         if self.function_stack:
             self.locals().names.add(node.name)
+        # a base is read, not handed on: its subclasses' constructions reach its __init__
+        self.not_handed.update(id(base) for base in node.bases)
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(expr)
         outer = self.summary.classes[self.class_stack[-1]].qualname + "." if self.class_stack else ""
