@@ -28,6 +28,7 @@ class EntryFacts:
     module_classes: frozenset[int] = frozenset()  # classes that are nn.Modules through any base
     hot_functions: tuple[tuple[int, ExternalReason], ...] = ()
     entry_points: tuple[int, ...] = ()  # methods a library base calls per step (MessagePassing.message)
+    idle_entry_points: frozenset[int] = frozenset()  # forwards no instance runs (project/graph.py)
     step_loops: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value

@@ -454,6 +454,8 @@ class HotPaths:
             if info.name in STEP_HOOKS:
                 roots.append((info.node, Reason("step-hook", function=info.qualname)))
             elif info.name in MODULE_ENTRY_POINTS and self.is_module_class(cls):
+                if self._function_index.get(info.node) in self.entry.idle_entry_points:
+                    continue  # the project builds no instance that runs it (project/graph.py)
                 roots.append((info.node, Reason("forward", function=info.qualname)))
         for index in self.entry.entry_points:
             if index < len(self._functions):

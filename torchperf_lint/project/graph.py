@@ -109,6 +109,8 @@ class Project:
         self._is_module_memo: dict[tuple[int, int], bool] = {}
         self._bases_memo: dict[tuple[int, int], list[Resolved]] = {}
         self._subclasses: Optional[dict[tuple[int, int], list[ClassRef]]] = None
+        self._reachable: Optional[frozenset[str]] = None
+        self._built: Optional[frozenset[tuple[int, int]]] = None
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
         self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
         self._step_loops: dict[int, frozenset[int]] = {}
@@ -452,13 +454,52 @@ class Project:
                 if not self.is_module_class(ref):
                     continue
                 entry = self.entry_point(ref)
-                if entry is not None:
+                if entry is not None and not self._never_runs(ref, entry):
                     yield entry, ExternalReason("forward", "")
                 for qualified in self.external_bases(ref):
                     for name in extra_entry_points(qualified):
                         method = self.find_method(ref, name)
                         if method is not None:
                             yield method, ExternalReason("forward", "")
+
+    def _never_runs(self, cls: ClassRef, entry: FunctionRef) -> bool:
+        """`entry` is `cls`'s own and runs on no instance: `cls` is never built in the project nor
+        handed on or exported (its users could build it), and every subclass overrides it
+        (segmentation-models-pytorch's `Xception`, only ever the base of `XceptionEncoder`)."""
+        if entry.info.cls != cls.index or entry.module is not cls.module:
+            return False
+        subclasses = self.subclasses(cls)
+        if not subclasses or cls.info.name in self._reachable_names():
+            return False
+        if cls.key() in self._built_classes():
+            return False
+        overrides = (self.find_method(child, entry.info.name) for child in subclasses)
+        return all(method is not None and method.key() != entry.key() for method in overrides)
+
+    def _reachable_names(self) -> frozenset[str]:
+        """Names read but not called (handed on), or imported by a package's `__init__.py`."""
+        if self._reachable is None:
+            names: set[str] = set()
+            for module in self.modules.values():
+                names.update(module.summary.handed, module.summary.handed_members)
+                if module.is_package:
+                    names.update(module.summary.imports)
+            self._reachable = frozenset(names)
+        return self._reachable
+
+    def _built_classes(self) -> frozenset[tuple[int, int]]:
+        """The project classes some call constructs, hot or cold."""
+        if self._built is None:
+            built: set[tuple[int, int]] = set()
+            for module in self.modules.values():
+                for info in (module.summary.toplevel, *module.summary.functions):
+                    for call in (*info.calls, *info.cold_calls):
+                        if call.kind in ("global", "dotted"):
+                            target = self.resolve_dotted(module, call.target)
+                            if isinstance(target, ClassRef):
+                                built.add(target.key())
+            self._built = frozenset(built)
+        return self._built
 
     def _loop_owner(self, module: Module, loop: int) -> int:
         """The innermost step loop at or around `loop`, or -1."""
@@ -850,6 +891,12 @@ class Project:
                     method = ref.info.methods.get(name)
                     if method is not None:
                         entry_points.append(method)
+        idle = frozenset(
+            entry.index
+            for index in module_classes
+            if (entry := self.entry_point(ClassRef(module, index))) is not None
+            and self._never_runs(ClassRef(module, index), entry)
+        )
         no_grad = frozenset(
             name
             for name in set(module.summary.contexts)
@@ -868,6 +915,7 @@ class Project:
             argument_values=arguments,
             hot_functions=hot_functions,
             entry_points=tuple(sorted(set(entry_points))),
+            idle_entry_points=idle,
             step_loops=self.step_loops(module),
             no_grad_callables=no_grad,
             host_parameters=host,

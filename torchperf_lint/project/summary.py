@@ -987,6 +987,8 @@ class _Summarizer:
             if callee_name == "setattr" and isinstance(node.args[1], ast.Constant):
                 self.outer_stores.add(str(node.args[1].value))
             self._dynamic_attribute(callee_name, node.args[0], node.args[1])
+        if callee_name == "super" and node.args:
+            self.not_handed.add(id(node.args[0]))  # `super(Net, self)` names its class, hands nothing on
         self.children(node)
         function = self.current()
         if function.cls >= 0 and not self.cold:
