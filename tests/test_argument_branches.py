@@ -675,3 +675,76 @@ def test_an_attribute_the_step_path_may_set_keeps_its_branch_hot(
     model = change.pop("model", _HOOKED)
     imports, setup = change.pop("imports", ""), change.pop("setup", "")
     assert _hooked_lines(tmp_path, model, imports, setup, **change) == hot
+
+
+_FOCAL = """
+    import torch
+    from torch import nn
+
+
+    class Focal(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+
+    class DetLoss(nn.Module):
+        def __init__(self, nc, use_fl=True):
+            super().__init__()
+            self.fl = Focal() if use_fl else None
+            self.nl = None if use_fl else Focal()
+
+        def forward(self, x):
+            if self.fl:
+                x = self.fl(x)
+            else:
+                x = x * x.max().item()  # line 20
+            if self.fl is None:
+                x = x * x.max().item()  # line 22
+            if self.nl is not None:
+                x = x * x.max().item()  # line 24
+            return x
+"""
+
+
+def _focal_lines(tmp_path: Path, focal: str, built: str) -> list[int]:
+    model = f"""
+        from torch import nn
+        from focal import DetLoss
+
+
+        class Det(nn.Module):
+            def __init__(self, flag):
+                super().__init__()
+                self.loss = {built}
+
+            def forward(self, x):
+                return self.loss(x)
+    """
+    root = write_project(tmp_path, {"focal.py": focal, "model.py": model})
+    return finding_lines(root, "focal.py", SYNC)
+
+
+@pytest.mark.parametrize("built", ["DetLoss(8)", "DetLoss(nc=8, use_fl=True)"])
+def test_an_attribute_built_only_when_a_decided_flag_is_on_decides_its_tests(
+    tmp_path: Path, built: str
+) -> None:
+    """`self.fl = Focal() if use_fl else None` with `use_fl` left True: `self.fl` is a module
+    (truthy, not None), so `if self.fl:`'s else and `self.fl is None` are cold, and so is
+    `self.nl is not None` for `self.nl = None if use_fl else Focal()` (ultralytics' DETRLoss)."""
+    assert _focal_lines(tmp_path, _FOCAL, built) == []
+
+
+@pytest.mark.parametrize(
+    ("focal", "built", "hot"),
+    [
+        # the flag turned off: `self.fl` is None, `self.nl` a module
+        (_FOCAL, "DetLoss(8, use_fl=False)", [20, 22, 24]),
+        (_FOCAL, "DetLoss(8, use_fl=flag)", [20, 22, 24]),  # a value the caller decides
+        # an object either way: `if self.fl:` is not decided by the flag (`self.nl` still is)
+        (_FOCAL.replace("if use_fl else None", "if use_fl else nn.Identity()"), "DetLoss(8)", [20, 22]),
+    ],
+)
+def test_an_attribute_built_under_an_undecided_or_off_flag_keeps_its_tests_open(
+    tmp_path: Path, focal: str, built: str, hot: list[int]
+) -> None:
+    assert _focal_lines(tmp_path, focal, built) == hot

@@ -16,6 +16,9 @@ import functools
 from typing import Mapping, Optional
 
 NOT_NONE = "!None"
+# an object known to be true, not only not None: a project module built in `__init__`
+# (`self.fl = FocalLoss() if use_fl else None` with `use_fl` True), so `if self.fl:` is decided
+TRUTHY = "!truthy"
 # a `self.` attribute nothing sets on the step path (project/arguments.py): `hasattr(self, "A")`
 # is False there, `getattr(self, "A", d)` is d; reading `self.A` itself is not decided
 ABSENT = "!absent"
@@ -121,6 +124,8 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
         token = values.get(name)
         if token == ABSENT:
             return None
+        if token == TRUTHY:
+            return True
         known, value = _literal(token) if token is not None else (False, None)
         return bool(value) if known else None
     if isinstance(test, ast.Compare) and len(test.ops) == 1:

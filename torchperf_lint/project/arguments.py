@@ -19,9 +19,19 @@ the linted code runs.
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
-from ..analysis.arguments import ABSENT, NOT_NONE, PARAM_PREFIX, decided_sides, merge, parse_test
+from ..analysis.arguments import (
+    ABSENT,
+    NOT_NONE,
+    PARAM_PREFIX,
+    TRUTHY,
+    decided_sides,
+    merge,
+    parse_test,
+    truth,
+)
 from .summary import Call, Function
 
 if TYPE_CHECKING:
@@ -251,9 +261,42 @@ def _attributes(
         if len(where) != 1 or attribute in outer:
             continue
         method, param = where[0]
-        if method.key() == init.key() and param in values:
+        token = values.get(param) if param else _flagged_token(project, init, attribute, values)
+        if method.key() == init.key() and token is not None:
             for each in methods:
-                yield each, attribute, values[param]
+                yield each, attribute, token
+
+
+# external bases whose instances are always true (no `__len__`/`__bool__`)
+_TRUE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "object"})
+
+
+def _flagged_token(project: Project, init: FunctionRef, attribute: str, values: Values) -> Optional[str]:
+    """The token of `self.ATTR = Callee(...) if PARAM else None` (or `None if PARAM else
+    Callee(...)`) in `__init__` when PARAM's value is decided: "None" on the side left None,
+    else TRUTHY where Callee is a project class whose instances are always true, NOT_NONE for
+    another project class, None (not decided) for a function or a library's class."""
+    from .graph import ClassRef
+
+    for stored, param, side, callee in init.info.flagged_stores:
+        if stored != attribute or param not in values:
+            continue
+        on = truth(ast.Name(id=param), values)
+        if on is None:
+            return None
+        if on != (side == "body"):
+            return "None"
+        cls = project.resolve_dotted(init.module, callee)
+        if not isinstance(cls, ClassRef):
+            return None  # a function may return None, a library class may define __len__
+        if (
+            project.find_method(cls, "__len__") is None
+            and project.find_method(cls, "__bool__") is None
+            and all(base in _TRUE_BASES for base in project.external_bases(cls))
+        ):
+            return TRUTHY
+        return NOT_NONE
+    return None
 
 
 def _absent_attributes(project: Project, reached: set[tuple[int, int]]) -> Iterable[tuple[FunctionRef, str]]:

@@ -104,6 +104,9 @@ class Function:
     rebinds: dict[str, list[list[list[str]]]] = dataclasses.field(default_factory=dict)
     # `self.ATTR = ...` in its body: [ATTR, the parameter it is set from, or ""]
     self_stores: list[list[str]] = dataclasses.field(default_factory=list)
+    # `self.ATTR = Callee(...) if PARAM else None` ("body") or `None if PARAM else Callee(...)`
+    # ("else"): [ATTR, PARAM, the side that builds, Callee's dotted name]
+    flagged_stores: list[list[str]] = dataclasses.field(default_factory=list)
     cold_calls: list[Call] = dataclasses.field(default_factory=list)  # calls in cold code (constructions)
     # `obj.ATTR = ...` or `setattr(obj, "ATTR", ...)` in its body, obj not self: ATTR
     attribute_stores: list[str] = dataclasses.field(default_factory=list)
@@ -341,6 +344,18 @@ def _misses(test: ast.AST, stored: set[str], containers: set[str]) -> bool:
     if isinstance(operator, ast.NotEq):
         return _text(_layout_base(left)) in stored or _text(_layout_base(right)) in stored
     return False
+
+
+def _flagged_build(value: ast.expr, params: list[str]) -> Optional[list[str]]:
+    """[PARAM, side, callee] for `Callee(...) if PARAM else None` ("body") or
+    `None if PARAM else Callee(...)` ("else"); None for anything else."""
+    if not (isinstance(value, ast.IfExp) and isinstance(value.test, ast.Name) and value.test.id in params):
+        return None
+    for side, built, other in (("body", value.body, value.orelse), ("else", value.orelse, value.body)):
+        callee = dotted(built.func) if isinstance(built, ast.Call) else None
+        if callee and isinstance(other, ast.Constant) and other.value is None:
+            return [value.test.id, side, callee]
+    return None
 
 
 def fills_cache(branch: ast.If) -> bool:
@@ -808,6 +823,10 @@ class _Summarizer:
         ):
             self.current().self_stores.append([target.attr, node.value.id])
             self.not_handed.add(id(target))
+        elif len(node.targets) == 1 and self.function_stack and isinstance(target, ast.Attribute):
+            flagged = _flagged_build(node.value, self.current().params)
+            if flagged is not None and subject(target) is not None:
+                self.current().flagged_stores.append([target.attr, *flagged])
         self.children(node)
 
     def _Attribute(self, node: ast.Attribute) -> None:
