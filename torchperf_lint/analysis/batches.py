@@ -18,7 +18,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from ..syntax.walker import Binding, ClassInfo, FileFacts, all_params, dotted_name
+from ..syntax.walker import Binding, ClassInfo, FileFacts, all_params, dotted_name, returned_values
 from .hotpath import HotPaths
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES
@@ -361,20 +361,8 @@ def _left_unpinned(info: ClassInfo, facts: FileFacts, hot: HotPaths) -> bool:
 
 def _returned_classes(function: cst.FunctionDef) -> list[str]:
     """The callees of `return Callee(...)` statements of `function`'s own body."""
-    found = []
-    for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
-        for node in _own_returns(statement):
-            if isinstance(node.value, cst.Call):
-                found.append(dotted_name(node.value.func) or "")
-    return found
-
-
-def _own_returns(node: cst.CSTNode) -> list[cst.Return]:
-    if isinstance(node, cst.Return):
-        return [node]
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        return []
-    return [r for child in node.children for r in _own_returns(child)]
+    values, _ = returned_values(function)
+    return [dotted_name(value.func) or "" for value in values if isinstance(value, cst.Call)]
 
 
 def unpinned_collate(call: cst.Call, facts: FileFacts, hot: HotPaths) -> bool:

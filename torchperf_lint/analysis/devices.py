@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name
+from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .tensors import Tensorness
@@ -499,36 +499,10 @@ def _unpacked_position(value: cst.BaseExpression, name: str, facts: FileFacts) -
     return None
 
 
-class _Returns(cst.CSTVisitor):
-    """The values a function returns, not those of functions or classes nested in it; whether
-    it yields (a call of it makes a generator)."""
-
-    def __init__(self) -> None:
-        self.values: list[cst.BaseExpression] = []
-        self.yields = False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Yield(self, node: cst.Yield) -> None:
-        self.yields = True
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if node.value is not None:
-            self.values.append(node.value)
-
-
 def _returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     """Every value `function` returns; none for a generator."""
-    visitor = _Returns()
-    function.body.visit(visitor)
-    return [] if visitor.yields else visitor.values
+    values, yields = returned_values(function)
+    return [] if yields else values
 
 
 def _is_cpu(expr: cst.BaseExpression) -> bool:

@@ -20,7 +20,7 @@ import dataclasses
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, Loop, dotted_name
+from ..syntax.walker import FileFacts, Loop, dotted_name, returned_values
 from .hotpath import HotPaths
 from .names import Names
 
@@ -217,16 +217,9 @@ class _Appends(cst.CSTVisitor):
 
 
 def _returned_names(function: cst.FunctionDef) -> set[str]:
+    """The names `function`'s own body returns, alone or as elements of a returned tuple."""
     names: set[str] = set()
-
-    class Returns(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            value = node.value
-            values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
-            names.update(v.value for v in values if isinstance(v, cst.Name))
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
-
-    function.visit(Returns())
+    for value in returned_values(function)[0]:
+        values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        names.update(v.value for v in values if isinstance(v, cst.Name))
     return names

@@ -128,6 +128,36 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+class _OwnReturns(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+        self.yields = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
+
+
+def returned_values(function: cst.FunctionDef) -> tuple[list[cst.BaseExpression], bool]:
+    """The values `function`'s own body returns (not those of functions, classes or lambdas
+    nested in it), and whether it yields (a call of it makes a generator)."""
+    visitor = _OwnReturns()
+    function.body.visit(visitor)
+    return visitor.values, visitor.yields
+
+
 def all_params(params: cst.Parameters) -> list[cst.Param]:
     """Every parameter of a signature: positional-only, regular, *args, keyword-only, **kwargs."""
     every = [*params.posonly_params, *params.params, *params.kwonly_params]

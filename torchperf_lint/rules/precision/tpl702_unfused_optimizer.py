@@ -64,7 +64,7 @@ class UnfusedOptimizer(Rule):
 
     code = "TPL702"
     name = "unfused-optimizer"
-    default_on = True  # meets both bars again: models kept on the CPU and one-step demos are silent (evidence.py)
+    default_on = True  # meets both bars again since CPU-only models and one-step demos (evidence.py)
     summary = "Optimizer without its fused CUDA kernel"
     message = "torch.optim.{optimizer}{how} {cause}; {fix_text}"
     fix_safety = Safety.UNSAFE
