@@ -18,7 +18,15 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from ..syntax.walker import Binding, ClassInfo, FileFacts, all_params, dotted_name, returned_values
+from ..syntax.walker import (
+    Binding,
+    ClassInfo,
+    FileFacts,
+    all_params,
+    descendants,
+    dotted_name,
+    returned_values,
+)
 from .hotpath import HotPaths
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES
@@ -128,13 +136,13 @@ def _yields_items_of_parameter(function: cst.FunctionDef) -> bool:
     if not params:
         return False
     first = params[0].name.value
-    for node in _walk(function.body):
+    for node in descendants(function.body, enter_scopes=False):
         if isinstance(node, cst.Yield) and isinstance(node.value, cst.From):
             if isinstance(node.value.item, cst.Name) and node.value.item.value == first:
                 return True
         if isinstance(node, cst.For) and isinstance(node.iter, cst.Name) and node.iter.value == first:
             target = node.target
-            for inner in _walk(node.body):
+            for inner in descendants(node.body, enter_scopes=False):
                 if (
                     isinstance(inner, cst.Yield)
                     and isinstance(target, cst.Name)
@@ -143,18 +151,6 @@ def _yields_items_of_parameter(function: cst.FunctionDef) -> bool:
                 ):
                     return True
     return False
-
-
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every node under `node`, not entering nested functions or classes."""
-    found: list[cst.CSTNode] = []
-    todo = list(node.children)
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            todo.extend(current.children)
-    return found
 
 
 class Batches:

@@ -16,7 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, dotted_name
+from ..syntax.walker import FileFacts, descendants, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 
@@ -72,7 +72,7 @@ class HostModels:
             values = [b.node for b in bindings]
             scope = self._scope_of(owner)
             occurrences: list[cst.BaseExpression] = [
-                n for n in _walk(scope) if isinstance(n, cst.Name) and n.value == owner.value
+                n for n in descendants(scope) if isinstance(n, cst.Name) and n.value == owner.value
             ]
         else:
             assert isinstance(owner, cst.Attribute)
@@ -82,7 +82,7 @@ class HostModels:
             attr = owner.attr.value
             values = list(self._hot.attribute_values(cls, attr))
             occurrences = []
-            for node in _walk(self._facts.module):
+            for node in descendants(self._facts.module):
                 if isinstance(node, cst.Attribute) and node.attr.value == attr:
                     if dotted_name(node.value) != "self" or self._hot.enclosing_class(node) is not cls:
                         return False  # read from outside the class: its holder may move it
@@ -157,7 +157,9 @@ class HostModels:
             return False
         name = function.name.value
         references = [
-            n for n in _walk(self._facts.module) if isinstance(n, cst.Attribute) and n.attr.value == name
+            n
+            for n in descendants(self._facts.module)
+            if isinstance(n, cst.Attribute) and n.attr.value == name
         ]
         return bool(references) and all(self._rpc_reference(r) for r in references)
 
@@ -180,18 +182,8 @@ class HostModels:
 
 
 def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
-    return [n.value for n in _walk(function.body) if isinstance(n, cst.Return) and n.value is not None]
+    return [n.value for n in descendants(function.body) if isinstance(n, cst.Return) and n.value is not None]
 
 
 def _calls(expr: cst.CSTNode) -> list[cst.Call]:
-    return [node for node in _walk(expr) if isinstance(node, cst.Call)]
-
-
-def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    todo: list[cst.CSTNode] = [root]
-    while todo:
-        node = todo.pop()
-        found.append(node)
-        todo.extend(node.children)
-    return found
+    return [node for node in descendants(expr) if isinstance(node, cst.Call)]

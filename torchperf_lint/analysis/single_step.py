@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts
+from ..syntax.walker import FileFacts, descendants
 from .hotpath import HotPaths
 
 # Methods whose call keeps the optimizer where it is.
@@ -27,10 +27,7 @@ def steps_once(built: cst.Call, facts: FileFacts, hot: HotPaths) -> bool:
     if not isinstance(target, cst.Name) or function is None or hot.reason(function) is not None:
         return False
     steps = 0
-    todo: list[cst.CSTNode] = [function.body]
-    while todo:
-        node = todo.pop()
-        todo.extend(node.children)
+    for node in descendants(function.body):
         if not (isinstance(node, cst.Name) and node.value == target.value) or node is target:
             continue
         parent = facts.parents.get(node)

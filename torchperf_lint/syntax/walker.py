@@ -128,6 +128,20 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def descendants(root: cst.CSTNode, enter_scopes: bool = True) -> Iterator[cst.CSTNode]:
+    """`root` and every node under it; with `enter_scopes=False`, the functions, classes and
+    lambdas nested in it are yielded but not entered."""
+    todo: list[cst.CSTNode] = [root]
+    while todo:
+        node = todo.pop()
+        yield node
+        if enter_scopes or node is root or not isinstance(node, _SCOPES):
+            todo.extend(node.children)
+
+
 class _OwnReturns(cst.CSTVisitor):
     def __init__(self) -> None:
         self.values: list[cst.BaseExpression] = []
