@@ -328,6 +328,45 @@ def test_values_derived_only_from_host_tensors_are_host() -> None:
     assert host[7:] == [False, False, False, False, False, False]  # a device operand or a move
 
 
+def test_lengths_that_pack_padded_sequence_was_given_are_host_tensors() -> None:
+    # pack_padded_sequence raises unless a tensor of lengths is on the CPU: a value it was given
+    # by a statement that runs before every later read lives on the host there
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+        class Framewise(nn.Module):
+            def forward(self, x, n_wins):
+                probe(n_wins.max())
+                packed = pack_padded_sequence(x, n_wins, batch_first=True, enforce_sorted=False)
+                x, _ = pad_packed_sequence(packed, batch_first=True, total_length=int(probe(n_wins.max())))
+                return x
+
+        class ByKeyword(nn.Module):
+            def forward(self, x, lengths):
+                packed = nn.utils.rnn.pack_padded_sequence(x, lengths=lengths, batch_first=True)
+                probe(lengths.sum())
+                lengths = x.sum(1)
+                probe(lengths.sum())
+
+        class PackedSometimes(nn.Module):
+            def forward(self, x, lengths, packed):
+                if packed:
+                    x = pack_padded_sequence(x, lengths, batch_first=True)
+                probe(lengths.max())
+
+        class OtherLengths(nn.Module):
+            def forward(self, x, lengths, n):
+                x = pack_padded_sequence(x, lengths.cpu(), batch_first=True)
+                probe(lengths.max()); probe(n.max())
+        """
+    )
+    host = [ctx.is_host_tensor(p) for p in probes]
+    assert host == [False, True, True, False, False, False, False]  # the first read may run alone
+
+
 def test_a_function_of_the_file_returning_host_tensors_for_host_arguments_returns_host() -> None:
     ctx, probes = _probes(
         """

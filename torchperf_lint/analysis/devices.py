@@ -11,6 +11,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values
+from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .tensors import Tensorness
@@ -68,6 +69,7 @@ class HostTensors:
         self._tensorness = tensorness
         self._factories_on_device = factories_on_device
         self._rpc_moves_cuda = rpc_moves_cuda
+        self._required = HostArguments(facts, names)
         self._memo: dict[cst.CSTNode, bool] = {}
         self._in_progress: set[cst.CSTNode] = set()
         # While a project function's returns are read for one call: its parameters that call
@@ -111,7 +113,10 @@ class HostTensors:
             return self._call(expr)
         if isinstance(expr, cst.Name):
             bindings = self._names.reaching(expr)
-            return bool(bindings) and all(self._binding(b, expr.value) for b in bindings)
+            return bool(bindings) and (
+                all(self._binding(b, expr.value) for b in bindings)
+                or self._required.required_on_host(expr, bindings)
+            )
         if isinstance(expr, cst.Attribute):
             if isinstance(expr.value, cst.Name) and expr.value.value == "self":
                 return self._self_attribute(expr)
