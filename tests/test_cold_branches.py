@@ -191,6 +191,7 @@ def test_the_code_after_an_early_return_on_every_cuda_step_is_the_host_path(
         "not x.is_cuda",
         'x.device.type != "cuda"',
         "x.is_cuda and x.dtype == torch.float16",
+        "x.is_cuda and x.dtype == float",
         "x.device == torch.device('cuda')",
     ],
 )

@@ -67,7 +67,7 @@ def _accepts_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) 
     accepted = (
         [e.value for e in right.elements] if isinstance(right, (cst.Tuple, cst.List, cst.Set)) else [right]
     )
-    return any(isinstance(a, (cst.Attribute, cst.Name)) and _last_name(a) in DEFAULT_DTYPES for a in accepted)
+    return any(isinstance(a, cst.Attribute) and a.attr.value in DEFAULT_DTYPES for a in accepted)
 
 
 def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:

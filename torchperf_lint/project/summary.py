@@ -337,7 +337,7 @@ def _accepts_default_dtype(left: ast.AST, right: ast.AST) -> bool:
     if not (isinstance(left, ast.Attribute) and left.attr == "dtype"):
         return False
     accepted = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
-    return any((dotted(a) or "").split(".")[-1] in DEFAULT_DTYPES for a in accepted)
+    return any(isinstance(a, ast.Attribute) and a.attr in DEFAULT_DTYPES for a in accepted)
 
 
 def _text(node: ast.AST) -> str:
