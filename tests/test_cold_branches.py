@@ -193,6 +193,9 @@ def test_the_code_after_an_early_return_on_every_cuda_step_is_the_host_path(
         "x.is_cuda and x.dtype == torch.float16",
         "x.is_cuda and x.dtype == float",
         "x.device == torch.device('cuda')",
+        # alone, a dtype test says nothing of the device; under autocast fp16 activations fail it
+        "x.dtype == torch.float32",
+        "x.dtype in (torch.float32, torch.float64)",
     ],
 )
 def test_an_early_return_that_some_cuda_steps_skip_keeps_what_follows_hot(guard: str) -> None:

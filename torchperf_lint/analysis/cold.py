@@ -70,6 +70,32 @@ def _accepts_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) 
     return any(isinstance(a, cst.Attribute) and a.attr.value in DEFAULT_DTYPES for a in accepted)
 
 
+def _cuda_in_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`x.is_cuda and x.dtype in (torch.float32, torch.float64)`: a tensor on CUDA in the default
+    dtype. The dtype test counts only beside a CUDA test (a fused CUDA path for fp32 input, kornia's
+    SIFT): alone, `if x.dtype != torch.float32:` is the path every autocast step takes."""
+
+    def on_cuda(test: cst.BaseExpression) -> bool:
+        if isinstance(test, cst.Attribute):
+            return test.attr.value == "is_cuda"
+        return (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)
+            and _holds_on_cuda(test.left, test.comparisons[0].comparator)
+        )
+
+    def in_default_dtype(test: cst.BaseExpression) -> bool:
+        return (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.Equal, cst.In))
+            and _accepts_default_dtype(test.left, test.comparisons[0].comparator)
+        )
+
+    return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
+
+
 def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     """(the body is cold, the else branch is cold) for `if test:`."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -78,6 +104,8 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     if isinstance(test, cst.BooleanOperation):
         first, second = cold_sides(test.left), cold_sides(test.right)
         if isinstance(test.operator, cst.And):  # the body needs both; the else either
+            if _cuda_in_default_dtype(test.left, test.right):
+                return False, True
             return first[0] or second[0], first[1] and second[1]
         return first[0] and second[0], first[1] or second[1]
     name = _last_name(test)
@@ -101,10 +129,10 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
                 return True, False
             if isinstance(operator, cst.NotEqual):
                 return False, True
-        if _holds_on_cuda(left, right) or _accepts_default_dtype(left, right):
-            if isinstance(operator, (cst.Equal, cst.In)):
+        if _holds_on_cuda(left, right):
+            if isinstance(operator, cst.Equal):
                 return False, True
-            if isinstance(operator, (cst.NotEqual, cst.NotIn)):
+            if isinstance(operator, cst.NotEqual):
                 return True, False
         if (
             isinstance(left, cst.BinaryOperation)

@@ -277,6 +277,8 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
     if isinstance(test, ast.BoolOp):
         sides = [cold_sides(v) for v in test.values]
         if isinstance(test.op, ast.And):
+            if _cuda_in_default_dtype(test.values):
+                return False, True
             return any(b for b, _ in sides), all(o for _, o in sides)
         return all(b for b, _ in sides), any(o for _, o in sides)
     name = (dotted(test.func if isinstance(test, ast.Call) else test) or "").split(".")[-1]
@@ -299,10 +301,10 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
                 return True, False
             if isinstance(operator, ast.NotEq):
                 return False, True
-        if _holds_on_cuda(left, right) or _accepts_default_dtype(left, right):
-            if isinstance(operator, (ast.Eq, ast.In)):
+        if _holds_on_cuda(left, right):
+            if isinstance(operator, ast.Eq):
                 return False, True
-            if isinstance(operator, (ast.NotEq, ast.NotIn)):
+            if isinstance(operator, ast.NotEq):
                 return True, False
         if (
             isinstance(left, ast.BinOp)
@@ -338,6 +340,33 @@ def _accepts_default_dtype(left: ast.AST, right: ast.AST) -> bool:
         return False
     accepted = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
     return any(isinstance(a, ast.Attribute) and a.attr in DEFAULT_DTYPES for a in accepted)
+
+
+def _cuda_in_default_dtype(tests: list[ast.expr]) -> bool:
+    """As analysis/cold.py's: `x.is_cuda and x.dtype in (torch.float32, ...)`, two operands."""
+
+    def on_cuda(test: ast.expr) -> bool:
+        if isinstance(test, ast.Attribute):
+            return test.attr == "is_cuda"
+        return (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and _holds_on_cuda(test.left, test.comparators[0])
+        )
+
+    def in_default_dtype(test: ast.expr) -> bool:
+        return (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Eq, ast.In))
+            and _accepts_default_dtype(test.left, test.comparators[0])
+        )
+
+    if len(tests) != 2:
+        return False
+    left, right = tests
+    return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
 
 
 def _text(node: ast.AST) -> str:
