@@ -156,3 +156,48 @@ def test_the_project_pass_reads_an_error_fallback_as_the_file_does(tmp_path: Pat
     assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == []
     (tmp_path / "model.py").write_text(model.replace("return self.attempt(x)", "x = self.attempt(x)"))
     assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == [2]
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "x.is_cuda",
+        'x.device.type == "cuda"',
+        'x.device.type == "cuda" and x.dtype in (torch.float32, torch.float64)',
+        "x.is_cuda and x.dtype == torch.float32",
+    ],
+)
+def test_the_code_after_an_early_return_on_every_cuda_step_is_the_host_path(
+    guard: str, tmp_path: Path
+) -> None:
+    """kornia's SIFT `_refine`: CUDA input in the default dtype returns through a fused path, so
+    the generic code after it runs for host tensors; the project pass reads it the same."""
+    body = f"if {guard}:\n    return self.fast(x)\nif not x.any():\n    return x\nreturn x / x.max().item()"
+    assert lint(body) == []
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "helpers.py").write_text("def peak(x):\n    return x.max().item()\n")
+    model = "import torch\nfrom torch import nn\nfrom helpers import peak\n\nclass Net(nn.Module):\n"
+    model += (
+        f"    def forward(self, x):\n        if {guard}:\n            return x\n        return x / peak(x)\n"
+    )
+    (tmp_path / "model.py").write_text(model)
+    path = tmp_path / "helpers.py"
+    assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == []
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "not x.is_cuda",
+        'x.device.type != "cuda"',
+        "x.is_cuda and x.dtype == torch.float16",
+        "x.is_cuda and x.dtype == float",
+        "x.device == torch.device('cuda')",
+        # alone, a dtype test says nothing of the device; under autocast fp16 activations fail it
+        "x.dtype == torch.float32",
+        "x.dtype in (torch.float32, torch.float64)",
+    ],
+)
+def test_an_early_return_that_some_cuda_steps_skip_keeps_what_follows_hot(guard: str) -> None:
+    body = f"if {guard}:\n    return self.fast(x)\nreturn x / x.max().item()"
+    assert lint(body) == [8]

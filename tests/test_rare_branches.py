@@ -53,6 +53,11 @@ COLD = {
         if self.mask is None or self.mask.size(0) != len(x):
             self.mask = build(x)
         """,
+    "module-moved-when-its-device-differs": """
+        backbone = self.backbone[0]
+        if backbone.device != x.device or backbone.weight.dtype != x.dtype:
+            self.backbone[0] = build(x)
+        """,
     "not-step-modulo": """
         if not self.step % 100:
             build(x)
@@ -75,6 +80,16 @@ HOT = {
     "other-than-the-stored-value": """
         if self.grid.shape != x.shape:
             self.other = build(x)
+        """,
+    "moved-from-a-parameter-every-step": """
+        if key.device != x.device:
+            self.other = build(x)
+        """,
+    "local-rebound-before-the-check": """
+        backbone = self.backbone[0]
+        backbone = key
+        if backbone.device != x.device:
+            self.backbone[0] = build(x)
         """,
     "i-is-not-a-step-counter": """
         for i in range(2):

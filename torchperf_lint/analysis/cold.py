@@ -15,6 +15,7 @@ from .arguments import decided_sides, parse_test
 from .vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
+    DEFAULT_DTYPES,
     LAYOUT_READS,
     NON_CUDA_DEVICE_TYPES,
     ONCE_FLAGS,
@@ -51,6 +52,50 @@ def _holds_only_off_cuda(left: cst.BaseExpression, right: cst.BaseExpression) ->
     return name == "device" and _is_non_cuda_device(right)
 
 
+def _holds_on_cuda(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`x.device.type == "cuda"`: true in every CUDA step (not `x.device == torch.device("cuda")`,
+    which a tensor on `cuda:0` fails)."""
+    return (
+        _last_name(left) == "type" and isinstance(right, cst.SimpleString) and right.evaluated_value == "cuda"
+    )
+
+
+def _accepts_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`x.dtype == torch.float32`, `x.dtype in (torch.float32, torch.float64)`."""
+    if _last_name(left) != "dtype":
+        return False
+    accepted = (
+        [e.value for e in right.elements] if isinstance(right, (cst.Tuple, cst.List, cst.Set)) else [right]
+    )
+    return any(isinstance(a, cst.Attribute) and a.attr.value in DEFAULT_DTYPES for a in accepted)
+
+
+def _cuda_in_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`x.is_cuda and x.dtype in (torch.float32, torch.float64)`: a tensor on CUDA in the default
+    dtype. The dtype test counts only beside a CUDA test (a fused CUDA path for fp32 input, kornia's
+    SIFT): alone, `if x.dtype != torch.float32:` is the path every autocast step takes."""
+
+    def on_cuda(test: cst.BaseExpression) -> bool:
+        if isinstance(test, cst.Attribute):
+            return test.attr.value == "is_cuda"
+        return (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)
+            and _holds_on_cuda(test.left, test.comparisons[0].comparator)
+        )
+
+    def in_default_dtype(test: cst.BaseExpression) -> bool:
+        return (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.Equal, cst.In))
+            and _accepts_default_dtype(test.left, test.comparisons[0].comparator)
+        )
+
+    return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
+
+
 def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     """(the body is cold, the else branch is cold) for `if test:`."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -59,6 +104,8 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     if isinstance(test, cst.BooleanOperation):
         first, second = cold_sides(test.left), cold_sides(test.right)
         if isinstance(test.operator, cst.And):  # the body needs both; the else either
+            if _cuda_in_default_dtype(test.left, test.right):
+                return False, True
             return first[0] or second[0], first[1] and second[1]
         return first[0] and second[0], first[1] or second[1]
     name = _last_name(test)
@@ -70,6 +117,8 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, cst.Attribute) and name == "is_cpu":
         return True, False
+    if isinstance(test, cst.Attribute) and name == "is_cuda":
+        return False, True  # every CUDA step takes the body
     if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
         return False, True  # `if not step % N:` runs once every N steps
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -80,6 +129,11 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
                 return True, False
             if isinstance(operator, cst.NotEqual):
                 return False, True
+        if _holds_on_cuda(left, right):
+            if isinstance(operator, cst.Equal):
+                return False, True
+            if isinstance(operator, cst.NotEqual):
+                return True, False
         if (
             isinstance(left, cst.BinaryOperation)
             and isinstance(left.operator, cst.Modulo)
@@ -123,11 +177,41 @@ def _layout_base(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _misses(test: cst.BaseExpression, stored: set[str], containers: set[str]) -> bool:
+# What a local name stands for when it is bound once to an attribute or an item
+# (`backbone = self.backbone[0]`); None otherwise.
+Alias = Callable[[cst.Name], Optional[cst.BaseExpression]]
+
+
+def _no_alias(name: cst.Name) -> Optional[cst.BaseExpression]:
+    return None
+
+
+def _compared_roots(expr: cst.BaseExpression, alias: Alias) -> set[str]:
+    """What a stale-check reads, as text: `self.grid[i]` for `self.grid[i].shape[2:4]`; `backbone`
+    and `backbone.cls_token` for `backbone.cls_token.dtype`, and what the local `backbone` stands for."""
+    roots: set[str] = set()
+    current: cst.BaseExpression = _layout_base(expr)
+    while True:
+        roots.add(_text(current))
+        if isinstance(current, cst.Name):
+            bound = alias(current)
+            if bound is not None:
+                roots.add(_text(bound))
+        if not isinstance(current, cst.Attribute):
+            return roots
+        current = current.value
+
+
+def _misses(
+    test: cst.BaseExpression, stored: set[str], containers: set[str], alias: Alias = _no_alias
+) -> bool:
     """`test` is true when the cache the body fills misses: `key not in self.cache`,
-    `self.mask is None`, `self.grid[i].shape[2:4] != x.shape[2:4]`."""
+    `self.mask is None`, `self.grid[i].shape[2:4] != x.shape[2:4]`, `backbone.device != x.device`
+    after `backbone = self.backbone[0]`."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
-        return _misses(test.left, stored, containers) and _misses(test.right, stored, containers)
+        return _misses(test.left, stored, containers, alias) and _misses(
+            test.right, stored, containers, alias
+        )
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     left, right, operator = test.left, test.comparisons[0].comparator, test.comparisons[0].operator
@@ -136,11 +220,11 @@ def _misses(test: cst.BaseExpression, stored: set[str], containers: set[str]) ->
     if isinstance(operator, cst.Is):
         return isinstance(right, cst.Name) and right.value == "None" and _text(left) in stored
     if isinstance(operator, cst.NotEqual):
-        return _text(_layout_base(left)) in stored or _text(_layout_base(right)) in stored
+        return bool((_compared_roots(left, alias) | _compared_roots(right, alias)) & stored)
     return False
 
 
-def fills_cache(branch: cst.If) -> bool:
+def fills_cache(branch: cst.If, alias: Alias = _no_alias) -> bool:
     """A cache-miss builder: the body stores into an attribute or a container what the test found
     missing or stale, so later steps skip it (`if key not in self.cache: self.cache[key] = ...`)."""
     stored: set[str] = set()
@@ -152,7 +236,7 @@ def fills_cache(branch: cst.If) -> bool:
                     stored.add(_text(target.target))
                 if isinstance(target.target, cst.Subscript):
                     containers.add(_text(target.target.value))
-    return bool(stored) and _misses(branch.test, stored, containers)
+    return bool(stored) and _misses(branch.test, stored, containers, alias)
 
 
 def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:
@@ -200,10 +284,10 @@ def cold_from(
     return len(statements)
 
 
-def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode) -> bool:
+def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode, alias: Alias = _no_alias) -> bool:
     """Stepping from `child` up to `parent` leaves a branch a training step does not take (for
     a statement in a block, hotpath.py asks `cold_from` once per block)."""
-    if isinstance(parent, cst.If) and child is parent.body and fills_cache(parent):
+    if isinstance(parent, cst.If) and child is parent.body and fills_cache(parent, alias):
         return True
     if isinstance(parent, (cst.If, cst.IfExp)):
         body, orelse = cold_sides(parent.test)

@@ -405,7 +405,7 @@ class HotPaths:
                     self._cold_edges[(statement, parent)] = index >= start
                 crosses = self._cold_edges.get(key, False)
             else:
-                crosses = crosses_cold_branch(child, parent)
+                crosses = crosses_cold_branch(child, parent, self._alias)
                 if not crosses and values and isinstance(parent, (cst.If, cst.IfExp)):
                     body, orelse = argument_sides(parent.test, values)
                     crosses = (body and child is parent.body) or (orelse and child is parent.orelse)
@@ -419,6 +419,14 @@ class HotPaths:
                     crosses = body if isinstance(parent.operator, cst.And) else orelse
                 self._cold_edges[key] = crosses
         return crosses
+
+    def _alias(self, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """The attribute or item a local name is bound to once (`backbone = self.backbone[0]`)."""
+        bindings = self._names.lookup(name.value, name)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or self._facts.enclosing_function(name) is None:
+            return None
+        value = bindings[0].node
+        return value if isinstance(value, (cst.Attribute, cst.Subscript)) else None
 
     def _leaves_step_loop(self, child: cst.CSTNode, branch: cst.If) -> bool:
         """`child`, a side of `branch`, ends by leaving a step loop (`if step >= max_steps: ...;

@@ -185,6 +185,10 @@ DEBUG_FLAGS = frozenset(
 # Device types a CUDA training step never runs on: a branch taken only there is cold
 # (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
 NON_CUDA_DEVICE_TYPES = frozenset({"cpu", "mps"})
+# The dtype a training step's tensors have unless the code casts them (`torch.float32`): a test that
+# accepts it (`x.dtype in (torch.float32, torch.float64)`) holds in the steps the analysis reads, so
+# the statements after `if x.is_cuda and x.dtype in (...): return fast(x)` are the CPU path.
+DEFAULT_DTYPES = frozenset({"float32", "float"})
 
 
 def is_cudnn_decision(dotted: str) -> bool:

@@ -19,6 +19,7 @@ from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
     DEFAULT_DEVICE_SETTERS,
+    DEFAULT_DTYPES,
     LAYOUT_READS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
@@ -276,6 +277,8 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
     if isinstance(test, ast.BoolOp):
         sides = [cold_sides(v) for v in test.values]
         if isinstance(test.op, ast.And):
+            if _cuda_in_default_dtype(test.values):
+                return False, True
             return any(b for b, _ in sides), all(o for _, o in sides)
         return all(b for b, _ in sides), any(o for _, o in sides)
     name = (dotted(test.func if isinstance(test, ast.Call) else test) or "").split(".")[-1]
@@ -287,6 +290,8 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cpu":
         return True, False
+    if isinstance(test, ast.Attribute) and name == "is_cuda":
+        return False, True
     if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
         return False, True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -296,6 +301,11 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
                 return True, False
             if isinstance(operator, ast.NotEq):
                 return False, True
+        if _holds_on_cuda(left, right):
+            if isinstance(operator, ast.Eq):
+                return False, True
+            if isinstance(operator, ast.NotEq):
+                return True, False
         if (
             isinstance(left, ast.BinOp)
             and isinstance(left.op, ast.Mod)
@@ -312,6 +322,51 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         ):
             return True, False
     return False, False
+
+
+def _holds_on_cuda(left: ast.AST, right: ast.AST) -> bool:
+    """As analysis/cold.py's: `x.device.type == "cuda"`."""
+    return (
+        isinstance(left, ast.Attribute)
+        and left.attr == "type"
+        and isinstance(right, ast.Constant)
+        and right.value == "cuda"
+    )
+
+
+def _accepts_default_dtype(left: ast.AST, right: ast.AST) -> bool:
+    """As analysis/cold.py's: `x.dtype == torch.float32`, `x.dtype in (torch.float32, torch.float64)`."""
+    if not (isinstance(left, ast.Attribute) and left.attr == "dtype"):
+        return False
+    accepted = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+    return any(isinstance(a, ast.Attribute) and a.attr in DEFAULT_DTYPES for a in accepted)
+
+
+def _cuda_in_default_dtype(tests: list[ast.expr]) -> bool:
+    """As analysis/cold.py's: `x.is_cuda and x.dtype in (torch.float32, ...)`, two operands."""
+
+    def on_cuda(test: ast.expr) -> bool:
+        if isinstance(test, ast.Attribute):
+            return test.attr == "is_cuda"
+        return (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and _holds_on_cuda(test.left, test.comparators[0])
+        )
+
+    def in_default_dtype(test: ast.expr) -> bool:
+        return (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Eq, ast.In))
+            and _accepts_default_dtype(test.left, test.comparators[0])
+        )
+
+    if len(tests) != 2:
+        return False
+    left, right = tests
+    return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
 
 
 def _text(node: ast.AST) -> str:
@@ -331,9 +386,24 @@ def _layout_base(node: ast.AST) -> ast.AST:
     return node
 
 
-def _misses(test: ast.AST, stored: set[str], containers: set[str]) -> bool:
+def _compared_roots(node: ast.AST, local: Optional[_Locals]) -> set[str]:
+    """As analysis/cold.py's: what a stale-check reads, and what a local bound once stands for."""
+    roots: set[str] = set()
+    current = _layout_base(node)
+    while True:
+        roots.add(_text(current))
+        if isinstance(current, ast.Name) and local is not None and local.stores.get(current.id) == 1:
+            bound = local.values.get(current.id, [])
+            if len(bound) == 1 and isinstance(bound[0], (ast.Attribute, ast.Subscript)):
+                roots.add(_text(bound[0]))
+        if not isinstance(current, ast.Attribute):
+            return roots
+        current = current.value
+
+
+def _misses(test: ast.AST, stored: set[str], containers: set[str], local: Optional[_Locals]) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return all(_misses(v, stored, containers) for v in test.values)
+        return all(_misses(v, stored, containers, local) for v in test.values)
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return False
     left, right, operator = test.left, test.comparators[0], test.ops[0]
@@ -342,7 +412,7 @@ def _misses(test: ast.AST, stored: set[str], containers: set[str]) -> bool:
     if isinstance(operator, ast.Is):
         return isinstance(right, ast.Constant) and right.value is None and _text(left) in stored
     if isinstance(operator, ast.NotEq):
-        return _text(_layout_base(left)) in stored or _text(_layout_base(right)) in stored
+        return bool((_compared_roots(left, local) | _compared_roots(right, local)) & stored)
     return False
 
 
@@ -358,7 +428,7 @@ def _flagged_build(value: ast.expr, params: list[str]) -> Optional[list[str]]:
     return None
 
 
-def fills_cache(branch: ast.If) -> bool:
+def fills_cache(branch: ast.If, local: Optional[_Locals] = None) -> bool:
     """A cache-miss builder, as analysis/cold.py's fills_cache reads it."""
     stored: set[str] = set()
     containers: set[str] = set()
@@ -368,7 +438,7 @@ def fills_cache(branch: ast.If) -> bool:
                 stored.add(_text(target))
             if isinstance(target, ast.Subscript):
                 containers.add(_text(target.value))
-    return bool(stored) and _misses(branch.test, stored, containers)
+    return bool(stored) and _misses(branch.test, stored, containers, local)
 
 
 def _names_non_cuda_type(node: ast.AST) -> bool:
@@ -721,7 +791,10 @@ class _Summarizer:
     def _If(self, node: ast.If) -> None:
         body, orelse = cold_sides(node.test)
         self.visit(node.test)
-        sides = ((node.body, body or fills_cache(node), "body"), (node.orelse, orelse, "else"))
+        sides = (
+            (node.body, body or fills_cache(node, self.locals() if self.function_stack else None), "body"),
+            (node.orelse, orelse, "else"),
+        )
         for nodes, cold, side in sides:
             left = self._left_loop(nodes)
             self.leaving.extend([left] if left >= 0 else ())
