@@ -533,12 +533,31 @@ class _NameReads(cst.CSTVisitor):
             self.found.append(node)
 
 
-def consumed_on_host(call: cst.Call, facts: FileFacts) -> bool:
+def consumed_on_host(call: cst.Call, facts: FileFacts, host_read_keys: frozenset[str] = frozenset()) -> bool:
     """`ix = torch.randint(n, (12,))` whose every read iterates it in Python (`for i in ix`, a
     comprehension) or copies it out (`ix.tolist()`): the host uses the values, so the tensor
-    belongs there (nanoGPT's get_batch slices a NumPy memmap with them)."""
+    belongs there (nanoGPT's get_batch slices a NumPy memmap with them). Also an entry of a
+    returned dict literal under a key the project only reads on the host (`host_read_keys`,
+    project/graph.py): `return {"order": torch.randperm(4)}` for `params["order"].tolist()`."""
+    if _returned_under(call, facts, host_read_keys):
+        return True
     reads = reads_of_bound_name(call, facts)
     return bool(reads) and all(_host_read(n, facts) for n in reads)
+
+
+def _returned_under(value: cst.BaseExpression, facts: FileFacts, keys: frozenset[str]) -> bool:
+    """`value` is an entry of a dict literal that a `return` hands back, under one of `keys`."""
+    element = facts.parents.get(value)
+    if not keys or not isinstance(element, cst.DictElement) or element.value is not value:
+        return False
+    key = element.key
+    literal = facts.parents.get(element)
+    return (
+        isinstance(key, cst.SimpleString)
+        and key.evaluated_value in keys
+        and isinstance(literal, cst.Dict)
+        and isinstance(facts.parents.get(literal), cst.Return)
+    )
 
 
 def reads_of_bound_name(value: cst.CSTNode, facts: FileFacts) -> list[cst.Name]:

@@ -32,6 +32,8 @@ class EntryFacts:
     step_loops: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
+    # keys of the dict literals it returns that the project only ever reads on the host
+    host_read_keys: frozenset[str] = frozenset()
     # per function, what every call made per step passes (project/arguments.py): name -> token
     argument_values: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
     # the project's own classes (not modules) with a `to`/`cuda` of their own: a batch may be one
@@ -93,6 +95,7 @@ class EntryFacts:
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
+            host_read_keys=frozenset(map(str, data.get("host_read_keys", ()))),
             argument_values=tuple(
                 (int(index), tuple((str(name), str(token)) for name, token in values))
                 for index, values in data.get("argument_values", ())

@@ -121,6 +121,7 @@ class Project:
         self._default: Optional[str] = None  # "" once found to be nowhere
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
         self._movers: Optional[tuple[tuple[str, bool], ...]] = None
+        self._key_reads: Optional[dict[str, bool]] = None
         self._imported: Optional[frozenset[int]] = None
         self._cudnn: Optional[bool] = None
         # the two tables above by module (id -> [(index, value)]), so that handing each module its
@@ -765,6 +766,20 @@ class Project:
         self._host = host
         return self._host
 
+    def host_read_keys(self, module: Module) -> frozenset[str]:
+        """The keys of the dict literals `module` returns that the project reads, and only ever
+        reads on the host (`params["order"].tolist()`, `for i in params["order"]`): an entry
+        built there on the host stays where it is used. Keys name entries, not one mapping, so
+        a read of the same key anywhere else in the project counts (that only keeps findings)."""
+        if self._key_reads is None:
+            reads: dict[str, bool] = {}
+            for each in self.modules.values():
+                if not each.is_test:
+                    for key, on_host in each.summary.key_reads.items():
+                        reads[key] = reads.get(key, True) and on_host
+            self._key_reads = reads
+        return frozenset(key for key in module.summary.returned_keys if self._key_reads.get(key, False))
+
     # -- what one module is handed ---------------------------------------------------------
     def imported_anywhere(self) -> frozenset[int]:
         """The modules (by id) that another module of the project imports."""
@@ -919,6 +934,7 @@ class Project:
             step_loops=self.step_loops(module),
             no_grad_callables=no_grad,
             host_parameters=host,
+            host_read_keys=self.host_read_keys(module),
             runs_on_cuda=self.cuda_reasons().get(key),
             movers=self.movers(),
             unpinned_collates=self.unpinned_collates(module),

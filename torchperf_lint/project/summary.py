@@ -174,6 +174,11 @@ class Summary:
     outer_stores: list[str] = dataclasses.field(default_factory=list)  # `obj.ATTR = ...` with obj not self
     # names an RPC device map (`device_maps=`, `set_device_map`, `set_devices`): RPC may move CUDA tensors
     rpc_device_map: bool = False
+    # string keys read from a mapping (`params["order"]`) -> whether every read of it here hands
+    # the value to the host (`.tolist()`, `.item()`, iterated in Python); `.get("k")` reads count too
+    key_reads: dict[str, bool] = dataclasses.field(default_factory=dict)
+    # string keys of the dict literals its functions return (`return {"order": ...}`)
+    returned_keys: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -203,7 +208,14 @@ class Summary:
             handed_members=data.get("handed_members", []),
             outer_stores=data.get("outer_stores", []),
             rpc_device_map=data.get("rpc_device_map", False),
+            key_reads=data.get("key_reads", {}),
+            returned_keys=data.get("returned_keys", []),
         )
+
+
+def _string_key(node: ast.AST) -> Optional[str]:
+    """`"order"` in `params["order"]`: a key written as a string literal."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _assigned(targets: list[ast.expr]) -> Iterator[ast.expr]:
@@ -557,6 +569,7 @@ class _Summarizer:
         self.global_objects: set[str] = set()  # bound at module level (`nd, ok = optional_import(...)`)
         self.outer_stores: set[str] = set()
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
+        self.host_reads: set[int] = set()  # ids of subscripts whose value is handed to the host
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -740,6 +753,7 @@ class _Summarizer:
         self.summary.loops.append(loop)
         if not isinstance(node, ast.While):
             scopes, iterable = self.scopes(), node.iter
+            self.host_reads.add(id(iterable))  # `for i in params["order"]`: Python takes the values
 
             def label() -> None:
                 loop.loader = self._loader(iterable, scopes) or ""
@@ -1003,9 +1017,24 @@ class _Summarizer:
         if "channels_last" in node.value or "channels-last" in node.value:
             self.summary.channels_last = True
 
+    def _Subscript(self, node: ast.Subscript) -> None:
+        key = _string_key(node.slice)
+        if key is not None and isinstance(node.ctx, ast.Load):
+            self._read_key(key, id(node) in self.host_reads)
+        self.children(node)
+
+    def _read_key(self, key: str, on_host: bool) -> None:
+        reads = self.summary.key_reads
+        reads[key] = reads.get(key, True) and on_host
+
     def _Return(self, node: ast.Return) -> None:
         self.children(node)
         value, function, local = node.value, self.current(), self.locals()
+        if self.function_stack and isinstance(value, ast.Dict):
+            for key in value.keys:
+                name = _string_key(key) if key is not None else None
+                if name is not None and name not in self.summary.returned_keys:
+                    self.summary.returned_keys.append(name)
         if value is None:
             return
         stripped = _strip_chain(value)
@@ -1067,6 +1096,13 @@ class _Summarizer:
         return [callee for callee in map(_constructed, values) if callee]
 
     def _Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS and not node.args:
+            self.host_reads.add(id(func.value))
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and node.args:
+            key = _string_key(node.args[0])
+            if key is not None:
+                self._read_key(key, False)  # what `.get` hands on is not followed
         if is_cudnn_decision_call(dotted(node.func) or ""):
             self.summary.cudnn_decision = True
         self.not_handed.add(id(node.func))

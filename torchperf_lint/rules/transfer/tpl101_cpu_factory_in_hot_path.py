@@ -39,7 +39,7 @@ def _goes_to_host(call: cst.Call, ctx: Context) -> bool:
     attribute = ctx.parent(call)
     if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST:
         return True
-    return consumed_on_host(call, ctx.facts) or ctx.only_sent_over_rpc(call)
+    return consumed_on_host(call, ctx.facts, ctx.entry.host_read_keys) or ctx.only_sent_over_rpc(call)
 
 
 class CpuFactoryInHotPath(Rule):
@@ -66,8 +66,11 @@ class CpuFactoryInHotPath(Rule):
     ## When it stays silent
     Cold code (`__init__`, module level, setup functions); `*_like` factories, which inherit their
     argument's device; calls with `device=` or `generator=` (a CPU generator is deliberate);
-    calls that fill an `out=` tensor made on the device (`out=torch.cuda.LongTensor(n)`); results sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`); empty tensors
-    (a literal 0 in the size: `torch.empty(0)`, `torch.zeros(0, 4)`); CPU-only files.
+    calls that fill an `out=` tensor made on the device (`out=torch.cuda.LongTensor(n)`); results
+    sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`), also as an entry of a
+    returned dict that the project reads only on the host (`return {"order": torch.randperm(4)}`
+    for `params["order"].tolist()`); empty tensors (a literal 0 in the size: `torch.empty(0)`,
+    `torch.zeros(0, 4)`); CPU-only files.
     """
 
     code = "TPL101"
