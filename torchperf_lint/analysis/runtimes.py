@@ -18,6 +18,7 @@ import libcst as cst
 
 from ..syntax.walker import FileFacts, descendants, dotted_name
 from .hotpath import HotPaths
+from .names import Names
 
 # Methods a framework base gives `self` that take host values (Lightning's logging).
 _FRAMEWORK_HOOKS = frozenset({"log", "log_dict", "print"})
@@ -29,8 +30,9 @@ _MAX_HOPS = 3  # names a value passes through (`im = Image.fromarray(im)`) befor
 
 
 class Runtimes:
-    def __init__(self, facts: FileFacts, hot: HotPaths) -> None:
+    def __init__(self, facts: FileFacts, names: Names, hot: HotPaths) -> None:
         self._facts = facts
+        self._names = names
         self._hot = hot
 
     def fed_to_other_runtime(self, conversion: cst.Call) -> bool:
@@ -84,7 +86,9 @@ class Runtimes:
                 if self._feeds(read):
                     return True
                 bound = self._bound_from(read)
-                if bound is not None and self._flows_into_runtime(bound, hops - 1):
+                if bound is None or self._back_in_torch(bound):
+                    continue  # `x = pack_padded_sequence(x, lengths)`: torch data again
+                if self._flows_into_runtime(bound, hops - 1):
                     return True
             if any(
                 self._is_binding(n) and n.value == name
@@ -117,6 +121,13 @@ class Runtimes:
         cls = self._hot.enclosing_class(call)
         methods = {m for c in self._hot.lineage(cls) for m in c.methods} if cls is not None else set()
         return attribute not in methods and attribute not in _FRAMEWORK_HOOKS
+
+    def _back_in_torch(self, value: cst.BaseExpression) -> bool:
+        """`value` calls torch: what it makes is torch's, not the runtime's input."""
+        return any(
+            isinstance(n, cst.Call) and (self._names.qualified_name(n) or "").startswith("torch.")
+            for n in [value, *descendants(value)]
+        )
 
     def _bound_from(self, read: cst.Name) -> Optional[cst.BaseExpression]:
         """The value of `other = <... read ...>` that `read` is part of."""

@@ -261,7 +261,7 @@ class Context:
 
     @functools.cached_property
     def _runtimes(self) -> Runtimes:
-        return Runtimes(self.facts, self.hot)
+        return Runtimes(self.facts, self.names, self.hot)
 
     def fed_to_other_runtime(self, conversion: cst.Call) -> bool:
         """The `.cpu()`/`.numpy()` copy `conversion` makes is the input of another framework's

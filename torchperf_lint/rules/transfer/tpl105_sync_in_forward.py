@@ -181,6 +181,9 @@ class SyncInForward(Rule):
                     order = np.lexsort((x.cpu().numpy(), t.cpu().numpy()))  # expect: TPL105,TPL105
                     a = x.cpu().numpy()  # expect: TPL105
                     self.kept.append(x.cpu())  # expect: TPL105
+                    lengths = t.cpu().numpy()  # expect: TPL105
+                    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+                    self.lstm(packed)
                     dev = torch.cat([x[:n] + 1 for n in t.tolist()])  # expect: TPL105
                     return torch.from_numpy(order), self.helper(a), dev.cpu()  # expect: TPL105
             """,
