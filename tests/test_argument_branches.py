@@ -748,3 +748,31 @@ def test_an_attribute_built_under_an_undecided_or_off_flag_keeps_its_tests_open(
     tmp_path: Path, focal: str, built: str, hot: list[int]
 ) -> None:
     assert _focal_lines(tmp_path, focal, built) == hot
+
+
+def test_a_construction_through_a_scoped_import_decides_its_tests(tmp_path: Path) -> None:
+    """`from focal import DetLoss` inside the method that builds it (ultralytics'
+    `init_criterion`): the call resolves as the import says, so the construction's flags are
+    known like those of a module-level import."""
+    model = """
+        from torch import nn
+
+
+        class Det(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.loss = self.init_criterion()
+
+            def init_criterion(self):
+                from focal import DetLoss
+
+                return DetLoss(nc=8)
+
+            def forward(self, x):
+                return self.loss(x)
+    """
+    root = write_project(tmp_path, {"focal.py": _FOCAL, "model.py": model})
+    assert finding_lines(root, "focal.py", SYNC) == []
+    scoped_flag_off = model.replace("DetLoss(nc=8)", "DetLoss(nc=8, use_fl=False)")
+    root = write_project(tmp_path / "off", {"focal.py": _FOCAL, "model.py": scoped_flag_off})
+    assert finding_lines(root, "focal.py", SYNC) == [20, 22, 24]

@@ -93,7 +93,8 @@ class HostTensors:
 
     def _operands_on_host(self, operands: list[cst.BaseExpression]) -> bool:
         """The tensor operands (at least one) are all on the host; plain numbers do not count.
-        The elements of a list or tuple argument are operands (`torch.cat([a, b])`), and a host
+        The elements of a list or tuple argument are operands (`torch.cat([a, b])`), a
+        comprehension's element stands for all of them, and a host
         tensor counts as one whatever its inferred tensorness (a name unpacked from a tuple)."""
         flat: list[cst.BaseExpression] = []
         for operand in operands:
@@ -101,6 +102,8 @@ class HostTensors:
                 if any(isinstance(e, cst.StarredElement) for e in operand.elements):
                     return False
                 flat.extend(e.value for e in operand.elements)
+            elif isinstance(operand, (cst.ListComp, cst.GeneratorExp)):
+                flat.append(operand.elt)  # `torch.cat([h + k for k in ks])`: each element is one
             else:
                 flat.append(operand)
         host = [self.is_host_tensor(o) for o in flat]

@@ -184,10 +184,31 @@ def _placed_before(
         if isinstance(parent, _BLOCKS) and id(parent) in around:
             read_at = around[id(parent)]
             if read_at is child:
-                return None
+                return False if _other_branch(child, node, around, parents) else None
             return _precedes(parent, child, read_at)
         child, parent = parent, parents.get(parent)
     return None
+
+
+def _other_branch(
+    statement: cst.CSTNode,
+    node: cst.CSTNode,
+    around: dict[int, cst.CSTNode],
+    parents: dict[cst.CSTNode, cst.CSTNode],
+) -> bool:
+    """`node` and the read are in different branches of the `if`/`elif` chain `statement`: one
+    run takes only one of them (a loop around both is the caller's to check)."""
+    above = set(map(id, _ancestors(node, parents)))
+    current: Optional[cst.CSTNode] = statement
+    while isinstance(current, cst.If):
+        node_in_body = id(current.body) in above
+        read_in_body = id(current.body) in around
+        if node_in_body != read_in_body:
+            return True
+        if node_in_body:
+            return False
+        current = current.orelse
+    return False
 
 
 def _precedes(block: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:

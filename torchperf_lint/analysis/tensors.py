@@ -162,9 +162,32 @@ class TensorInference:
             receiver = self.infer(func.value)
             if receiver >= Tensorness.LIKELY:
                 return Tensorness.CERTAIN if method in TENSOR_METHODS else Tensorness.LIKELY
-        if self.is_module_value(func):
+        if self.is_module_value(func) and not self._given_numpy(call):
             return Tensorness.LIKELY  # a model or loss call; may return a tuple
         return Tensorness.NO
+
+    def _given_numpy(self, call: cst.Call) -> bool:
+        """An argument is a NumPy array made by `.numpy()`: torch modules take tensors, so the
+        callee is another framework's model (an exported TensorFlow model fed `im.cpu().numpy()`)
+        and what it returns is that framework's."""
+        return any(self._numpy_array(arg.value) for arg in call.args)
+
+    def _numpy_array(self, expr: cst.BaseExpression) -> bool:
+        while (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ("astype", "copy")
+        ):
+            expr = expr.func.value
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            return expr.func.attr.value == "numpy" and not expr.args
+        if isinstance(expr, cst.Name):
+            bindings = self._names.reaching(expr)
+            return bool(bindings) and all(
+                b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self._numpy_array(b.node)
+                for b in bindings
+            )
+        return False
 
     def is_module_value(self, expr: cst.BaseExpression) -> bool:
         """`expr` holds an nn.Module: `self.fc` set to `nn.Linear(...)`, `model = Net()`, or a

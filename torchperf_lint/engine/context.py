@@ -23,6 +23,7 @@ from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.placement import HostModels
 from ..analysis.rpc_sends import RpcSends
+from ..analysis.runtimes import Runtimes
 from ..analysis.sequential import LoopDependences, LoopFacts
 from ..analysis.single_step import steps_once
 from ..analysis.sizes import Sizes
@@ -257,6 +258,16 @@ class Context:
         """`value`'s every use sends it over RPC, in a project without an RPC device map: it
         must stay on the host (TensorPipe carries only CPU tensors there)."""
         return not self.rpc_moves_cuda and self._rpc_sends.only_sent(value)
+
+    @functools.cached_property
+    def _runtimes(self) -> Runtimes:
+        return Runtimes(self.facts, self.names, self.hot)
+
+    def fed_to_other_runtime(self, conversion: cst.Call) -> bool:
+        """The `.cpu()`/`.numpy()` copy `conversion` makes is the input of another framework's
+        runtime the module holds (`self.session.run(..., {name: im})`): no torch work is waiting
+        on the device for it, and no device-side form exists (analysis/runtimes.py)."""
+        return self._runtimes.fed_to_other_runtime(conversion)
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a CPU tensor: built by a torch factory or from host data without

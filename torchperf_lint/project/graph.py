@@ -184,7 +184,7 @@ class Project:
                 return ClassRef(module, value)
             constructed = self.resolve_dotted(module, value, depth + 1)
             return Instance(constructed) if isinstance(constructed, ClassRef) else None
-        imported = summary.imports.get(name)
+        imported = summary.imports.get(name) or summary.local_imports.get(name)
         if imported is not None:
             source, attribute, level = imported
             if not attribute:  # `import a.b as c`, `import a`

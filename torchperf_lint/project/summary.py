@@ -153,6 +153,9 @@ class Loop:
 @dataclasses.dataclass
 class Summary:
     imports: dict[str, list[Any]] = dataclasses.field(default_factory=dict)  # bound: [module, name, level]
+    # names imported inside functions (scoped imports), the same in every function that imports
+    # them: how those functions' calls of the name resolve (no module-level name may be read so)
+    local_imports: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
     stars: list[list[Any]] = dataclasses.field(default_factory=list)  # [module, level]
     globals: dict[str, list[Any]] = dataclasses.field(
         default_factory=dict
@@ -193,6 +196,7 @@ class Summary:
 
         return cls(
             imports=data["imports"],
+            local_imports=data.get("local_imports", {}),
             stars=data["stars"],
             globals=data["globals"],
             functions=[function(f) for f in data["functions"]],
@@ -499,6 +503,7 @@ class _Locals:
         self.nested: dict[str, FunctionNode] = {}
         self.params: set[str] = set()
         self.stores: dict[str, int] = {}  # how many places bind each name
+        self.imported: set[str] = set()  # bound by an import statement of the function
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
         if function is None:
             return
@@ -570,6 +575,7 @@ class _Summarizer:
         self.outer_stores: set[str] = set()
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
         self.host_reads: set[int] = set()  # ids of subscripts whose value is handed to the host
+        self.conflicting_imports: set[str] = set()  # imported as different things by two functions
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -637,7 +643,9 @@ class _Summarizer:
             bound = alias.asname or alias.name.split(".")[0]
             self.import_pairs.append((bound, alias.name if alias.asname else bound))
         if self.function_stack:
-            self.locals().names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                self._import_locally(bound, [alias.name if alias.asname else bound, "", 0])
             return
         for alias in node.names:
             if alias.asname:
@@ -649,15 +657,30 @@ class _Summarizer:
     def _ImportFrom(self, node: ast.ImportFrom) -> None:
         if not node.level and node.module:
             self.import_pairs.extend((a.asname or a.name, f"{node.module}.{a.name}") for a in node.names)
-        if self.function_stack:
-            self.locals().names.update(a.asname or a.name for a in node.names)
-            return
         module = node.module or ""
+        if self.function_stack:
+            for alias in node.names:
+                if alias.name != "*":
+                    self._import_locally(alias.asname or alias.name, [module, alias.name, node.level])
+            return
         for alias in node.names:
             if alias.name == "*":
                 self.summary.stars.append([module, node.level])
             else:
                 self.summary.imports[alias.asname or alias.name] = [module, alias.name, node.level]
+
+    def _import_locally(self, bound: str, entry: list[Any]) -> None:
+        """A scoped import binds a local name; its calls resolve as the import says, when every
+        function that imports the name imports the same thing."""
+        local = self.locals()
+        local.names.add(bound)
+        local.imported.add(bound)
+        known = self.summary.local_imports.get(bound)
+        if known is None and bound not in self.conflicting_imports:
+            self.summary.local_imports[bound] = entry
+        elif known is not None and known != entry:
+            del self.summary.local_imports[bound]
+            self.conflicting_imports.add(bound)
 
     def _ClassDef(self, node: ast.ClassDef) -> None:
         if self.function_stack:
@@ -1190,6 +1213,8 @@ class _Summarizer:
                     index = self.function_index.get(scope.nested[name])
                     return ("def", str(index)) if index is not None else None
                 if name in scope.names:
+                    if self._scoped_import(name, scope):
+                        return "global", name
                     return self._instance(name, "__call__", scope)
             return "global", name
         if not isinstance(func, ast.Attribute):
@@ -1199,6 +1224,8 @@ class _Summarizer:
             if receiver.id == "self" and cls >= 0:
                 return "self", attr
             if receiver.id in local.names:
+                if self._scoped_import(receiver.id, local):
+                    return "dotted", f"{receiver.id}.{attr}"
                 return self._instance(receiver.id, attr, local)
             return "dotted", f"{receiver.id}.{attr}"
         if (
@@ -1218,6 +1245,17 @@ class _Summarizer:
         if chain is not None and chain.split(".")[0] not in local.names:
             return "dotted", f"{chain}.{attr}"
         return None
+
+    def _scoped_import(self, name: str, scope: _Locals) -> bool:
+        """`name` is bound in `scope` only by an import that resolves it across the project
+        (`from pkg.loss import Loss` inside `init_criterion`), and no module-level name shadows it."""
+        return (
+            name in scope.imported
+            and not scope.stores.get(name)
+            and name in self.summary.local_imports
+            and name not in self.summary.imports
+            and name not in self.summary.globals
+        )
 
     @staticmethod
     def _instance(name: str, method: str, scope: _Locals) -> Optional[tuple[str, str]]:

@@ -159,6 +159,8 @@ def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
     if isinstance(func, cst.Attribute):
         method = func.attr.value
         if (method in SYNC_METHODS or method == "nonzero") and on_device(func.value, ctx):
+            if method in ("cpu", "numpy") and ctx.fed_to_other_runtime(call):
+                return None  # the input of an exported model's runtime, not a sync mid-step
             return f".{method}()"
     qualified = ctx.qualified_name(call)
     if qualified == "torch.nonzero" and call.args and not ctx.is_host_tensor(call.args[0].value):

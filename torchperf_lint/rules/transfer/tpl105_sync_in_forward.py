@@ -52,7 +52,9 @@ class SyncInForward(Rule):
     `torch.nonzero_static(x, size=...)`), or compute it outside the model.
 
     ## When it stays silent
-    Shape arithmetic (`x.size(0)`, `x.shape[-1]`, `len(x)`, `x.dim()`, `x.numel()`);
+    The input of another framework's runtime the module holds (an exported model:
+    `self.session.run(..., {name: im.cpu().numpy()})`) and what such a model returns;
+    shape arithmetic (`x.size(0)`, `x.shape[-1]`, `len(x)`, `x.dim()`, `x.numel()`);
     `.item()` of Python or NumPy numbers; `if flag:` on a parameter, which is a Python flag as
     often as a tensor; asserts (TPL104's); step-loop bodies (TPL107's, off by default);
     `__init__` and other cold code.
@@ -166,6 +168,25 @@ class SyncInForward(Rule):
                     m_id = m_id.to(masks.device, torch.float64)
                     return int(finite.sum()), m_id.sum().item()  # expect: TPL105
             """,
+        "host-algorithms-and-kept-copies": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Sorter(nn.Module):
+                def helper(self, a):
+                    return a
+
+                def forward(self, x, t):
+                    order = np.lexsort((x.cpu().numpy(), t.cpu().numpy()))  # expect: TPL105,TPL105
+                    a = x.cpu().numpy()  # expect: TPL105
+                    self.kept.append(x.cpu())  # expect: TPL105
+                    lengths = t.cpu().numpy()  # expect: TPL105
+                    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+                    self.lstm(packed)
+                    dev = torch.cat([x[:n] + 1 for n in t.tolist()])  # expect: TPL105
+                    return torch.from_numpy(order), self.helper(a), dev.cpu()  # expect: TPL105
+            """,
         "lightning-step-hook": """
             import pytorch_lightning as pl
             import torch.nn.functional as F
@@ -275,6 +296,38 @@ class SyncInForward(Rule):
                     if x.shape[0] != target.shape[0]:
                         raise ValueError(f"targets in [{target.min().item()}, {target.max().item()}]")
                     return x
+            """,
+        "input-of-an-exported-models-runtime": """
+            import numpy as np
+            import torch
+            from PIL import Image
+            from torch import nn
+
+            class MultiBackend(nn.Module):
+                def forward(self, im):
+                    if self.dnn:
+                        im = im.cpu().numpy()
+                        self.net.setInput(im)
+                        y = self.net.forward()
+                    elif self.coreml:
+                        im = im.cpu().numpy()
+                        im = Image.fromarray((im[0] * 255).astype("uint8"))
+                        y = self.model.predict({"image": im})
+                    else:
+                        im = im.cpu().numpy()
+                        y = self.model(im)
+                        y = [x if isinstance(x, np.ndarray) else x.numpy() for x in y]
+                    return torch.from_numpy(y[0])
+            """,
+        "host-index-built-in-a-comprehension": """
+            import torch
+            from torch import nn
+
+            class Denoiser(nn.Module):
+                def forward(self, x, groups):
+                    idx = torch.cat([torch.tensor(range(n), dtype=torch.long) for n in groups])
+                    pos = torch.stack([idx + 4 * i for i in range(3)], dim=0)
+                    return x, [p.reshape(-1) for p in pos.cpu().split(groups, dim=1)]
             """,
         "assert-is-tpl104s": """
             import torch
