@@ -202,6 +202,30 @@ def test_factories_without_device_make_host_tensors_until_moved() -> None:
     assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, False, False]
 
 
+def test_a_loader_batch_stays_on_the_host_until_moved() -> None:
+    """DataLoader batches are collated on the host: reading one never waits for the device
+    (ultralytics' INT8 calibration resizes `batch["img"]` and takes `.numpy()` without moving it).
+    What `torch.nn.functional` computes from host operands stays there too."""
+    ctx, probes = _probes(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader
+
+        def calibrate(dataset, model, accelerator):
+            loader = DataLoader(dataset, batch_size=8)
+            for batch in loader:
+                probe(batch["img"]); probe(F.interpolate(batch["img"].float(), size=64))
+                img = batch["img"].cuda()
+                probe(img); probe(F.interpolate(img, size=64)); probe(model(batch["img"]))
+            prepared = accelerator.prepare(DataLoader(dataset))
+            for x, y in prepared:
+                probe(x)
+        """
+    )
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, False]
+
+
 def test_a_name_is_host_where_its_last_binding_before_the_read_is() -> None:
     ctx, probes = _probes(
         """

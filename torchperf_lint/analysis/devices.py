@@ -45,6 +45,8 @@ _LEGACY_CPU_TYPES = frozenset(
 )
 # Functions that return a dtype.
 _DTYPE_FUNCTIONS = frozenset({"torch.get_default_dtype", "torch.promote_types", "torch.result_type"})
+# torch namespaces whose functions compute where their tensor operands are (`F.interpolate`).
+_FOLLOW_OPERANDS = ("nn.functional.", "linalg.", "fft.", "special.")
 # Operators between masks: neither side is a plain number to leave out.
 _MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 
@@ -62,8 +64,10 @@ class HostTensors:
         tensorness: Callable[[cst.BaseExpression], Tensorness],
         factories_on_device: bool = False,
         rpc_moves_cuda: bool = False,
+        loader_batch: Optional[Callable[[cst.BaseExpression], object]] = None,
     ) -> None:
         self._facts = facts
+        self._loader_batch = loader_batch
         self._names = names
         self._hot = hot
         self._tensorness = tensorness
@@ -115,6 +119,8 @@ class HostTensors:
         if isinstance(expr, cst.Call):
             return self._call(expr)
         if isinstance(expr, cst.Name):
+            if self._loader_batch is not None and self._loader_batch(expr) is not None:
+                return True  # a DataLoader's batch not yet moved: collated on the host
             bindings = self._names.reaching(expr)
             return bool(bindings) and (
                 all(self._binding(b, expr.value) for b in bindings)
@@ -253,7 +259,7 @@ class HostTensors:
             if self._factories_on_device and name in _FOLLOW_DEFAULT_DEVICE:
                 return False
             return not _names_device(call) and not self._copies_a_device_tensor(call)
-        if name and "." not in name:
+        if name and ("." not in name or name.startswith(_FOLLOW_OPERANDS)):
             return self._operands_on_host([arg.value for arg in call.args if arg.keyword is None])
         if self._callee(call) is not None:
             return self._returns_host(call)
