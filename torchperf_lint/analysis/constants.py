@@ -43,6 +43,12 @@ _HOST_BUILDERS = GENERATING_FACTORIES | frozenset(
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor", "pin_memory"})
 
 
+def holds_no_values(expr: cst.BaseExpression) -> bool:
+    """`[]`, `()`: an empty display has no values to copy (the typed result for an empty input,
+    `torch.tensor([], device=d)`), so it is neither a constant worth caching nor a host array."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and not expr.elements
+
+
 class HostConstants:
     def __init__(self, facts: FileFacts, names: Names, hot: HotPaths) -> None:
         self._facts = facts
@@ -158,7 +164,7 @@ class HostConstants:
 
     def _array(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.List, cst.ListComp)):
-            return True
+            return not holds_no_values(expr)
         if isinstance(expr, (cst.Subscript, cst.UnaryOperation)):
             return self._holds_array(expr.value if isinstance(expr, cst.Subscript) else expr.expression)
         if isinstance(expr, cst.BinaryOperation):
