@@ -53,6 +53,12 @@ COLD = {
         if self.mask is None or self.mask.size(0) != len(x):
             self.mask = build(x)
         """,
+    "looked-up-then-built-on-a-miss": """
+        freqs = self.cache.get(key)
+        if freqs is None:
+            freqs = build(x)
+        self.cache[key] = freqs
+        """,
     "not-step-modulo": """
         if not self.step % 100:
             build(x)
@@ -69,6 +75,11 @@ COLD = {
 HOT = {
     "a-default-filled-in-a-local": """
         mask = None
+        if mask is None:
+            mask = build(x)
+        """,
+    "looked-up-but-never-stored": """
+        mask = self.masks.get(key)
         if mask is None:
             mask = build(x)
         """,
