@@ -266,6 +266,17 @@ class ConstantCopiedPerStep(Rule):
             """,
     }
     GOOD = {
+        "list-filled-per-call": """
+            import torch
+            from torch import nn
+
+            class Refiner(nn.Module):
+                def forward(self, logits, points):
+                    inside = []
+                    for i in range(logits.shape[0]):
+                        inside.append(int(logits[i, 0, points[i, 0]].item() > 0))
+                    return logits * torch.tensor(inside).to(logits.device).view(-1, 1, 1)
+            """,
         "empty-result-for-no-matches": """
             import torch
             from torch import nn
