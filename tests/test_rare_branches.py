@@ -58,6 +58,12 @@ COLD = {
         if backbone.device != x.device or backbone.weight.dtype != x.dtype:
             self.backbone[0] = build(x)
         """,
+    "looked-up-then-built-on-a-miss": """
+        freqs = self.cache.get(key)
+        if freqs is None:
+            freqs = build(x)
+        self.cache[key] = freqs
+        """,
     "not-step-modulo": """
         if not self.step % 100:
             build(x)
@@ -74,6 +80,11 @@ COLD = {
 HOT = {
     "a-default-filled-in-a-local": """
         mask = None
+        if mask is None:
+            mask = build(x)
+        """,
+    "looked-up-but-never-stored": """
+        mask = self.masks.get(key)
         if mask is None:
             mask = build(x)
         """,

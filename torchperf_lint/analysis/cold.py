@@ -6,7 +6,7 @@ guard that leaves the block unless the step is in such a mode (`if x.device.type
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -237,6 +237,56 @@ def fills_cache(branch: cst.If, alias: Alias = _no_alias) -> bool:
                 if isinstance(target.target, cst.Subscript):
                     containers.add(_text(target.target.value))
     return bool(stored) and _misses(branch.test, stored, containers, alias)
+
+
+def _assigned_targets(statements: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseAssignTargetExpression]:
+    for statement in statements:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            for target in small.targets if isinstance(small, cst.Assign) else ():
+                yield target.target
+
+
+def _lookup(statement: cst.BaseStatement) -> Optional[tuple[str, str]]:
+    """(the name, the container) for `name = self.cache.get(key)`."""
+    small = (
+        statement.body[0]
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+        else None
+    )
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return None
+    target, value = small.targets[0].target, small.value
+    if not isinstance(target, cst.Name) or not isinstance(value, cst.Call):
+        return None
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "get" and isinstance(func.value, cst.Attribute):
+        return target.value, _text(func.value)
+    return None
+
+
+def fills_looked_up_cache(branch: cst.If, block: Sequence[cst.BaseStatement]) -> bool:
+    """A cache-miss builder read through a lookup: `value = self.cache.get(key)` just before
+    `if value is None: value = build(...)`, and the block stores the value back
+    (`self.cache[key] = value`), so later calls with the same key skip the build."""
+    index = next((i for i, statement in enumerate(block) if statement is branch), 0)
+    found = _lookup(block[index - 1]) if index > 0 else None
+    test = branch.test
+    if found is None or not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    name, container = found
+    comparison = test.comparisons[0]
+    if not (
+        isinstance(comparison.operator, cst.Is)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == name
+        and isinstance(comparison.comparator, cst.Name)
+        and comparison.comparator.value == "None"
+    ):
+        return False
+    if not any(isinstance(t, cst.Name) and t.value == name for t in _assigned_targets(branch.body.body)):
+        return False
+    later = [*branch.body.body, *block[index + 1 :]]
+    return any(isinstance(t, cst.Subscript) and _text(t.value) == container for t in _assigned_targets(later))
 
 
 def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:

@@ -43,6 +43,16 @@ _HOST_BUILDERS = GENERATING_FACTORIES | frozenset(
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor", "pin_memory"})
 
 
+def holds_no_values(expr: cst.BaseExpression) -> bool:
+    """`[]`, `()`: an empty display has no values to copy (the typed result for an empty input,
+    `torch.tensor([], device=d)`), so it is neither a constant worth caching nor a host array."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and not expr.elements
+
+
+# methods that put values into a list, dict or set in place
+_FILLING_METHODS = ("append", "extend", "insert", "update", "add", "setdefault")
+
+
 class HostConstants:
     def __init__(self, facts: FileFacts, names: Names, hot: HotPaths) -> None:
         self._facts = facts
@@ -115,7 +125,9 @@ class HostConstants:
         if binding.kind in ("import", "def", "class"):
             return True
         if binding.kind in ("assign", "unpack") and isinstance(node, cst.BaseExpression):
-            return self._cold(node) or self.is_step_invariant(node)
+            if self._cold(node):
+                return True
+            return self.is_step_invariant(node) and not self._filled_later(node, binding)
         if binding.kind == "augassign" and isinstance(node, cst.AugAssign):
             return self._cold(node) or self.is_step_invariant(node.value)
         if binding.kind == "param" and isinstance(node, cst.Param):
@@ -124,6 +136,18 @@ class HostConstants:
             passed = self._passed(node, binding)
             return passed is not None and self._all(passed)
         return False  # loop and `with` targets take a new value every time
+
+    def _filled_later(self, value: cst.BaseExpression, binding: Binding) -> bool:
+        """`inside = []` then `inside.append(...)`: a container display bound in hot code and
+        filled by a method call through the same binding holds what each call puts in it."""
+        if not isinstance(value, (cst.List, cst.Dict, cst.Set)):
+            return False
+        for method in _FILLING_METHODS:
+            for call in self._facts.method_calls.get(method, ()):
+                receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+                if isinstance(receiver, cst.Name) and binding in self._names.lookup(receiver.value, call):
+                    return True
+        return False
 
     def _passed(self, param: cst.Param, binding: Binding) -> Optional[list[cst.BaseExpression]]:
         """What every call of the function in this file passes for `param` (its default where a
@@ -158,7 +182,7 @@ class HostConstants:
 
     def _array(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.List, cst.ListComp)):
-            return True
+            return not holds_no_values(expr)
         if isinstance(expr, (cst.Subscript, cst.UnaryOperation)):
             return self._holds_array(expr.value if isinstance(expr, cst.Subscript) else expr.expression)
         if isinstance(expr, cst.BinaryOperation):

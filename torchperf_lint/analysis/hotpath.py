@@ -14,7 +14,13 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
-from .cold import argument_sides, cold_from, crosses_cold_branch, leaving_statement
+from .cold import (
+    argument_sides,
+    cold_from,
+    crosses_cold_branch,
+    fills_looked_up_cache,
+    leaving_statement,
+)
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -405,7 +411,9 @@ class HotPaths:
                     self._cold_edges[(statement, parent)] = index >= start
                 crosses = self._cold_edges.get(key, False)
             else:
-                crosses = crosses_cold_branch(child, parent, self._alias)
+                crosses = crosses_cold_branch(child, parent, self._alias) or self._fills_looked_up_cache(
+                    child, parent
+                )
                 if not crosses and values and isinstance(parent, (cst.If, cst.IfExp)):
                     body, orelse = argument_sides(parent.test, values)
                     crosses = (body and child is parent.body) or (orelse and child is parent.orelse)
@@ -427,6 +435,14 @@ class HotPaths:
             return None
         value = bindings[0].node
         return value if isinstance(value, (cst.Attribute, cst.Subscript)) else None
+
+    def _fills_looked_up_cache(self, child: cst.CSTNode, parent: cst.CSTNode) -> bool:
+        if not isinstance(parent, cst.If) or child is not parent.body:
+            return False
+        block = self._facts.parents.get(parent)
+        return isinstance(block, (cst.IndentedBlock, cst.Module)) and fills_looked_up_cache(
+            parent, block.body
+        )
 
     def _leaves_step_loop(self, child: cst.CSTNode, branch: cst.If) -> bool:
         """`child`, a side of `branch`, ends by leaving a step loop (`if step >= max_steps: ...;

@@ -457,6 +457,44 @@ def fills_cache(branch: ast.If, local: Optional[_Locals] = None) -> bool:
     return bool(stored) and _misses(branch.test, stored, containers, local)
 
 
+def _lookup(statement: ast.stmt) -> Optional[tuple[str, str]]:
+    """As analysis/cold.py's: (the name, the container) for `name = self.cache.get(key)`."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return None
+    target, value = statement.targets[0], statement.value
+    if not isinstance(target, ast.Name) or not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Attribute):
+        return target.id, _text(func.value)
+    return None
+
+
+def fills_looked_up_cache(branch: ast.If, block: list[ast.stmt]) -> bool:
+    """A cache-miss builder read through a lookup, as analysis/cold.py's fills_looked_up_cache
+    reads it: `value = self.cache.get(key)`, `if value is None: value = build(...)`, stored back."""
+    index = next((i for i, statement in enumerate(block) if statement is branch), 0)
+    found = _lookup(block[index - 1]) if index > 0 else None
+    test = branch.test
+    if found is None or not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    name, container = found
+    right = test.comparators[0]
+    if not (
+        isinstance(test.ops[0], ast.Is)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and isinstance(right, ast.Constant)
+        and right.value is None
+    ):
+        return False
+    assigned = [t for s in branch.body if isinstance(s, ast.Assign) for t in s.targets]
+    if not any(isinstance(t, ast.Name) and t.id == name for t in assigned):
+        return False
+    later = [t for s in [*branch.body, *block[index + 1 :]] if isinstance(s, ast.Assign) for t in s.targets]
+    return any(isinstance(t, ast.Subscript) and _text(t.value) == container for t in later)
+
+
 def _names_non_cuda_type(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in NON_CUDA_DEVICE_TYPES
 
@@ -565,6 +603,7 @@ class _Summarizer:
         self.loop_stack: list[list[int]] = [[]]  # per function: the loops around the current node
         self.module_locals = _Locals(None)  # module-level names are globals; only their values
         self.cold = 0  # inside branches a training step does not take
+        self.block: list[ast.stmt] = []  # the statements of the block being walked
         self.pending: list[Callable[[], None]] = []
         self.guards: list[list[str]] = []  # tests on the current function's parameters around here
         self.leaving: list[int] = []  # per enclosing block that ends by leaving loops: the outermost
@@ -815,6 +854,7 @@ class _Summarizer:
         cold = False
         guards = len(self.guards)
         for statement in nodes:
+            self.block = nodes
             self.visit(statement)
             if not cold and _cold_guard(statement):
                 cold = True
@@ -827,11 +867,10 @@ class _Summarizer:
 
     def _If(self, node: ast.If) -> None:
         body, orelse = cold_sides(node.test)
+        local = self.locals() if self.function_stack else None
+        memo = fills_cache(node, local) or fills_looked_up_cache(node, self.block)
         self.visit(node.test)
-        sides = (
-            (node.body, body or fills_cache(node, self.locals() if self.function_stack else None), "body"),
-            (node.orelse, orelse, "else"),
-        )
+        sides = ((node.body, body or memo, "body"), (node.orelse, orelse, "else"))
         for nodes, cold, side in sides:
             left = self._left_loop(nodes)
             self.leaving.extend([left] if left >= 0 else ())

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ...analysis.batches import HOST_CONVERSIONS
+from ...analysis.constants import holds_no_values
 from ...engine.context import Context
 from ...engine.findings import Report, Safety
 from ..base import Rule, hot_place
@@ -265,6 +266,29 @@ class ConstantCopiedPerStep(Rule):
             """,
     }
     GOOD = {
+        "list-filled-per-call": """
+            import torch
+            from torch import nn
+
+            class Refiner(nn.Module):
+                def forward(self, logits, points):
+                    inside = []
+                    for i in range(logits.shape[0]):
+                        inside.append(int(logits[i, 0, points[i, 0]].item() > 0))
+                    return logits * torch.tensor(inside).to(logits.device).view(-1, 1, 1)
+            """,
+        "empty-result-for-no-matches": """
+            import torch
+            from torch import nn
+
+            class Miner(nn.Module):
+                def forward(self, labels, matches):
+                    anchors = matches.any(dim=1).nonzero().squeeze(1)
+                    if len(anchors) == 0:  # nothing to copy: typed empty results
+                        empty = torch.tensor([], device=labels.device, dtype=labels.dtype)
+                        return empty, torch.tensor(()).to(labels.device)
+                    return anchors, matches[anchors]
+            """,
         "schedule-kept-as-buffers": """
             from functools import partial
 
@@ -423,6 +447,8 @@ class ConstantCopiedPerStep(Rule):
         if qualified is None or not _is_host_constructor(qualified) or not node.args:
             return None
         data = node.args[0].value
+        if holds_no_values(data):
+            return None
         # a list written out is a constant; a name or attribute bound to host data is an array
         literal = isinstance(data, (cst.List, cst.Tuple))
         device = _device_keyword(node)
