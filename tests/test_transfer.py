@@ -218,12 +218,18 @@ def test_a_loader_batch_stays_on_the_host_until_moved() -> None:
                 probe(batch["img"]); probe(F.interpolate(batch["img"].float(), size=64))
                 img = batch["img"].cuda()
                 probe(img); probe(F.interpolate(img, size=64)); probe(model(batch["img"]))
+            for image, mask in loader:
+                mask = mask.to("cuda")
+                probe(image); probe(mask)
+            for item in loader:
+                item = {k: v.cuda() for k, v in item.items()}
+                probe(item["img"])
             prepared = accelerator.prepare(DataLoader(dataset))
             for x, y in prepared:
                 probe(x)
         """
     )
-    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, False]
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, True, False, False, False]
 
 
 def test_a_name_is_host_where_its_last_binding_before_the_read_is() -> None:

@@ -193,6 +193,18 @@ class Batches:
                     return True
         return False
 
+    def binds_drawn_item(self, binding: Binding, name: str) -> bool:
+        """`binding` gives `name` (part of) an item drawn from a host DataLoader itself: the
+        target of a loop over one, or `x = next(it)` in a step loop. Not a value computed from
+        one, whose own bindings a caller follows (HostTensors: a batch moved and rebound under
+        the same name is no longer one)."""
+        node = binding.node
+        if binding.kind == "for" and isinstance(node, cst.For):
+            return self._hot.iterates_loader(node) is not None and self._binding(binding, name) is not None
+        if binding.kind in ("assign", "unpack") and isinstance(node, cst.Call):
+            return self._drawn(node) is not None
+        return False
+
     def _loop_of(self, expr: cst.BaseExpression) -> Optional[Source]:
         if isinstance(expr, cst.Name):
             for binding in self._names.lookup(expr.value, expr):

@@ -64,10 +64,10 @@ class HostTensors:
         tensorness: Callable[[cst.BaseExpression], Tensorness],
         factories_on_device: bool = False,
         rpc_moves_cuda: bool = False,
-        loader_batch: Optional[Callable[[cst.BaseExpression], object]] = None,
+        drawn_from_loader: Optional[Callable[[Binding, str], bool]] = None,
     ) -> None:
         self._facts = facts
-        self._loader_batch = loader_batch
+        self._drawn_from_loader = drawn_from_loader
         self._names = names
         self._hot = hot
         self._tensorness = tensorness
@@ -119,8 +119,6 @@ class HostTensors:
         if isinstance(expr, cst.Call):
             return self._call(expr)
         if isinstance(expr, cst.Name):
-            if self._loader_batch is not None and self._loader_batch(expr) is not None:
-                return True  # a DataLoader's batch not yet moved: collated on the host
             bindings = self._names.reaching(expr)
             return bool(bindings) and (
                 all(self._binding(b, expr.value) for b in bindings)
@@ -147,6 +145,8 @@ class HostTensors:
 
     def _binding(self, binding: Binding, name: str) -> bool:
         node = binding.node
+        if self._drawn_from_loader is not None and self._drawn_from_loader(binding, name):
+            return True  # a DataLoader collates its batches on the host
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.is_host_tensor(node)
         if binding.kind == "unpack" and isinstance(node, cst.Call):

@@ -248,7 +248,7 @@ class Context:
             tensors.infer,
             factories_on_device=self.factories_on_device,
             rpc_moves_cuda=self.rpc_moves_cuda,
-            loader_batch=self._batches.loop_of,
+            drawn_from_loader=self._batches.binds_drawn_item,
         )
 
     @functools.cached_property
