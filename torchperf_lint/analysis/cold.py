@@ -51,6 +51,20 @@ def _holds_only_off_cuda(left: cst.BaseExpression, right: cst.BaseExpression) ->
     return name == "device" and _is_non_cuda_device(right)
 
 
+def special_mode_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
+    """(the body runs only while scripting, tracing or exporting, the else branch does) for
+    `if test:`: narrower than `cold_sides`, whose periodic and debug branches still run in training."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        body, orelse = special_mode_sides(test.expression)
+        return orelse, body
+    if isinstance(test, cst.BooleanOperation):
+        first, second = special_mode_sides(test.left), special_mode_sides(test.right)
+        if isinstance(test.operator, cst.And):
+            return first[0] or second[0], first[1] and second[1]
+        return first[0] and second[0], first[1] or second[1]
+    return (isinstance(test, cst.Call) and _last_name(test) in SPECIAL_MODES), False
+
+
 def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     """(the body is cold, the else branch is cold) for `if test:`."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):

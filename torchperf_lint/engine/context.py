@@ -89,6 +89,10 @@ class Context:
     def is_hot(self, node: cst.CSTNode) -> bool:
         return self.hot.reason(node) is not None
 
+    def runs_only_in_special_mode(self, node: cst.CSTNode) -> bool:
+        """`node` runs only while scripting, tracing or exporting (analysis/hotpath.py)."""
+        return self.hot.runs_only_in_special_mode(node)
+
     def step_loop(self, node: cst.CSTNode) -> Optional[Loop]:
         """The step loop whose body holds `node` (in the same function), if any."""
         return self.hot.step_loop(node)
