@@ -411,6 +411,22 @@ class LoopOverTensorDim(Rule):
                         out[idx] = self.whitening(z[idx])
                     return out
             """,
+        "hierarchy-levels-of-labels-moved-to-numpy": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class HierarchicalLabels(nn.Module):
+                def forward(self, labels):
+                    if isinstance(labels, (list, tuple)):
+                        labels = np.stack([l.cpu().numpy() for l in labels], axis=1)
+                    else:
+                        labels = labels.cpu().numpy()
+                    out = np.zeros(labels.shape, dtype=int)
+                    for h in range(labels.shape[1]):
+                        out[:, h] = self.label_map(labels[:, h], h)
+                    return torch.from_numpy(out)
+            """,
         "rnn-recurrence": """
             import torch
             from torch import nn
