@@ -96,6 +96,20 @@ def _cuda_in_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) 
     return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
 
 
+def special_mode_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
+    """(the body runs only while scripting, tracing or exporting, the else branch does) for
+    `if test:`: narrower than `cold_sides`, whose periodic and debug branches still run in training."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        body, orelse = special_mode_sides(test.expression)
+        return orelse, body
+    if isinstance(test, cst.BooleanOperation):
+        first, second = special_mode_sides(test.left), special_mode_sides(test.right)
+        if isinstance(test.operator, cst.And):
+            return first[0] or second[0], first[1] and second[1]
+        return first[0] and second[0], first[1] or second[1]
+    return (isinstance(test, cst.Call) and _last_name(test) in SPECIAL_MODES), False
+
+
 def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     """(the body is cold, the else branch is cold) for `if test:`."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -283,6 +297,8 @@ def fills_looked_up_cache(branch: cst.If, block: Sequence[cst.BaseStatement]) ->
         and comparison.comparator.value == "None"
     ):
         return False
+    if not isinstance(branch.body, cst.IndentedBlock):
+        return False  # `if v is None: v = build(x)` on one line is a suite of small statements
     if not any(isinstance(t, cst.Name) and t.value == name for t in _assigned_targets(branch.body.body)):
         return False
     later = [*branch.body.body, *block[index + 1 :]]

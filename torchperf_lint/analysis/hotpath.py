@@ -20,6 +20,7 @@ from .cold import (
     crosses_cold_branch,
     fills_looked_up_cache,
     leaving_statement,
+    special_mode_sides,
 )
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
@@ -95,6 +96,7 @@ class HotPaths:
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
         self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
+        self._special: dict[cst.FunctionDef, bool] = {}
 
     # -- classes ----------------------------------------------------------------------
     def is_module_class(self, cls: ClassInfo) -> bool:
@@ -581,6 +583,33 @@ class HotPaths:
         elif owner is not None:
             result = self.hot_functions.get(owner)
         self._memo[node] = result
+        return result
+
+    def runs_only_in_special_mode(self, node: cst.CSTNode) -> bool:
+        """`node` runs only while scripting, tracing or exporting: it sits in the branch of such a
+        mode (`if torch.jit.is_tracing():`), or in a private function of this module that no step
+        reaches and that only such code calls (torchvision's ONNX paste loop). Export runs once."""
+        child, current = node, self._facts.parents.get(node)
+        while current is not None:
+            if isinstance(current, (cst.If, cst.IfExp)) and child is not current.test:
+                body, orelse = special_mode_sides(current.test)
+                if (body and child is current.body) or (orelse and child is current.orelse):
+                    return True
+            if isinstance(current, cst.FunctionDef):
+                return self._special_mode_function(current)
+            child, current = current, self._facts.parents.get(current)
+        return False
+
+    def _special_mode_function(self, function: cst.FunctionDef) -> bool:
+        known = self._special.get(function)
+        if known is not None:
+            return known
+        self._special[function] = False  # a recursive call proves nothing
+        name = function.name.value
+        private = name.startswith("_") and not name.endswith("__")
+        sites = self.call_sites(function) if private and function not in self.hot_functions else []
+        result = bool(sites) and all(self.runs_only_in_special_mode(call) for call in sites)
+        self._special[function] = result
         return result
 
     def step_loop(self, node: cst.CSTNode) -> Optional[Loop]:

@@ -8,7 +8,11 @@ reads the same `self.<attr>`. The repeating loop may be around the iterating loo
 of the function that holds it. A loop that also holds the constructing call does not count: the
 object is rebuilt on each of its passes anyway.
 
-Also here: whether a loop builds a ragged list, one entry per iteration whose size depends on the
+Also here: whether a loop walks chunks of indices, the rows of a permutation or range grouped k
+at a time (`torch.randperm(n).view(-1, k)`): each iteration takes a sub-batch, as `range(0, n, k)`
+or `.split(k)` would give it (lightly's W-MSE whitens each sub-batch on purpose).
+
+And whether a loop builds a ragged list, one entry per iteration whose size depends on the
 data (`nonzero`, `unique`, `masked_select`), returned as a list (a detector's keypoints per
 image). Such a loop is the output's shape, not a batch waiting to be vectorised; one that
 concatenates the pieces after the loop is not ragged.
@@ -223,3 +227,43 @@ def _returned_names(function: cst.FunctionDef) -> set[str]:
         values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
         names.update(v.value for v in values if isinstance(v, cst.Name))
     return names
+
+
+_INDEX_BUILDERS = frozenset({"torch.randperm", "torch.arange"})
+_REGROUPS = frozenset({"view", "reshape"})
+
+
+def index_chunks(expr: cst.BaseExpression, names: Names) -> bool:
+    """`expr` is a permutation or range of indices grouped into rows of k, k not 1
+    (`torch.randperm(n).view(-1, k)`), or a name bound only to one: each row is one chunk."""
+    if isinstance(expr, cst.Name):
+        bindings = names.reaching(expr)
+        return bool(bindings) and all(
+            b.kind == "assign" and isinstance(b.node, cst.Call) and index_chunks(b.node, names)
+            for b in bindings
+        )
+    if not (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in _REGROUPS
+        and len(expr.args) == 2
+        and all(a.keyword is None and not a.star for a in expr.args)
+    ):
+        return False
+    rows, width = (a.value for a in expr.args)
+    built = expr.func.value
+    return (
+        _is_minus_one(rows)
+        and not (isinstance(width, cst.Integer) and width.evaluated_value == 1)
+        and isinstance(built, cst.Call)
+        and names.qualified_name(built) in _INDEX_BUILDERS
+    )
+
+
+def _is_minus_one(expr: cst.BaseExpression) -> bool:
+    return (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Minus)
+        and isinstance(expr.expression, cst.Integer)
+        and expr.expression.evaluated_value == 1
+    )

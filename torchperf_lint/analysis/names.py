@@ -63,7 +63,8 @@ class Names:
         """The bindings of `name` that may reach this read: only the last one before it when that
         one is a statement of a block around the read (it runs on every path to the read), every
         other binding before the read comes earlier, and none after it shares a loop with the read
-        (so none comes round); otherwise every binding. `m = x.softmax(-1)` ...
+        (so none comes round); the same for an `if`/`else` around the read's block whose every
+        branch binds the name (or leaves): the bindings in it; otherwise every binding. `m = x.softmax(-1)` ...
         `m = torch.from_numpy(a)`, then `m.sum()` reads only the last."""
         bindings = self.lookup(name.value, name)
         if len(bindings) < 2 or self.scope_at(name) is not bindings[0].scope:
@@ -90,9 +91,13 @@ class Names:
             return bindings
         last = max(before, key=lambda b: b.order)
         statement = _statement_of(last.node, parents)
-        if statement is None or id(statement[0]) not in around:
-            return bindings  # inside a branch: it may not run
-        return [last]
+        if statement is not None and id(statement[0]) in around:
+            return [last]
+        branches = _branching_statement(last.node, around, parents)
+        if branches is not None and _every_branch_binds(branches, before, parents):
+            # `if ...: a = f() else: a = g()`: one of the branches' bindings reaches the read
+            return [b for b in before if branches in _ancestors(b.node, parents)]
+        return bindings  # inside a branch: it may not run
 
     def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
         """`torch.nn.functional.relu` for `F.relu` after `import torch.nn.functional as F`.
@@ -143,6 +148,41 @@ def annotated_parameter(bindings: list[Binding], annotation: Callable[[cst.BaseE
         and annotation(b.node.annotation.annotation)
         for b in bindings
     )
+
+
+def _branching_statement(
+    node: cst.CSTNode, around: dict[int, cst.CSTNode], parents: dict[cst.CSTNode, cst.CSTNode]
+) -> Optional[cst.If]:
+    """The `if` statement of a block around the read that holds `node` in one of its branches."""
+    child, parent = node, parents.get(node)
+    while parent is not None:
+        if isinstance(parent, _BLOCKS) and id(parent) in around:
+            return child if isinstance(child, cst.If) else None
+        child, parent = parent, parents.get(parent)
+    return None
+
+
+def _every_branch_binds(
+    branch: cst.If, bindings: list[Binding], parents: dict[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """Each branch of the `if`/`elif`/`else` chain binds one of `bindings` in its own block, or
+    leaves (`return`, `raise`); a chain without `else` may bind nothing."""
+    blocks = {id(s[0]) for s in (_statement_of(b.node, parents) for b in bindings) if s is not None}
+    current: Optional[cst.BaseSuite | cst.If | cst.Else] = branch
+    while isinstance(current, cst.If):
+        if id(current.body) not in blocks and not _leaves(current.body):
+            return False
+        current = current.orelse
+    if not isinstance(current, cst.Else):
+        return False
+    return id(current.body) in blocks or _leaves(current.body)
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return False
 
 
 def _statement_of(

@@ -16,7 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name
+from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .parameters import ParameterSequences
@@ -57,6 +57,8 @@ TENSOR_METHODS = frozenset(
     expand expand_as repeat type_as new_zeros new_ones new_full new_empty nonzero sort topk
     cumsum prod std var clamp floor ceil round sign neg square mul add sub div""".split()
 )
+# Tensor methods that hand the values to the host: a NumPy array, a list or a number.
+_HOST_READS = frozenset({"numpy", "tolist", "item"})
 NON_TENSOR_ATTRIBUTES = frozenset(
     """shape dtype device ndim is_cuda requires_grad layout names is_leaf grad_fn itemsize
     nbytes""".split()
@@ -238,10 +240,48 @@ class TensorInference:
         bindings = self._names.lookup(name.value, name)
         if not bindings or (narrow and self._narrowed_to_non_tensor(name)):
             return Tensorness.NO
+        if narrow and self._rebound_to_host_values(name):
+            return Tensorness.NO
         levels = [self._binding(b, name.value) for b in bindings]
         if all(level == Tensorness.CERTAIN for level in levels):
             return Tensorness.CERTAIN
         return Tensorness.LIKELY if any(levels) else Tensorness.NO
+
+    def _rebound_to_host_values(self, name: cst.Name) -> bool:
+        """Every binding that reaches `name` makes a host value: a NumPy array (`np.stack(...)`,
+        `t.cpu().numpy()`), a list or a number read off a tensor (`.tolist()`, `.item()`), or the
+        result of a function of this file that returns one on every path but its error handlers
+        (`to_numpy(labels)`). The tensor a parameter held before no longer reaches it."""
+        reaching = self._names.reaching(name)
+        return all(
+            b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self._host_value(b.node)
+            for b in reaching
+        )
+
+    def _host_value(self, expr: cst.BaseExpression, seen: frozenset[cst.FunctionDef] = frozenset()) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        if (self._names.qualified_name(expr) or "").startswith("numpy."):
+            return True
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _HOST_READS:
+            return True
+        functions = self._hot.resolve_call(expr)
+        if len(functions) != 1 or functions[0] in seen:
+            return False
+        function = functions[0]
+        values, yields = returned_values(function)
+        values = [v for v in values if not self._in_error_handler(v, function)]
+        return not yields and bool(values) and all(self._host_value(v, seen | {function}) for v in values)
+
+    def _in_error_handler(self, node: cst.CSTNode, function: cst.FunctionDef) -> bool:
+        """`node` sits in an `except` block of `function` (`except AttributeError: return v`, the
+        fallback for a value that is no tensor)."""
+        current = self._facts.parents.get(node)
+        while current is not None and current is not function:
+            if isinstance(current, cst.ExceptHandler):
+                return True
+            current = self._facts.parents.get(current)
+        return False
 
     def _narrowed_to_non_tensor(self, name: cst.Name) -> bool:
         """`name` is read where an `isinstance(name, torch.Tensor)` test has failed: the else

@@ -18,7 +18,7 @@ from ..analysis.entry import NO_FACTS, EntryFacts
 from ..analysis.grad_mode import GradMode
 from ..analysis.gradients import accumulates_into_grad
 from ..analysis.hotpath import HotPaths, Reason
-from ..analysis.iteration import Iterations
+from ..analysis.iteration import Iterations, index_chunks
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.placement import HostModels
@@ -89,6 +89,10 @@ class Context:
 
     def is_hot(self, node: cst.CSTNode) -> bool:
         return self.hot.reason(node) is not None
+
+    def runs_only_in_special_mode(self, node: cst.CSTNode) -> bool:
+        """`node` runs only while scripting, tracing or exporting (analysis/hotpath.py)."""
+        return self.hot.runs_only_in_special_mode(node)
 
     def step_loop(self, node: cst.CSTNode) -> Optional[Loop]:
         """The step loop whose body holds `node` (in the same function), if any."""
@@ -329,6 +333,11 @@ class Context:
     def runs_on_cuda(self) -> bool:
         """The file shows CUDA use, or hot code of a module that does reaches it (RULES.md)."""
         return self.entry.runs_on_cuda is not None or self.shows_cuda_use
+
+    def index_chunks(self, expr: cst.BaseExpression) -> bool:
+        """`expr` holds indices grouped k at a time (`torch.randperm(n).view(-1, k)`): a loop
+        over it takes one chunk per iteration (analysis/iteration.py)."""
+        return index_chunks(expr, self.names)
 
     def loops_over_configuration(self, loop: cst.For) -> Optional[str]:
         """What configuration `loop` walks (analysis/configuration.py), or None."""

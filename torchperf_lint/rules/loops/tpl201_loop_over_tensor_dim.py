@@ -182,7 +182,8 @@ class LoopOverTensorDim(Rule):
     not such a dependence, and neither is a *reduction*, a single update that folds independent
     terms into an accumulator (`acc = acc + f(x[i])`, `total += x[i].sum()`): both are
     vectorisable and flagged. Also silent: loops that leave early (`break`, `return`, `yield`:
-    the trip count depends on the data), chunked loops (`range(0, n, batch_size)`), loops over
+    the trip count depends on the data), chunked loops (`range(0, n, batch_size)`, or the rows of
+    `torch.randperm(n).view(-1, k)`: k indices per iteration), loops over
     Python lists of modules or tensors (`for layer in self.layers`, `range(len(features))` on a
     parameter that may be a list), counts that are not tensor sizes (`range(self.num_layers)`),
     loops over the classes or channels of a map that take the whole batch each time
@@ -305,6 +306,17 @@ class LoopOverTensorDim(Rule):
                         kept_scores.append(scores[c, keep])
                     return torch.cat(kept_boxes), torch.cat(kept_scores)
             """,
+        "single-indices-of-a-permutation": """
+            import torch
+            from torch import nn
+
+            class Shuffler(nn.Module):
+                def forward(self, z):
+                    out = torch.empty_like(z)
+                    for idx in torch.randperm(z.shape[0]).view(-1, 1):  # expect: TPL201
+                        out[idx] = self.proj(z[idx])
+                    return out
+            """,
         "rows-paired-with-a-tensor-parameter": """
             import torch
             from torch import Tensor, nn
@@ -386,6 +398,34 @@ class LoopOverTensorDim(Rule):
                     for i in range(n_axes):
                         cos_out.append(rotary(self.axes_dim[i], ids[:, i], theta=self.theta))
                     return torch.cat(cos_out, dim=-1)
+            """,
+        "sub-batches-of-a-permutation": """
+            import torch
+            from torch import nn
+
+            class WhitenedLoss(nn.Module):
+                def forward(self, z):
+                    out = torch.empty_like(z)
+                    perm = torch.randperm(z.shape[0]).view(-1, self.w_size)
+                    for idx in perm:
+                        out[idx] = self.whitening(z[idx])
+                    return out
+            """,
+        "hierarchy-levels-of-labels-moved-to-numpy": """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class HierarchicalLabels(nn.Module):
+                def forward(self, labels):
+                    if isinstance(labels, (list, tuple)):
+                        labels = np.stack([l.cpu().numpy() for l in labels], axis=1)
+                    else:
+                        labels = labels.cpu().numpy()
+                    out = np.zeros(labels.shape, dtype=int)
+                    for h in range(labels.shape[1]):
+                        out[:, h] = self.label_map(labels[:, h], h)
+                    return torch.from_numpy(out)
             """,
         "rnn-recurrence": """
             import torch
@@ -555,6 +595,8 @@ class LoopOverTensorDim(Rule):
                 element_vars = _names(loop.target)
             if not element_vars or not ctx.is_tensor(source, certain=True):
                 return None
+            if ctx.index_chunks(source):
+                return None  # one sub-batch of indices per iteration, as `.split(k)` gives
             walked = ctx.code(source)
             over = f"the rows of {ctx.code(source)}"
         facts = ctx.loop_facts(loop)

@@ -93,7 +93,9 @@ class CatInLoop(Rule):
     literal tuple or list, a `self` attribute that is not a tensor (`self.config.cond_types`,
     `self.layers`), a mapping's entries (`conditions.items()`), `range(self.num_layers)` or
     `range(len(self.blocks))`: a handful of iterations fixed when the model is built; and loops
-    over the classes or channels of a map (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`).
+    over the classes or channels of a map (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`); and
+    loops that run only while scripting, tracing or exporting (under `if torch.jit.is_tracing():`,
+    or in a private helper only such a branch calls): an export runs them once.
     """
 
     code = "TPL202"
@@ -235,6 +237,20 @@ class CatInLoop(Rule):
                         self.queue = torch.cat([self.queue, k])[-4096:]
                     return self.queue
             """,
+        "export-only-helper": """
+            import torch
+
+            def _paste_loop_for_onnx(masks, h, w):
+                out = torch.zeros(0, h, w)
+                for i in range(masks.size(0)):
+                    out = torch.cat((out, masks[i].unsqueeze(0)))
+                return out
+
+            def paste(masks, h, w):
+                if torch.jit.is_tracing():
+                    return _paste_loop_for_onnx(masks, h, w)
+                return torch.stack([m for m in masks])
+            """,
         "reset-every-iteration": """
             import torch
 
@@ -267,6 +283,8 @@ class CatInLoop(Rule):
             return
         if isinstance(loop, cst.For) and ctx.loops_over_configuration(loop):
             return  # a handful of iterations fixed by the model: condition types, layers
+        if ctx.runs_only_in_special_mode(loop):
+            return  # an export path: it runs once, while tracing
         facts = ctx.loop_facts(loop)
         if acc not in facts.carried:
             return
