@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
-from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name
+from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name, returned_values
 from .cold import (
     argument_sides,
     cold_from,
@@ -163,6 +163,56 @@ class HotPaths:
             return self.local_class(value.func)
         return None
 
+    def instance_classes(self, value: cst.BaseExpression) -> list[ClassInfo]:
+        """The in-file classes `value` is an instance of: `Loss()`, or what a function or method
+        of this file it calls returns (`return Loss(self)`, either side of an if-expression,
+        `-> Loss`), one call deep; `self.build()` may be any override in a subclass."""
+        cls = self.instance_class(value)
+        if cls is not None:
+            return [cls]
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value not in MODULE_CHAIN_METHODS:
+                break
+            value = value.func.value
+        if not isinstance(value, cst.Call):
+            return []
+        found: list[ClassInfo] = []
+        for function in self._builders(value):
+            annotation = function.returns.annotation if function.returns is not None else None
+            for returned in [*returned_values(function)[0], *filter(None, [annotation])]:
+                for side in _if_sides(returned):
+                    built = self.local_class(side) if side is annotation else self.instance_class(side)
+                    if built is not None and built not in found:
+                        found.append(built)
+        return found
+
+    def _builders(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """The functions of this file `call` runs by name (`build(cfg)`) or as a method of `self`,
+        its own or inherited, or an override in a subclass of this file (`self.init_criterion()`)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            bindings = self._names.lookup(func.value, call)
+            last = bindings[-1] if bindings else None
+            return (
+                [last.node] if last and last.kind == "def" and isinstance(last.node, cst.FunctionDef) else []
+            )
+        if not (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return []
+        cls = self.enclosing_class(call)
+        if cls is None:
+            return []
+        name = func.attr.value
+        found = [m for m in [self.find_method(cls, name)] if m is not None]
+        for other in self._facts.class_of.values():
+            method = other.methods.get(name)
+            if other is not cls and method is not None and method not in found and cls in self.lineage(other):
+                found.append(method)
+        return found
+
     def _entry_point(self, cls: ClassInfo) -> Optional[cst.FunctionDef]:
         for name in MODULE_ENTRY_POINTS:
             method = self.find_method(cls, name)
@@ -240,11 +290,8 @@ class HotPaths:
         return self._callers.get(function, [])
 
     def _instance_entry(self, value: cst.BaseExpression) -> list[cst.FunctionDef]:
-        cls = self.instance_class(value)
-        if cls is None:
-            return []
-        entry = self._entry_point(cls)
-        return [entry] if entry is not None else []
+        entries = (self._entry_point(cls) for cls in self.instance_classes(value))
+        return [entry for entry in entries if entry is not None]
 
     # -- step loops -------------------------------------------------------------------
     def iterates_loader(self, loop: Loop) -> Optional[str]:
@@ -618,6 +665,13 @@ class HotPaths:
             if loop in self.step_loops:
                 return loop
         return None
+
+
+def _if_sides(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """Each side of `a if c else b` (nested ones too), else the value itself."""
+    if isinstance(value, cst.IfExp):
+        return [*_if_sides(value.body), *_if_sides(value.orelse)]
+    return [value]
 
 
 def _prepares_dataset(info: FunctionInfo) -> bool:

@@ -265,14 +265,36 @@ class Project:
                 return FunctionRef(current.module, index)
         return None
 
-    def attribute_class(self, cls: ClassRef, attribute: str) -> Optional[ClassRef]:
-        """The class of `self.<attribute> = Callee(...)` in the class or its bases."""
+    def attribute_classes(self, cls: ClassRef, attribute: str) -> list[ClassRef]:
+        """The classes of `self.<attribute> = Callee(...)` in the class or its bases: `Callee`
+        itself, or the classes a project function or method `Callee` returns instances of."""
         for current in self.lineage(cls):
             callee = current.info.attributes.get(attribute)
             if callee is not None:
-                found = self.resolve_dotted(current.module, callee)
-                return found if isinstance(found, ClassRef) else None
-        return None
+                return self._built_by(cls, current.module, callee)
+        return []
+
+    def _built_by(self, cls: ClassRef, module: Module, callee: str) -> list[ClassRef]:
+        """What `callee(...)`, written in `module` in a method of `cls`, builds: a class, or the
+        project classes its function returns (`return Loss(self)`, `-> LMModel`); a method
+        called on `self` may be any override in a subclass (`init_criterion()`)."""
+        head, _, name = callee.partition(".")
+        if head == "self" and name and "." not in name:
+            functions = self._dispatch(cls, name)
+        else:
+            found = self.resolve_dotted(module, callee)
+            if isinstance(found, ClassRef):
+                return [found]
+            functions = [found] if isinstance(found, FunctionRef) else []
+        classes: dict[tuple[int, int], ClassRef] = {}
+        for function in functions:
+            info = function.info
+            names = [returned[0] for returned in info.returns if returned]
+            for dotted_class in [*names, *filter(None, [info.returns_annotation])]:
+                built = self.resolve_dotted(function.module, dotted_class)
+                if isinstance(built, ClassRef):
+                    classes.setdefault(built.key(), built)
+        return list(classes.values())
 
     def subclasses(self, cls: ClassRef) -> list[ClassRef]:
         """Project classes deriving from `cls`, directly or not."""
@@ -341,8 +363,9 @@ class Project:
             methods = self._dispatch(cls, target)
             if methods:
                 return methods
-            instance_of = self.attribute_class(cls, target)
-            return self._method_of(instance_of, "__call__") if instance_of is not None else []
+            return [
+                m for held in self.attribute_classes(cls, target) for m in self._method_of(held, "__call__")
+            ]
         if kind == "super":
             for base in self.bases(cls):
                 if isinstance(base, ClassRef):
@@ -352,8 +375,7 @@ class Project:
             return []
         if kind == "selfattr":
             attribute, name = target.split("|")
-            held = self.attribute_class(cls, attribute)
-            return self._method_of(held, name) if held is not None else []
+            return [m for held in self.attribute_classes(cls, attribute) for m in self._method_of(held, name)]
         return []
 
     def _runs(self, found: Optional[Resolved]) -> list[FunctionRef]:

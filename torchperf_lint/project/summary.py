@@ -90,6 +90,7 @@ class Function:
     no_grad: bool = False  # it or a function nested in it names torch.no_grad/inference_mode
     varkw: bool = False  # takes **kwargs
     returns: list[list[str]] = dataclasses.field(default_factory=list)  # per `return Callee(...)`: built()
+    returns_annotation: str = ""  # `-> Callee`: the dotted name of the class it says it returns
     returns_device: bool = False  # `return torch.device(...)`, or a name bound to one
     says_cuda: bool = False  # a string literal starting with "cuda" in its own body
     default_devices: list[bool] = dataclasses.field(default_factory=list)  # set_default_*: names CUDA?
@@ -259,6 +260,24 @@ def _constructed(value: ast.AST) -> Optional[str]:
     if isinstance(value, ast.Call):
         return dotted(value.func)
     return None
+
+
+def _returned_sides(value: ast.AST) -> list[ast.AST]:
+    """The values a `return` may give: each side of an if-expression, else the value itself."""
+    if isinstance(value, ast.IfExp):
+        return [*_returned_sides(value.body), *_returned_sides(value.orelse)]
+    return [value]
+
+
+def _annotated_class(annotation: Optional[ast.AST]) -> str:
+    """`-> LMModel`, `-> models.LMModel` or `-> "LMModel"`: the dotted name; "" for anything else
+    (`Optional[...]`, unions, `None`)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        text = annotation.value.strip()
+        return text if all(part.isidentifier() for part in text.split(".")) else ""
+    if isinstance(annotation, (ast.Name, ast.Attribute)):
+        return dotted(annotation) or ""
+    return ""
 
 
 def built(call: ast.Call) -> list[str]:
@@ -772,6 +791,7 @@ class _Summarizer:
         )
         function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
         function.varkw = args.kwarg is not None
+        function.returns_annotation = _annotated_class(node.returns)
         registry = next((d for d in decorators if registers_model(d)), None)
         if registry is not None:
             function.weights = f"@{registry}"
@@ -978,6 +998,21 @@ class _Summarizer:
                 self.current().flagged_stores.append([target.attr, *flagged])
         self.children(node)
 
+    def _AnnAssign(self, node: ast.AnnAssign) -> None:
+        # `self.model: LMModel = build(cfg)` binds the attribute as `self.model = build(cfg)` does
+        target, callee = node.target, _constructed(node.value) if node.value is not None else None
+        if (
+            callee
+            and self.function_stack
+            and isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            cls = self.current().cls
+            if cls >= 0:
+                self.summary.classes[cls].attributes.setdefault(target.attr, callee)
+        self.children(node)
+
     def _Attribute(self, node: ast.Attribute) -> None:
         if "channels_last" in node.attr:
             self.summary.channels_last = True
@@ -1099,9 +1134,12 @@ class _Summarizer:
                     self.summary.returned_keys.append(name)
         if value is None:
             return
-        stripped = _strip_chain(value)
-        if self.function_stack and isinstance(stripped, ast.Call):
-            function.returns.append(built(stripped))
+        if self.function_stack:
+            # either side of `return A(self) if c else B(self)` is a value it returns
+            for returned in _returned_sides(value):
+                stripped = _strip_chain(returned)
+                if isinstance(stripped, ast.Call):
+                    function.returns.append(built(stripped))
         if self.function_stack:
             elements = value.elts if isinstance(value, ast.Tuple) else []
             function.returns_items.append([])
