@@ -178,12 +178,13 @@ def is_optimizer_name(dotted: str) -> bool:
 # torchvision's own `_is_tracing()` (its ONNX export paths) is one of them.
 SPECIAL_MODES = frozenset({"is_scripting", "is_tracing", "_is_tracing", "is_in_onnx_export", "is_exporting"})
 COMPILING = frozenset({"is_compiling", "is_dynamo_compiling"})
-# statistics kept for inspection only (pytorch-metric-learning's miners and losses)
-# Switches of debug output and of what is collected only to draw plots (`if plots:` feeds a
-# confusion-matrix figure): the branches they open are visualisation, cold like a sampling helper.
+# Switches of debug output and checks, of statistics kept for inspection only
+# (pytorch-metric-learning's `collect_stats`) and of what is collected only to draw plots (`if plots:`
+# feeds a confusion-matrix figure): the branches they open are cold, like a sampling helper.
 DEBUG_FLAGS = frozenset(
     {"debug", "verbose", "debugging", "DEBUG", "VERBOSE", "_debug", "_verbose", "collect_stats"}
     | {"plot", "plots"}
+    | {"check", "sanity_check"}  # audiocraft's `generate(check=False)`: extra consistency asserts
 )
 # Device types a CUDA training step never runs on: a branch taken only there is cold
 # (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
