@@ -30,6 +30,7 @@ from ..syntax.walker import (
 from .hotpath import HotPaths
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES
+from .vocabulary import DATASET_BASES
 
 # Methods that return the same data, still on the host, in another layout or dtype.
 HOST_CONVERSIONS = frozenset(
@@ -333,14 +334,30 @@ class Batches:
         return self.loop_of(value)
 
 
-def movers(facts: FileFacts, hot: HotPaths) -> dict[str, bool]:
-    """The project's classes, other than modules, with a `to`/`cuda` of their own (DETR's
-    `NestedTensor.to(self, device)`), and whether that method takes `non_blocking` (by name or
-    through `**kwargs`): the project pass's answer (EntryFacts.movers) and this file's classes,
-    so that one file linted alone answers the same."""
+def _is_dataset(info: ClassInfo, facts: FileFacts, names: Names, seen: frozenset[str] = frozenset()) -> bool:
+    """Derives from torch's Dataset or IterableDataset, directly or through classes of this file."""
+    for base in info.node.bases:
+        if names.qualified_name(base.value) in DATASET_BASES:
+            return True
+        local = facts.classes.get(dotted_name(base.value) or "")
+        if (
+            local is not None
+            and local.name not in seen
+            and _is_dataset(local, facts, names, seen | {info.name})
+        ):
+            return True
+    return False
+
+
+def movers(facts: FileFacts, names: Names, hot: HotPaths) -> dict[str, bool]:
+    """The project's classes, other than modules and datasets (a loader draws from a dataset and
+    never yields one), with a `to`/`cuda` of their own (DETR's `NestedTensor.to(self, device)`),
+    and whether that method takes `non_blocking` (by name or through `**kwargs`): the project
+    pass's answer (EntryFacts.movers) and this file's classes, so that one file linted alone
+    answers the same."""
     found = dict(hot.entry.movers)
     for info in facts.classes.values():
-        if hot.is_module_class(info):
+        if hot.is_module_class(info) or _is_dataset(info, facts, names):
             continue
         for name in ("to", "cuda"):
             method = info.methods.get(name)
