@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from torchperf_lint.api import lint_source
+from torchperf_lint.config import Settings
+from torchperf_lint.engine.runner import lint_bytes
+from torchperf_lint.rules import select_rules
 
 MISC = """\
 import torch
@@ -100,6 +103,55 @@ def test_without_a_project_batch_class_batch_elements_keep_the_safe_fix(tmp_path
 def test_the_class_in_the_linted_file_itself_counts_without_a_project() -> None:
     source = MISC + ENGINE.replace("import torch\n", "")
     assert lint_source(source, path="<string>", select=["TPL106"]) == []
+
+
+# torch_geometric's `InMemoryDataset.to(self, device)` moves a whole dataset: a loader draws from a
+# dataset and never yields one, so its `to` is no batch's, whatever it takes
+DATASETS = """\
+import torch
+
+
+class GraphDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 0
+
+
+class InMemoryDataset(GraphDataset):
+    def to(self, device):
+        self.data = self.data.to(device)
+        return self
+
+    def cuda(self, device=None):
+        return self.to(device or "cuda")
+"""
+
+
+def test_a_dataset_class_with_its_own_to_is_no_batch_class(tmp_path: Path) -> None:
+    misc = MISC.replace("def to(self, device):", "def to(self, device, non_blocking=False):")
+    root = _project(tmp_path, misc)
+    (root / "util" / "datasets.py").write_text(DATASETS)
+    assert _tpl106(root) == [(6, False), (7, False)]
+
+
+def test_a_dataset_class_of_the_linted_file_is_no_batch_class_without_a_project() -> None:
+    source = DATASETS.replace(
+        "import torch\n", "import torch\nfrom torch.utils.data import IterableDataset\n"
+    )
+    source = source.replace("(torch.utils.data.Dataset)", "(IterableDataset)") + ENGINE.replace(
+        "import torch\n", ""
+    )
+    assert [f.line for f in lint_source(source, path="<string>", select=["TPL106"])] == [21, 22]
+    # the file's own reading, without the project pass's answer
+    alone = lint_bytes(source, "<string>", select_rules(["TPL106"], [], []), Settings())
+    assert [f.line for f in alone.findings] == [21, 22]
+
+
+def test_a_dataset_next_to_a_batch_class_whose_to_takes_no_non_blocking_keeps_it_silent(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path)
+    (root / "util" / "datasets.py").write_text(DATASETS)
+    assert _tpl106(root) == []
 
 
 @pytest.mark.parametrize("extra", [[], ["--unsafe-fixes"]])

@@ -109,6 +109,30 @@ def test_loops_over_plain_iterables_hold_no_batches() -> None:
     ) == [False]
 
 
+def test_a_loader_over_data_moved_to_the_device_yields_no_host_batches() -> None:
+    # gpse.py's precompute: `model, data = model.to(device), data.to(device)`, then a
+    # NeighborLoader over `data` samples subgraphs that are already on the device
+    assert _batch_loops(
+        """
+        def precompute(model, data, graph, device, on_gpu):
+            model, data = model.to(device), data.to(device)
+            for a in NeighborLoader(data, num_neighbors=[10]):
+                probe(a)
+            for b in NeighborLoader(graph.cuda(), num_neighbors=[10]):
+                probe(b)
+            for c in NeighborLoader(graph, num_neighbors=[10]):
+                probe(c)
+            half = graph.to(torch.float16)
+            for d in DataLoader(half):
+                probe(d)
+            if on_gpu:
+                graph = graph.to(device)
+            for e in DataLoader(graph):
+                probe(e)
+        """
+    ) == [False, False, True, True, True]
+
+
 def test_whole_item_is_the_loop_target_itself_not_an_element() -> None:
     ctx, probes = _probes(
         """

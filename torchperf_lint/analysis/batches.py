@@ -30,6 +30,7 @@ from ..syntax.walker import (
 from .hotpath import HotPaths
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES
+from .vocabulary import DATASET_BASES
 
 # Methods that return the same data, still on the host, in another layout or dtype.
 HOST_CONVERSIONS = frozenset(
@@ -127,6 +128,28 @@ def _places_on_device(call: cst.Call) -> bool:
         and func.attr.value == "prepare"
         and "accelerator" in (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
     )
+
+
+def _is_device_move(call: cst.Call) -> bool:
+    """`x.cuda()`, or `x.to(device)` with a device that is not written as the CPU or a dtype."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        return False
+    if func.attr.value == "cuda":
+        return True
+    device = _first_positional(call)
+    if device is None:
+        device = next((a.value for a in call.args if a.keyword and a.keyword.value == "device"), None)
+    if (
+        device is None
+        or isinstance(device, cst.Attribute)
+        and (dotted_name(device) or "").startswith("torch.")
+    ):
+        return False  # `.to(dtype=...)`, `.to(torch.float16)`
+    if isinstance(device, cst.SimpleString):
+        text = device.evaluated_value
+        return not (isinstance(text, str) and text.startswith(("cpu", "meta")))
+    return True
 
 
 def _yields_items_of_parameter(function: cst.FunctionDef) -> bool:
@@ -245,6 +268,8 @@ class Batches:
         if isinstance(expr, cst.Call):
             if _places_on_device(expr):
                 return _DEVICE
+            if self._hot.loader_label(expr) is not None and self._moved_to_device(_first_positional(expr)):
+                return _DEVICE  # `NeighborLoader(data.to(device), ...)` samples from device data
             if (dotted_name(expr.func) or "").rsplit(".", 1)[-1] == "DataLoader":
                 return _HOST
             inner = _first_positional(expr)
@@ -269,6 +294,31 @@ class Batches:
         if _HOST in found or (isinstance(expr, (cst.Name, cst.Attribute)) and self._hot.loader_label(expr)):
             return _HOST
         return None
+
+    def _moved_to_device(self, data: Optional[cst.BaseExpression]) -> bool:
+        """`data` is the result of `.to(device)`/`.cuda()`, written there or bound to a name by
+        every binding that reaches it (`model, data = model.to(device), data.to(device)`)."""
+        if isinstance(data, cst.Call):
+            return _is_device_move(data)
+        if not isinstance(data, cst.Name):
+            return False
+        bindings = self._names.reaching(data)
+        return bool(bindings) and all(self._binds_moved(b, data.value) for b in bindings)
+
+    def _binds_moved(self, binding: Binding, name: str) -> bool:
+        node = binding.node
+        if binding.kind == "assign" and isinstance(node, cst.Call):
+            return _is_device_move(node)
+        if binding.kind == "unpack" and isinstance(node, (cst.Tuple, cst.List)):
+            assign = self._facts.parents.get(node)
+            if isinstance(assign, cst.Assign):
+                for target in assign.targets:
+                    names = target.target
+                    if isinstance(names, (cst.Tuple, cst.List)) and len(names.elements) == len(node.elements):
+                        for element, value in zip(names.elements, node.elements, strict=False):
+                            if _names_in(element.value) == {name}:
+                                return isinstance(value.value, cst.Call) and _is_device_move(value.value)
+        return False
 
     def _passes_items_through(self, call: cst.Call) -> bool:
         if self._names.qualified_name(call) in _ITERATORS:
@@ -333,14 +383,30 @@ class Batches:
         return self.loop_of(value)
 
 
-def movers(facts: FileFacts, hot: HotPaths) -> dict[str, bool]:
-    """The project's classes, other than modules, with a `to`/`cuda` of their own (DETR's
-    `NestedTensor.to(self, device)`), and whether that method takes `non_blocking` (by name or
-    through `**kwargs`): the project pass's answer (EntryFacts.movers) and this file's classes,
-    so that one file linted alone answers the same."""
+def _is_dataset(info: ClassInfo, facts: FileFacts, names: Names, seen: frozenset[str] = frozenset()) -> bool:
+    """Derives from torch's Dataset or IterableDataset, directly or through classes of this file."""
+    for base in info.node.bases:
+        if names.qualified_name(base.value) in DATASET_BASES:
+            return True
+        local = facts.classes.get(dotted_name(base.value) or "")
+        if (
+            local is not None
+            and local.name not in seen
+            and _is_dataset(local, facts, names, seen | {info.name})
+        ):
+            return True
+    return False
+
+
+def movers(facts: FileFacts, names: Names, hot: HotPaths) -> dict[str, bool]:
+    """The project's classes, other than modules and datasets (a loader draws from a dataset and
+    never yields one), with a `to`/`cuda` of their own (DETR's `NestedTensor.to(self, device)`),
+    and whether that method takes `non_blocking` (by name or through `**kwargs`): the project
+    pass's answer (EntryFacts.movers) and this file's classes, so that one file linted alone
+    answers the same."""
     found = dict(hot.entry.movers)
     for info in facts.classes.values():
-        if hot.is_module_class(info):
+        if hot.is_module_class(info) or _is_dataset(info, facts, names):
             continue
         for name in ("to", "cuda"):
             method = info.methods.get(name)

@@ -267,6 +267,18 @@ def normalised_code(text: str) -> str:
     return "".join(text.split()).replace('"', "'")
 
 
+# torch's dataset classes: what a DataLoader draws its items from, never an item it yields
+# (torch_geometric's `InMemoryDataset.to(device)` moves a whole dataset, not a batch)
+DATASET_BASES = frozenset(
+    {
+        "torch.utils.data.Dataset",
+        "torch.utils.data.IterableDataset",
+        "torch.utils.data.dataset.Dataset",
+        "torch.utils.data.dataset.IterableDataset",
+    }
+)
+
+
 # torch's dataset of tensors it is handed: held in memory by construction
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 

@@ -208,7 +208,7 @@ class Context:
 
     @functools.cached_property
     def _movers(self) -> dict[str, bool]:
-        return movers(self.facts, self.hot)
+        return movers(self.facts, self.names, self.hot)
 
     def custom_move_takes_non_blocking(self, receiver: cst.BaseExpression) -> Optional[bool]:
         """What `receiver.to(...)`/`.cuda(...)` may call besides a tensor's method. None: the

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator, Optional, Union
 
 from ..analysis.entry import EntryFacts, ExternalReason
 from ..analysis.vocabulary import (
+    DATASET_BASES,
     DISTRIBUTED_DATA_PARALLEL,
     MODULE_ENTRY_POINTS,
     STEP_HOOKS,
@@ -257,6 +258,10 @@ class Project:
                 is_module_base(q, self.module_bases) for q in self.external_bases(cls)
             )
         return self._is_module_memo[key]
+
+    def is_dataset_class(self, cls: ClassRef) -> bool:
+        """Derives from torch's Dataset or IterableDataset: what a loader draws from, never a batch."""
+        return any(q in DATASET_BASES for q in self.external_bases(cls))
 
     def find_method(self, cls: ClassRef, name: str) -> Optional[FunctionRef]:
         for current in self.lineage(cls):
@@ -822,7 +827,7 @@ class Project:
         return self._cudnn
 
     def movers(self) -> tuple[tuple[str, bool], ...]:
-        """The project's classes, other than modules, whose own or inherited project method
+        """The project's classes, other than modules and datasets, whose own or inherited project method
         `to`/`cuda` moves them (DETR's `NestedTensor.to(self, device)`), and whether it takes
         `non_blocking` (by name or through `**kwargs`): a batch of such a class cannot be
         given arguments its method lacks."""
@@ -831,7 +836,7 @@ class Project:
             for module in self.modules.values():
                 for index in range(len(module.summary.classes)):
                     cls = ClassRef(module, index)
-                    if self.is_module_class(cls):
+                    if self.is_module_class(cls) or self.is_dataset_class(cls):
                         continue
                     for name in ("to", "cuda"):
                         method = self.find_method(cls, name)

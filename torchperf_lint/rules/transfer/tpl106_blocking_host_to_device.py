@@ -42,8 +42,9 @@ class BlockingHostToDevice(Rule):
     certainly tensors in a project that defines a class whose own `to`/`cuda` takes no
     `non_blocking` (DETR's `NestedTensor.to(self, device)`): the argument would raise; `model.to(device)` and
     other values that are not batches; batches of a loader handed to `accelerator.prepare(...)`,
-    which places them on the device itself; a batch drawn once before the step loop; dtype casts (`x.to(torch.float16)`) and `.to("cpu")`;
-    moves outside the step loop.
+    which places them on the device itself, or of a loader built over data already moved to the
+    device (`NeighborLoader(data.to(device), ...)`); a batch drawn once before the step loop;
+    dtype casts (`x.to(torch.float16)`) and `.to("cpu")`; moves outside the step loop.
     """
 
     code = "TPL106"
@@ -334,6 +335,20 @@ class BlockingHostToDevice(Rule):
                     batch.to(accelerator.device)
                     outputs = model(**batch)
                     outputs.loss.backward()
+            """,
+        "loader-over-data-already-on-the-device": """
+            import torch
+            from torch_geometric.loader import NeighborLoader
+
+            @torch.no_grad()
+            def precompute(model, data, device):
+                model, data = model.to(device), data.to(device)
+                loader = NeighborLoader(data, num_neighbors=[10, 10], batch_size=1024)
+                outs = []
+                for batch in loader:
+                    out = model(batch.to(device))
+                    outs.append(out[: batch.batch_size].cpu())
+                return torch.cat(outs)
             """,
         "drawn-from-other-iterators": """
             import torch
