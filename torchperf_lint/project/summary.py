@@ -1136,8 +1136,8 @@ class _Summarizer:
             return
         if self.function_stack:
             # either side of `return A(self) if c else B(self)` is a value it returns
-            for returned in _returned_sides(value):
-                stripped = _strip_chain(returned)
+            for side in _returned_sides(value):
+                stripped = _strip_chain(side)
                 if isinstance(stripped, ast.Call):
                     function.returns.append(built(stripped))
         if self.function_stack:
