@@ -226,6 +226,25 @@ def test_factories_without_device_make_host_tensors_until_moved() -> None:
     assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, False, False]
 
 
+def test_the_rows_of_a_host_tensor_are_host_tensors() -> None:
+    ctx, probes = _probes(
+        """
+        import torch
+
+        def schedule(x):
+            sigmas = torch.linspace(0, 1, 10).flip(0)
+            logs = [probe(sigma.log()) for sigma in sigmas]
+            for row in sigmas:
+                probe(row)
+            for row in x:
+                probe(row)
+            for a, b in zip(sigmas, sigmas):
+                probe(a)
+        """
+    )
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False]
+
+
 def test_a_loader_batch_stays_on_the_host_until_moved() -> None:
     """DataLoader batches are collated on the host: reading one never waits for the device
     (ultralytics' INT8 calibration resizes `batch["img"]` and takes `.numpy()` without moving it).

@@ -155,6 +155,13 @@ class HostTensors:
         if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
             element = _unpacked_element(node, name, self._facts)
             return element is not None and self.is_host_tensor(element)
+        if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
+            # `for sigma in sigmas` over a host tensor: each element is a row of it, on the host
+            return (
+                isinstance(node.target, cst.Name)
+                and node.target.value == name
+                and self.is_host_tensor(node.iter)
+            )
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node
             return isinstance(function, cst.FunctionDef) and (

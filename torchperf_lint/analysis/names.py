@@ -77,6 +77,13 @@ class Names:
         for binding in bindings:
             if binding.kind in ("assign", "unpack") and binding.node in enclosing:
                 placed: Optional[bool] = False  # `w = w.to(dtype)`: the read runs before its own binding
+            elif (
+                binding.kind == "for"
+                and isinstance(binding.node, cst.For)
+                and binding.node in enclosing
+                and binding.node.body in enclosing
+            ):
+                placed = True  # the loop's target, bound anew before each run of the body
             elif binding.kind == "param":
                 placed = True  # bound before the body runs
             else:
