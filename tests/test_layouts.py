@@ -354,3 +354,36 @@ def test_convnext_blocks_and_instance_norm_nets_built_in_loops_stay_silent(tmp_p
             tmp_path, {"models/__init__.py": "", "models/resnet.py": model, "train.py": TRAIN}
         )
         assert finding_lines(root, "train.py", "TPL404") == []
+
+
+def test_the_move_in_a_model_loader_that_a_training_script_steps_is_reported(tmp_path: Path) -> None:
+    loader = DARKNET + textwrap.indent(
+        textwrap.dedent("""
+        import torch
+
+        def load_model(model_path):
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = Darknet(model_path).to(device)
+            return model
+
+        def show(model_path):
+            model = Darknet(model_path).to("cuda")
+            return model
+        """),
+        "    ",
+    )
+    train = """
+        import torch
+        from models.resnet import load_model
+
+        device = torch.device("cuda")
+        model = load_model("yolov3.cfg")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in train_loader:
+            model(x.to(device)).sum().backward()
+            optimizer.step()
+        """
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": loader, "train.py": train})
+    source = (root / "models/resnet.py").read_text().splitlines()
+    lines = finding_lines(root, "models/resnet.py", "TPL404")
+    assert [source[line - 1].strip() for line in lines] == ["model = Darknet(model_path).to(device)"]
