@@ -61,8 +61,6 @@ TRAIN = """
     """
 
 
-
-
 def test_a_convnet_built_in_another_module_by_a_torchvision_style_factory(tmp_path: Path) -> None:
     root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN})
     assert finding_lines(root, "train.py", "TPL404") == [5]
@@ -193,3 +191,199 @@ def test_the_message_names_the_padded_size_and_where_the_size_was_read() -> None
         and "pad it to 50304" in finding.message
         and "47 extra" in finding.message
     )
+
+
+DARKNET = """
+    import torch.nn as nn
+
+    def create_modules(module_defs):
+        hyperparams = module_defs.pop(0)
+        output_filters = [hyperparams["channels"]]
+        module_list = nn.ModuleList()
+        for module_i, module_def in enumerate(module_defs):
+            modules = nn.Sequential()
+            if module_def["type"] == "convolutional":
+                filters = int(module_def["filters"])
+                modules.add_module(f"conv_{module_i}", nn.Conv2d(output_filters[-1], filters, 3, padding=1))
+                modules.add_module(f"batch_norm_{module_i}", nn.BatchNorm2d(filters))
+            elif module_def["type"] == "upsample":
+                modules.add_module(f"upsample_{module_i}", nn.Upsample(scale_factor=2))
+            elif module_def["type"] == "yolo":
+                modules.add_module(f"yolo_{module_i}", YOLOLayer(module_def["anchors"]))
+            module_list.append(modules)
+            output_filters.append(filters)
+        return hyperparams, module_list
+
+    class YOLOLayer(nn.Module):
+        def __init__(self, anchors):
+            super().__init__()
+            self.anchors = anchors
+            self.mse_loss = nn.MSELoss()
+
+    class Darknet(nn.Module):
+        def __init__(self, config_path):
+            super().__init__()
+            self.module_defs = parse_model_config(config_path)
+            self.hyperparams, self.module_list = create_modules(self.module_defs)
+
+    def resnet18():
+        return Darknet("yolov3.cfg")
+    """
+
+# the same builder, filling its container with transformer layers
+CFG_TRANSFORMER = """
+    import torch.nn as nn
+
+    def create_modules(module_defs):
+        module_list = nn.ModuleList()
+        for module_def in module_defs:
+            if module_def["type"] == "attention":
+                module_list.append(nn.MultiheadAttention(module_def["dim"], 8))
+            elif module_def["type"] == "mlp":
+                module_list.append(nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512)))
+        return module_list
+
+    class Net(nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.patch = nn.Conv2d(3, 512, 16, 16)
+            self.head = nn.Conv2d(512, 10, 1)
+            self.blocks = create_modules(cfg)
+
+    def resnet18():
+        return Net(cfg)
+    """
+
+
+def test_a_convnet_built_from_a_config_by_a_builder_function_is_reported(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": DARKNET, "train.py": TRAIN})
+    assert finding_lines(root, "train.py", "TPL404") == [5]
+
+
+def test_a_transformer_built_from_a_config_in_a_loop_is_no_convnet(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path, {"models/__init__.py": "", "models/resnet.py": CFG_TRANSFORMER, "train.py": TRAIN}
+    )
+    assert finding_lines(root, "train.py", "TPL404") == []
+
+
+def test_an_mlp_built_in_a_loop_is_no_convnet(tmp_path: Path) -> None:
+    mlp = """
+        import torch.nn as nn
+
+        class MLP(nn.Module):
+            def __init__(self, depth):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 8, 3)
+                self.reduce = nn.Conv2d(8, 8, 3)
+                self.layers = nn.ModuleList()
+                for _ in range(depth):
+                    self.layers.append(nn.Linear(512, 512))
+
+        def resnet18():
+            return MLP(8)
+        """
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": mlp, "train.py": TRAIN})
+    assert finding_lines(root, "train.py", "TPL404") == []
+
+
+def test_a_vgg_style_builder_returning_a_sequential_of_its_list_is_reported(tmp_path: Path) -> None:
+    vgg = """
+        import torch.nn as nn
+
+        def make_layers(cfg):
+            layers = []
+            for v in cfg:
+                layers += [nn.Conv2d(3, v, 3, padding=1), nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+            return nn.Sequential(*layers)
+
+        class VGG(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.features = make_layers(cfg)
+                self.classifier = nn.Linear(512, 10)
+
+        def resnet18():
+            return VGG([64, 128, 256])
+        """
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": vgg, "train.py": TRAIN})
+    assert finding_lines(root, "train.py", "TPL404") == [5]
+
+
+def test_convnext_blocks_and_instance_norm_nets_built_in_loops_stay_silent(tmp_path: Path) -> None:
+    convnext = """
+        import torch.nn as nn
+
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.dwconv = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+                self.norm = nn.LayerNorm(dim)
+                self.pwconv1, self.pwconv2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+        class ConvNeXt(nn.Module):
+            def __init__(self, depths):
+                super().__init__()
+                self.downsample_layers = nn.ModuleList()
+                for i in range(4):
+                    self.downsample_layers.append(nn.Conv2d(96, 96, 2, stride=2))
+                self.stages = nn.ModuleList([nn.Sequential(*[Block(96) for _ in range(d)]) for d in depths])
+
+        def resnet18():
+            return ConvNeXt([3, 3, 9, 3])
+        """
+    style = """
+        import torch.nn as nn
+
+        def build(n):
+            layers = []
+            for _ in range(n):
+                layers += [nn.Conv2d(64, 64, 3, padding=1), nn.InstanceNorm2d(64), nn.ReLU()]
+            return nn.Sequential(*layers)
+
+        class TransformerNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = build(5)
+
+        def resnet18():
+            return TransformerNet()
+        """
+    for model in (convnext, style):
+        root = write_project(
+            tmp_path, {"models/__init__.py": "", "models/resnet.py": model, "train.py": TRAIN}
+        )
+        assert finding_lines(root, "train.py", "TPL404") == []
+
+
+def test_the_move_in_a_model_loader_that_a_training_script_steps_is_reported(tmp_path: Path) -> None:
+    loader = DARKNET + textwrap.indent(
+        textwrap.dedent("""
+        import torch
+
+        def load_model(model_path):
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = Darknet(model_path).to(device)
+            return model
+
+        def show(model_path):
+            model = Darknet(model_path).to("cuda")
+            return model
+        """),
+        "    ",
+    )
+    train = """
+        import torch
+        from models.resnet import load_model
+
+        device = torch.device("cuda")
+        model = load_model("yolov3.cfg")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in train_loader:
+            model(x.to(device)).sum().backward()
+            optimizer.step()
+        """
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": loader, "train.py": train})
+    source = (root / "models/resnet.py").read_text().splitlines()
+    lines = finding_lines(root, "models/resnet.py", "TPL404")
+    assert [source[line - 1].strip() for line in lines] == ["model = Darknet(model_path).to(device)"]

@@ -46,6 +46,8 @@ def test_modules_and_data_example_reports_each_shape() -> None:
         ("TPL401", "nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1),"),
         ("TPL401", "self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)"),
         ("TPL401", "layers.append(nn.Conv2d(c_in, c_out, 3, stride=2, padding=1))"),
+        # make_backbone's body builds the convolutions, in a loop: a convnet moved in NCHW
+        ("TPL404", "model = Classifier().to(device)"),
         ("TPL402", "model = nn.DataParallel(model)"),
         ("TPL502", "train_loader = DataLoader("),
         ("TPL503", "train_loader = DataLoader("),

@@ -48,6 +48,8 @@ class EntryFacts:
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
+    # functions that move a model they build, called by another module's step-looping code
+    stepped_model_builders: frozenset[int] = frozenset()
     channels_last_near: bool = False  # a module this one imports or is imported by names channels_last
     runs_on_cuda: Optional[str] = None  # why, when hot code of a module that shows CUDA use reaches it
     cuda_helper: Optional[str] = None  # why it shows CUDA use: it calls a helper returning a CUDA device
@@ -106,6 +108,7 @@ class EntryFacts:
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
+            stepped_model_builders=frozenset(_ints(data.get("stepped_model_builders", ()))),
             channels_last_near=bool(data["channels_last_near"]),
             runs_on_cuda=_text(data["runs_on_cuda"]),
             cuda_helper=_text(data["cuda_helper"]),

@@ -5,7 +5,9 @@ layers each module class builds) and the rules; nothing here imports libcst.
 A model is a 2-D convnet when its dense 2-D convolutions outnumber everything else that does
 heavy math (linear layers, attention, recurrent cells, 1-D and 3-D convolutions): what a class
 builds is counted once per call site, since how often a block repeats is rarely written as a
-literal. A ConvNeXt-style design (depthwise convolutions with LayerNorm and no BatchNorm) is not:
+literal, and a call site inside a loop or comprehension counts LOOP_REPEATS times, whatever layer
+it builds: a loop that builds layers (a cfg-driven Darknet, `for _ in range(depth)`) runs at least
+twice in any model worth training, and more is not known. A ConvNeXt-style design (depthwise convolutions with LayerNorm and no BatchNorm) is not:
 it was measured to gain 1.02x from channels_last, against 1.7-3.1x for ResNets and MobileNets.
 Nor is a model normalised by InstanceNorm alone (style-transfer and image-to-image nets): ATen's
 instance_norm makes its input contiguous in NCHW, so channels_last adds a transpose around every
@@ -51,6 +53,12 @@ _CONVNET_FAMILIES = re.compile(
     r"squeezenet|googlenet|inception|alexnet|fcn_resnet|deeplabv3|lraspp)"
 )
 _CONVNET_PACKAGES = ("torchvision.models.", "timm.models.")
+# How many layers one call site inside a loop counts for: the fewest a repeated build makes.
+LOOP_REPEATS = 2
+# Constructors of the containers a builder function fills and returns (`module_list =
+# nn.ModuleList()`, `layers = []`, `return nn.Sequential(*layers)`): what its body builds is what
+# it returns.
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "list", "dict", "OrderedDict"})
 # What a library convnet adds to a profile: more than any classifier head beside it.
 _LIBRARY_CONVNET_WEIGHT = 8
 

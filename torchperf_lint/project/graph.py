@@ -115,6 +115,7 @@ class Project:
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
         self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
         self._step_loops: dict[int, frozenset[int]] = {}
+        self._model_builders: Optional[dict[int, set[int]]] = None
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._arguments: dict[tuple[int, int], Values] = {}
         self._cuda: Optional[dict[int, str]] = None
@@ -431,6 +432,23 @@ class Project:
         if key not in self._step_loops:
             self._step_loops[key] = self._find_step_loops(module)
         return self._step_loops[key]
+
+    def stepped_model_builders(self, module: Module) -> frozenset[int]:
+        """The functions of `module` that move a model they build (`model = Darknet(path).to(
+        device)`) and that a module with a step loop calls: the model they hand back is the one
+        that script steps (PyTorch-YOLOv3's `load_model`)."""
+        if self._model_builders is None:
+            self._model_builders = {}
+            for caller in self.modules.values():
+                if caller.is_test or not self.step_loops(caller):
+                    continue
+                for offset, info in enumerate([caller.summary.toplevel, *caller.summary.functions]):
+                    function = FunctionRef(caller, offset - 1)
+                    for position in range(len(info.calls)):
+                        for callee in self.callees(function, position):
+                            if callee.index >= 0 and callee.info.moved and callee.module is not caller:
+                                self._model_builders.setdefault(id(callee.module), set()).add(callee.index)
+        return frozenset(self._model_builders.get(id(module), ()))
 
     def _find_step_loops(self, module: Module) -> frozenset[int]:
         loops = module.summary.loops
@@ -969,6 +987,7 @@ class Project:
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
+            stepped_model_builders=self.stepped_model_builders(module),
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),
             cuda_default=self.cuda_default(),

@@ -56,17 +56,19 @@ class LayerProfiles:
 
     def _of_factory(self, function: FunctionRef, depth: int) -> LayerCounts:
         """A function's layers: those of what its `return` statements build (`def resnet50():
-        return ResNet(Bottleneck, [3, 4, 6, 3])`, `def conv3x3(...): return nn.Conv2d(...)`)."""
+        return ResNet(Bottleneck, [3, 4, 6, 3])`, `def conv3x3(...): return nn.Conv2d(...)`), or,
+        for a builder that returns a container it fills (`return hyperparams, module_list`),
+        everything its body builds."""
         key = ("function", *function.key())
         known = self._memo.get(key)
         if known is not None:
             return known
         total = self._memo[key] = LayerCounts()
-        for returned in function.info.returns:
-            for written in returned:
-                counts = self.of_name(function.module, written, depth)
-                if counts is not None:
-                    total.add(counts)
+        written_calls = function.info.builds or [w for returned in function.info.returns for w in returned]
+        for written in written_calls:
+            counts = self.of_name(function.module, written, depth)
+            if counts is not None:
+                total.add(counts)
         return total
 
     def builds_2d_convnet(self, module: Module, written: str) -> bool:
@@ -83,7 +85,7 @@ class LayerProfiles:
         found = self._project.resolve_dotted(module, written)
         if isinstance(found, External):
             return is_library_convnet(found.qualified)
-        if isinstance(found, FunctionRef) and found.info.returns:
+        if isinstance(found, FunctionRef) and found.info.returns and not found.info.builds:
             return all(self._builds_convnet(found.module, returned) for returned in found.info.returns)
         counts = self.of_name(module, written)
         return counts is not None and counts.is_2d_convnet

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Optional, Union, cast
 
 from ..analysis.arguments import PARAM_PREFIX, asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
+from ..analysis.layers import CONTAINERS, LOOP_REPEATS
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
@@ -119,6 +120,10 @@ class Function:
     probes: list[str] = dataclasses.field(default_factory=list)
     # per `return`: the dataset token of each element of the tuple it returns (project/datasets.py)
     returns_items: list[list[str]] = dataclasses.field(default_factory=list)
+    # a function (not a method) that returns a container it fills (`return hyperparams,
+    # module_list`, `return nn.Sequential(*layers)`): built() by each call of its body, a call in a
+    # loop LOOP_REPEATS times; empty for any other function
+    builds: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -267,6 +272,25 @@ def _returned_sides(value: ast.AST) -> list[ast.AST]:
     if isinstance(value, ast.IfExp):
         return [*_returned_sides(value.body), *_returned_sides(value.orelse)]
     return [value]
+
+
+def _returns_container(value: ast.AST, local: _Locals) -> bool:
+    """`return nn.Sequential(*layers)`, or a returned name (alone or in a tuple) bound in the
+    function to a container (`module_list = nn.ModuleList()`, `layers = []`)."""
+    elements = value.elts if isinstance(value, ast.Tuple) else _returned_sides(value)
+    for element in elements:
+        element = _strip_chain(element)
+        values = local.values.get(element.id, []) if isinstance(element, ast.Name) else [element]
+        if any(_is_container(v) for v in values):
+            return True
+    return False
+
+
+def _is_container(value: ast.AST) -> bool:
+    if isinstance(value, (ast.List, ast.Dict)):
+        return True
+    callee = dotted(value.func) if isinstance(value, ast.Call) else None
+    return callee is not None and callee.rsplit(".", 1)[-1] in CONTAINERS
 
 
 def _annotated_class(annotation: Optional[ast.AST]) -> str:
@@ -634,6 +658,8 @@ class _Summarizer:
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
         self.host_reads: set[int] = set()  # ids of subscripts whose value is handed to the host
         self.conflicting_imports: set[str] = set()  # imported as different things by two functions
+        self.comprehensions = 0  # comprehensions around the current node: their element repeats
+        self.fills_container: set[int] = set()  # functions that return a container they fill
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -818,7 +844,11 @@ class _Summarizer:
         self.loop_stack.append([])
         saved_guards, self.guards = self.guards, []
         saved_leaving, self.leaving = self.leaving, []
+        saved_comprehensions, self.comprehensions = self.comprehensions, 0
         self.statements(node.body)
+        self.comprehensions = saved_comprehensions
+        if index not in self.fills_container:
+            function.builds.clear()  # only a container builder's body is what it returns
         self.guards, self.leaving = saved_guards, saved_leaving
         self.loop_stack.pop()
         self.function_stack.pop()
@@ -827,6 +857,13 @@ class _Summarizer:
             self.resolve_pending()
 
     _AsyncFunctionDef = _FunctionDef
+
+    def _comprehension(self, node: ast.AST) -> None:
+        self.comprehensions += 1
+        self.children(node)
+        self.comprehensions -= 1
+
+    _ListComp = _SetComp = _DictComp = _GeneratorExp = _comprehension
 
     def _loop(self, node: LoopNode) -> None:
         index = len(self.summary.loops)
@@ -1140,6 +1177,8 @@ class _Summarizer:
                 stripped = _strip_chain(side)
                 if isinstance(stripped, ast.Call):
                     function.returns.append(built(stripped))
+            if function.cls < 0 and _returns_container(value, local):
+                self.fills_container.add(self.function_stack[-1][0])
         if self.function_stack:
             elements = value.elts if isinstance(value, ast.Tuple) else []
             function.returns_items.append([])
@@ -1219,8 +1258,13 @@ class _Summarizer:
             self.not_handed.add(id(node.args[0]))  # `super(Net, self)` names its class, hands nothing on
         self.children(node)
         function = self.current()
-        if function.cls >= 0 and not self.cold:
-            self.summary.classes[function.cls].builds.extend(built(node))
+        if not self.cold and self.function_stack:
+            repeated = self.innermost_loop() >= 0 or self.comprehensions > 0
+            made = built(node) * (LOOP_REPEATS if repeated else 1)
+            if function.cls >= 0:
+                self.summary.classes[function.cls].builds.extend(made)
+            else:
+                function.builds.extend(made)
         loop = self.innermost_loop()
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
         leaves = self.leaving[0] if self.leaving else -1

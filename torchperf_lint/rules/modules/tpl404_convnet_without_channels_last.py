@@ -22,8 +22,8 @@ class ConvnetWithoutChannelsLast(Rule):
     Flags the move to CUDA (`model.cuda()`, `model.to(device)`) of a model whose layers are mostly
     2-D convolutions (a project class whose `__init__` and helpers build them, through its blocks,
     bases and factory functions, or a torchvision convnet such as `torchvision.models.resnet50()`),
-    in a training or evaluation script with a step loop, when nothing connected to it by imports
-    mentions `channels_last`. Off by default.
+    in a training or evaluation script with a step loop (or in the model loader such a script calls
+    for the model it steps), when nothing connected to it by imports mentions `channels_last`.
 
     ## Why it is slow
     cuDNN's fastest convolution kernels on tensor cores (fp16, bf16, TF32) work in NHWC layout.
@@ -395,7 +395,9 @@ class ConvnetWithoutChannelsLast(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
             return
-        if ctx.is_test_file or ctx.entry.channels_last_near or not ctx.hot.step_loops:
+        if ctx.is_test_file or ctx.entry.channels_last_near:
+            return
+        if not ctx.hot.step_loops and not _builds_a_model_stepped_elsewhere(node, ctx):
             return
         if keyword(node, "memory_format") is not None or has_star_kwargs(node):
             return
@@ -558,6 +560,14 @@ def _first_move_of_a_model_it_runs(move: cst.Call, model: str, ctx: Context) -> 
     runs = mentions.in_loop or mentions.returned
     moved_again = mentions.moves[:1] != [move] and any(m is move for m in mentions.in_loop_moves)
     return runs and not moved_again
+
+
+def _builds_a_model_stepped_elsewhere(move: cst.Call, ctx: Context) -> bool:
+    """The move is in a model builder that a training script of the project calls for the model
+    it steps (`def load_model(path): model = Darknet(path).to(device); ...; return model`)."""
+    function = ctx.enclosing_function(move)
+    index = ctx.hot.function_index(function) if function is not None else None
+    return index is not None and index in ctx.entry.stepped_model_builders
 
 
 def _is_chain(call: cst.Call) -> bool:
