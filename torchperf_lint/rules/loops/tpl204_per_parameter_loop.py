@@ -11,9 +11,8 @@ from ...analysis.tensors import NON_TENSOR_METHODS, is_torch_tensor_function
 from ...engine.context import Context
 from ...engine.edits import torch_attribute
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import dotted_name
+from ...syntax.walker import descendants, dotted_name
 from ..base import Rule, hot_place
-from .common import SCOPES
 
 # The first torch with torch._foreach_lerp_ (pytorch/pytorch#87562, opened after 1.13 branched).
 _FOREACH_LERP = (2, 0)
@@ -57,12 +56,8 @@ class _Body:
 
 
 def _body_nodes(loop: cst.For) -> Iterator[cst.CSTNode]:
-    """Every node of the loop body, not entering nested functions or classes."""
-    todo: list[cst.CSTNode] = [loop.body]
-    while todo:
-        node = todo.pop()
-        yield node
-        todo.extend(child for child in node.children if not isinstance(child, SCOPES))
+    """Every node of the loop body, not entering nested functions, classes or lambdas."""
+    return descendants(loop.body, enter_scopes=False)
 
 
 def _scan(loop: cst.For, ctx: Context) -> _Body:
