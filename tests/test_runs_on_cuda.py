@@ -286,3 +286,43 @@ def test_a_default_device_set_for_loading_and_restored_is_not_the_default(tmp_pa
     root = write_project(tmp_path, files)
     assert _facts(root, "train.py").cuda_default is None
     assert finding_lines(root, "train.py", "TPL101") == [11]
+
+
+def test_a_host_buffer_filled_with_a_computed_tensor_meets_it(tmp_path: Path) -> None:
+    """MeshCNNConv's message: `m = torch.empty(E, C)` filled slice by slice with what the layer
+    computes holds that data, so it meets the batch's device; a constant fill (`mask[i] = 1`) and a
+    host buffer filled with host values stay silent."""
+    files = {
+        "train.py": """
+            import torch
+            from layers import Mix
+
+            def main(loader):
+                model = Mix().cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    model(x.cuda()).sum().backward()
+                    optimizer.step()
+            """,
+        "layers.py": """
+            import torch
+            from torch import nn
+
+            class Mix(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    m = torch.empty(x.shape[0], 8)
+                    m[0::2] = self.lin(x[0::2])
+                    mask = torch.zeros(x.shape[0])
+                    mask[0] = 1
+                    table = torch.zeros(4)
+                    table[1] = torch.ones(1)
+                    return m, mask, table
+            """,
+    }
+    root = write_project(tmp_path, files)
+    assert _facts(root, "layers.py").runs_on_cuda is not None
+    assert finding_lines(root, "layers.py", "TPL101") == [10]

@@ -612,8 +612,9 @@ def flows_into_tensor(
     """The factory's value meets a tensor the function computes with: in arithmetic or a
     comparison with one (also after passing through other arithmetic, `torch.rand(...) >= p`), or
     as an index into one (`pair_ix[:, torch.randperm(n)[:k]]`); directly, or through the one name
-    it is assigned to (`keep = torch.rand(...) >= p; return x * keep`). A value built and used only
-    with other factories, passed to functions or filled in place shows no such meeting."""
+    it is assigned to (`keep = torch.rand(...) >= p; return x * keep`), or as a buffer filled with
+    one (`m = torch.empty(n, c); m[0::2] = self.lin(x)`). A value built and used only with other
+    factories, passed to functions or filled in place with constants shows no such meeting."""
     expr: cst.CSTNode = call
     while True:
         parent = facts.parents.get(expr)
@@ -643,9 +644,26 @@ def flows_into_tensor(
             other = parent.right if parent.left is read else parent.left
             if is_tensor(other):
                 return True
-        if _indexes_tensor(read, facts, is_tensor):
+        if _indexes_tensor(read, facts, is_tensor) or _filled_with_tensor(read, facts, is_tensor):
             return True
     return False
+
+
+def _filled_with_tensor(
+    read: cst.CSTNode, facts: FileFacts, is_tensor: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """`m[0::4] = self.kernel(x)`: the factory's value is a buffer the function fills with a
+    tensor it computes, so it holds that tensor's data (a constant fill, `mask[idx] = 1`, does not
+    count)."""
+    subscript = facts.parents.get(read)
+    target = facts.parents.get(subscript) if isinstance(subscript, cst.Subscript) else None
+    assign = facts.parents.get(target) if isinstance(target, cst.AssignTarget) else None
+    return (
+        isinstance(subscript, cst.Subscript)
+        and subscript.value is read
+        and isinstance(assign, cst.Assign)
+        and is_tensor(assign.value)
+    )
 
 
 def _indexes_tensor(
