@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import builtins
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, Scope, dotted_name
+from ..syntax.walker import Binding, FileFacts, Scope, ancestors, dotted_name
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -71,8 +71,8 @@ class Names:
             return bindings
         parents = self._facts.parents
         around = _blocks_around(name, parents)
-        loops = {id(n) for n in _ancestors(name, parents) if isinstance(n, (cst.For, cst.While))}
-        enclosing = set(_ancestors(name, parents))
+        loops = {id(n) for n in ancestors(name, parents) if isinstance(n, (cst.For, cst.While))}
+        enclosing = set(ancestors(name, parents))
         before: list[Binding] = []
         for binding in bindings:
             if binding.kind in ("assign", "unpack") and binding.node in enclosing:
@@ -92,7 +92,7 @@ class Names:
                 return bindings
             if placed:
                 before.append(binding)
-            elif any(id(n) in loops for n in _ancestors(binding.node, parents)):
+            elif any(id(n) in loops for n in ancestors(binding.node, parents)):
                 return bindings  # a later binding in a loop around the read comes round to it
         if not before:
             return bindings
@@ -103,7 +103,7 @@ class Names:
         branches = _branching_statement(last.node, around, parents)
         if branches is not None and _every_branch_binds(branches, before, parents):
             # `if ...: a = f() else: a = g()`: one of the branches' bindings reaches the read
-            return [b for b in before if branches in _ancestors(b.node, parents)]
+            return [b for b in before if branches in ancestors(b.node, parents)]
         return bindings  # inside a branch: it may not run
 
     def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -213,13 +213,6 @@ def _blocks_around(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -
     return around
 
 
-def _ancestors(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Iterator[cst.CSTNode]:
-    current = parents.get(node)
-    while current is not None:
-        yield current
-        current = parents.get(current)
-
-
 def _placed_before(
     node: cst.CSTNode, around: dict[int, cst.CSTNode], parents: dict[cst.CSTNode, cst.CSTNode]
 ) -> Optional[bool]:
@@ -245,7 +238,7 @@ def _other_branch(
 ) -> bool:
     """`node` and the read are in different branches of the `if`/`elif` chain `statement`: one
     run takes only one of them (a loop around both is the caller's to check)."""
-    above = set(map(id, _ancestors(node, parents)))
+    above = set(map(id, ancestors(node, parents)))
     current: Optional[cst.CSTNode] = statement
     while isinstance(current, cst.If):
         node_in_body = id(current.body) in above

@@ -100,7 +100,7 @@ class Runtimes:
 
     def _feeds(self, expr: cst.CSTNode) -> bool:
         """`expr` is inside the arguments of a call of an object the module holds."""
-        for ancestor in self._ancestors(expr):
+        for ancestor in self._facts.ancestors(expr):
             if isinstance(ancestor, cst.BaseStatement):
                 return False
             if isinstance(ancestor, cst.Call) and self._held_object_call(ancestor, expr):
@@ -131,7 +131,7 @@ class Runtimes:
 
     def _bound_from(self, read: cst.Name) -> Optional[cst.BaseExpression]:
         """The value of `other = <... read ...>` that `read` is part of."""
-        for ancestor in self._ancestors(read):
+        for ancestor in self._facts.ancestors(read):
             if isinstance(ancestor, cst.Assign):
                 return ancestor.value if len(ancestor.targets) == 1 else None
             if isinstance(ancestor, cst.BaseStatement):
@@ -142,7 +142,7 @@ class Runtimes:
         self, value: cst.CSTNode
     ) -> tuple[Optional[cst.BaseStatement], Optional[cst.IndentedBlock | cst.Module]]:
         """The statement holding `value` and the block (or module) it belongs to."""
-        for ancestor in self._ancestors(value):
+        for ancestor in self._facts.ancestors(value):
             if isinstance(ancestor, cst.BaseStatement):
                 block = self._facts.parents.get(ancestor)
                 if isinstance(block, (cst.IndentedBlock, cst.Module)):
@@ -153,14 +153,6 @@ class Runtimes:
     def _is_binding(self, name: cst.Name) -> bool:
         parent = self._facts.parents.get(name)
         return isinstance(parent, cst.AssignTarget) and parent.target is name
-
-    def _ancestors(self, node: cst.CSTNode) -> list[cst.CSTNode]:
-        found = []
-        current = self._facts.parents.get(node)
-        while current is not None:
-            found.append(current)
-            current = self._facts.parents.get(current)
-        return found
 
 
 def _makes_numpy(value: cst.BaseExpression) -> bool:

@@ -68,10 +68,7 @@ class Context:
         return self.facts.parents.get(node)
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        current = self.facts.parents.get(node)
-        while current is not None:
-            yield current
-            current = self.facts.parents.get(current)
+        return self.facts.ancestors(node)
 
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         return self.facts.enclosing_function(node)

@@ -105,6 +105,10 @@ class FileFacts:
         self.collected: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self.order: dict[cst.CSTNode, int] = {}  # walk position of collected nodes
 
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """The nodes above `node`, innermost first."""
+        return ancestors(node, self.parents)
+
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         """The innermost `def` around `node`, if any."""
         current = self.parents.get(node)
@@ -113,6 +117,14 @@ class FileFacts:
                 return current
             current = self.parents.get(current)
         return None
+
+
+def ancestors(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """The nodes above `node` in a file's parent map, innermost first."""
+    current = parents.get(node)
+    while current is not None:
+        yield current
+        current = parents.get(current)
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
