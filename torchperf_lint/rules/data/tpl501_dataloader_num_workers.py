@@ -9,6 +9,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.findings import Report
 from ..base import Rule
+from ..shared_examples import FEATURE_EXTRACTION_IN_DATASET_PROCESS
 from .common import argument, dataloader, dataset_on_device, int_literal
 
 
@@ -159,23 +160,7 @@ class DataloaderNumWorkers(Rule):
             loader = DataLoader(TensorDataset(features, labels), batch_size=256, shuffle=True)
             device = torch.device("cuda")
             """,
-        "one-off-feature-extraction-in-dataset-process": """
-            import torch
-            import torch.nn.functional as F
-            from torch.utils.data import DataLoader
-            from torch_geometric.data import InMemoryDataset
-
-            class Keypoints(InMemoryDataset):
-                def process(self):
-                    loader = DataLoader(self.images, batch_size=32)
-                    device = torch.device("cuda")
-                    features = []
-                    for batch in loader:
-                        out = F.interpolate(self.vgg(batch.to(device)), (256, 256))
-                        for j in range(out.size(0)):
-                            features.append(out[j].flatten())
-                    torch.save(features, self.processed_paths[0])
-            """,
+        "one-off-feature-extraction-in-dataset-process": FEATURE_EXTRACTION_IN_DATASET_PROCESS,
         "workers-given": """
             import torch
             from torch.utils.data import DataLoader

@@ -10,6 +10,7 @@ from ...engine.context import Context
 from ...engine.edits import add_keyword
 from ...engine.findings import Fix, Report, Safety
 from ..base import Rule
+from ..shared_examples import FEATURE_EXTRACTION_IN_DATASET_PROCESS
 from .common import argument, dataloader, dataset_on_device
 
 
@@ -169,23 +170,7 @@ class DataloaderPinMemory(Rule):
             """,
     }
     GOOD = {
-        "one-off-feature-extraction-in-dataset-process": """
-            import torch
-            import torch.nn.functional as F
-            from torch.utils.data import DataLoader
-            from torch_geometric.data import InMemoryDataset
-
-            class Keypoints(InMemoryDataset):
-                def process(self):
-                    loader = DataLoader(self.images, batch_size=32)
-                    device = torch.device("cuda")
-                    features = []
-                    for batch in loader:
-                        out = F.interpolate(self.vgg(batch.to(device)), (256, 256))
-                        for j in range(out.size(0)):
-                            features.append(out[j].flatten())
-                    torch.save(features, self.processed_paths[0])
-            """,
+        "one-off-feature-extraction-in-dataset-process": FEATURE_EXTRACTION_IN_DATASET_PROCESS,
         "pinned-or-decided": """
             import torch
             from torch.utils.data import DataLoader

@@ -12,6 +12,7 @@ from ...engine.context import Context
 from ...engine.findings import Report
 from ...syntax.walker import dotted_name
 from ..base import Rule
+from ..shared_examples import FEATURE_EXTRACTION_IN_DATASET_PROCESS
 from .common import SCOPES
 
 
@@ -330,23 +331,7 @@ class LoopOverTensorDim(Rule):
             """,
     }
     GOOD = {
-        "one-off-feature-extraction-in-dataset-process": """
-            import torch
-            import torch.nn.functional as F
-            from torch.utils.data import DataLoader
-            from torch_geometric.data import InMemoryDataset
-
-            class Keypoints(InMemoryDataset):
-                def process(self):
-                    loader = DataLoader(self.images, batch_size=32)
-                    device = torch.device("cuda")
-                    features = []
-                    for batch in loader:
-                        out = F.interpolate(self.vgg(batch.to(device)), (256, 256))
-                        for j in range(out.size(0)):
-                            features.append(out[j].flatten())
-                    torch.save(features, self.processed_paths[0])
-            """,
+        "one-off-feature-extraction-in-dataset-process": FEATURE_EXTRACTION_IN_DATASET_PROCESS,
         "causal-decoding-through-a-frame-cache": """
             import torch
             from torch import nn
