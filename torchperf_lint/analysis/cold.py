@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import libcst as cst
 
-from ..syntax.walker import dotted_name
+from ..syntax.walker import dotted_name, final_statement
 from .arguments import decided_sides, parse_test
 from .vocabulary import (
     COMPILING,
@@ -307,18 +307,13 @@ def fills_looked_up_cache(branch: cst.If, block: Sequence[cst.BaseStatement]) ->
 
 def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:
     """The `return`, `raise` or `break` that ends the block, if one does."""
-    last: Optional[cst.CSTNode] = body.body[-1] if body.body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1] if last.body else None
+    last = final_statement(body)
     return last if isinstance(last, (cst.Return, cst.Raise, cst.Break)) else None
 
 
 def _always_leaves(body: cst.BaseSuite) -> bool:
     """The block ends by leaving it: `return`, `raise`, `continue` or `break`."""
-    last: Optional[cst.CSTNode] = body.body[-1] if body.body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1] if last.body else None
-    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+    return isinstance(final_statement(body), (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
 def _leaves_unless_it_fails(statement: cst.BaseStatement) -> bool:

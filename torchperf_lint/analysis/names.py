@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, Scope, ancestors, dotted_name
+from ..syntax.walker import Binding, FileFacts, Scope, ancestors, dotted_name, final_statement
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -186,10 +186,9 @@ def _every_branch_binds(
 
 
 def _leaves(block: cst.BaseSuite) -> bool:
-    last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
-    if isinstance(last, cst.SimpleStatementLine) and last.body:
-        return isinstance(last.body[-1], (cst.Return, cst.Raise))
-    return False
+    return isinstance(block, cst.IndentedBlock) and isinstance(
+        final_statement(block), (cst.Return, cst.Raise)
+    )
 
 
 def _statement_of(

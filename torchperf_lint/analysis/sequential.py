@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Optional, Union
 
 import libcst as cst
 
-from ..syntax.walker import Loop, all_params, dotted_name
+from ..syntax.walker import Loop, all_params, dotted_name, final_statement
 
 _REDUCING_BINARY = (cst.Add, cst.Multiply, cst.BitOr, cst.BitAnd, cst.BitXor)
 _REDUCING_AUGMENTED = (
@@ -428,15 +428,8 @@ class _BodyScan:
 
 def _leaves(suite: Suite) -> bool:
     """The suite never falls through: it ends in `continue`, `break`, `return` or `raise`."""
-    body = suite.body
-    if isinstance(body, cst.BaseSuite):
-        body = body.body
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1]
-    return isinstance(last, (cst.Continue, cst.Break, cst.Return, cst.Raise))
+    body = suite.body if isinstance(suite, (cst.Else, cst.Finally)) else suite
+    return isinstance(final_statement(body), (cst.Continue, cst.Break, cst.Return, cst.Raise))
 
 
 def _operands(expr: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]:

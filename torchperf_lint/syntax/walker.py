@@ -127,6 +127,15 @@ def ancestors(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Ite
         current = parents.get(current)
 
 
+def final_statement(suite: cst.BaseSuite) -> Optional[cst.CSTNode]:
+    """The statement a block ends with, a small statement unwrapped from its line (`return x`,
+    `break`); None for an empty block."""
+    last: Optional[cst.CSTNode] = suite.body[-1] if suite.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return last
+
+
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for Name/Attribute chains, else None."""
     # type() rather than isinstance: libcst's classes are ABCs, and a miss costs a call into Python
