@@ -14,7 +14,7 @@ import pytest
 from torchperf_lint import cli, command
 from torchperf_lint.config import Settings
 from torchperf_lint.engine import errors, fixer, runner
-from torchperf_lint.engine.errors import ISSUES_URL
+from torchperf_lint.engine.errors import REPORT_IT
 from torchperf_lint.engine.runner import lint_bytes
 from torchperf_lint.flake8_plugin import TorchPerfPlugin
 from torchperf_lint.rules import select_rules
@@ -315,8 +315,10 @@ def broken_check(self, node, ctx):
     raise ValueError("boom\nsecond line")
 
 
-REPORT_IT = f"please report it at {ISSUES_URL}"
-INTERNAL = f"1:1: TPL000 internal error in TPL101 (ValueError: boom); please report it at {ISSUES_URL}"
+INTERNAL = (
+    f"1:1: TPL000 internal error in TPL101 (ValueError: boom); {REPORT_IT} "
+    "(the rule: `torchperf-lint --explain TPL101`)"
+)
 
 
 def test_a_rule_that_raises_is_reported_once_and_the_other_findings_stand(
@@ -356,7 +358,7 @@ def test_an_engine_failure_costs_one_file_not_the_run(tmp_path: Path, capsys, mo
     code, lines = run(capsys, *SELECT, victim, good)
     assert code == 2
     assert tpl000(lines) == [
-        f"{victim}:1:1: TPL000 internal error in the engine (KeyError: 'lost node'); please report it at {ISSUES_URL}"
+        f"{victim}:1:1: TPL000 internal error in the engine (KeyError: 'lost node'); {REPORT_IT}"
     ]
     assert any(line.startswith(f"{good}:{GOOD_LINE}") for line in lines)
 
@@ -377,7 +379,7 @@ def test_a_fixer_failure_leaves_the_file_and_the_run_goes_on(tmp_path: Path, cap
     assert tpl000(lines) == [
         (
             f"{first}:1:1: TPL000 internal error in torchperf-lint (RuntimeError: transform failed); "
-            f"please report it at {ISSUES_URL}"
+            f"{REPORT_IT}"
         )
     ]
     assert first.read_bytes() == GOOD and second.read_bytes() == GOOD_FIXED
