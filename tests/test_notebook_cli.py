@@ -109,7 +109,7 @@ def test_broken_notebook_is_a_one_line_error(tmp_path: Path, capsys) -> None:
     path.write_text('{"cells": [torch')
     assert main([str(path)]) == 2
     line, summary = capsys.readouterr().out.splitlines()
-    assert summary == "Found 1 finding."
+    assert summary == "1 file could not be checked."
     assert line.startswith(f"{path}:1:1: TPL000 could not read notebook: not valid notebook JSON")
 
 

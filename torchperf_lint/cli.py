@@ -107,7 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="add '# noqa: TPLxxx' to every line with a finding (a clean baseline to adopt the linter)",
     )
     output = parser.add_argument_group("output")
-    output.add_argument("--format", choices=FORMATS, default="text")
+    output.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text: path:line:col: CODE message and a summary (the default); json: a list of findings "
+        "(docs/json-output.schema.json); sarif: SARIF 2.1.0 for code scanning; github: workflow "
+        "annotations",
+    )
     output.add_argument(
         "--show-context",
         action="store_true",
