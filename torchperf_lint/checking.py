@@ -61,6 +61,7 @@ class FileOutcome:
     notes: list[Finding] = dataclasses.field(default_factory=list)  # why rules stayed silent (--show-context)
     # what the project's torch requirement hides, of the rules that are on (Settings.newer_torch)
     newer_torch: list[Finding] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0  # how long the check took (0 when it came from the cache)
 
 
 def light(finding: Finding) -> Finding:

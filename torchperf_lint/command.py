@@ -266,6 +266,20 @@ def _fix_summary(outcomes: Sequence[FileOutcome], remaining: int, would: bool) -
     return f"{'Would fix' if would else 'Fixed'} {_count(applied, 'finding')}{where}; {left}.\n"
 
 
+# a file that takes longer than this to check is named on stderr, so that a CI log says where the
+# time went (a large generated module costs about as long as libcst's parse of it)
+SLOW_FILE_SECONDS = 10.0
+
+
+def slow_file_lines(checked: Sequence[tuple[str, FileOutcome]], threshold: float) -> list[str]:
+    return [
+        f"torchperf-lint: {path} took {outcome.seconds:.0f} s to check (most of it libcst's parse of a "
+        "large module; extend-exclude skips generated code)\n"
+        for path, outcome in checked
+        if outcome.seconds > threshold
+    ]
+
+
 def _torch_lines(
     jobs: JobsByConfig, checked: Sequence[tuple[str, FileOutcome]], newer: Sequence[Finding]
 ) -> list[str]:
@@ -388,7 +402,10 @@ def run(args: argparse.Namespace) -> int:
         return _add_noqa(args, files, outcomes, findings)
     findings.sort(key=Finding.sort_key)
     notes.sort(key=Finding.sort_key)
-    torch_lines = _torch_lines(jobs, list(zip(checked_paths, outcomes, strict=True)), newer)
+    checked = list(zip(checked_paths, outcomes, strict=True))
+    for line in slow_file_lines(checked, SLOW_FILE_SECONDS):
+        emit(sys.stderr, line)
+    torch_lines = _torch_lines(jobs, checked, newer)
     options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics, hidden, notes, torch_lines)
     report = reporter(args.format)(findings, options)
     if stdin_output is not None and args.fix:
