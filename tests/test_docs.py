@@ -86,4 +86,3 @@ def test_a_drifted_transcript_is_rewritten() -> None:
 def test_other_console_blocks_are_left_alone() -> None:
     block = "```console\n$ pip install -e .\nSuccessfully installed\n```\n"
     assert readme_with_transcripts(block, lambda command: "never") == block
-
