@@ -52,7 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
         "failed before its first step (its last lines are shown).",
     )
     parser.add_argument(
-        "--steps", type=_steps, default=DEFAULT_STEPS, metavar="N", help=f"steps to run (default: {DEFAULT_STEPS})"
+        "--steps",
+        type=_steps,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"steps to run (default: {DEFAULT_STEPS})",
     )
     parser.add_argument(
         "--project",
@@ -152,7 +156,9 @@ def _lint(args: argparse.Namespace, paths: Sequence[str]) -> tuple[list[dict[str
     except ValueError:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise LintFailed(f"the lint of {', '.join(paths)} failed: {last}") from None
-    problems = [f"{f['path']}:{f['line']}:{f['col']}: {f['message']}" for f in found if f["code"] == ERROR_CODE]
+    problems = [
+        f"{f['path']}:{f['line']}:{f['col']}: {f['message']}" for f in found if f["code"] == ERROR_CODE
+    ]
     return [f for f in found if f["code"] != ERROR_CODE], problems
 
 
@@ -164,8 +170,12 @@ def _read_findings(path: str) -> list[dict[str, Any]]:
     try:
         found = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise LintFailed(f"cannot read the findings in {path}: {getattr(error, 'strerror', None) or error}") from None
-    if not isinstance(found, list) or not all(isinstance(f, dict) and {"path", "line", "code"} <= set(f) for f in found):
+        raise LintFailed(
+            f"cannot read the findings in {path}: {getattr(error, 'strerror', None) or error}"
+        ) from None
+    if not isinstance(found, list) or not all(
+        isinstance(f, dict) and {"path", "line", "code"} <= set(f) for f in found
+    ):
         raise LintFailed(f"{path} does not hold torchperf-lint --format json findings")
     return [f for f in found if f["code"] != ERROR_CODE]
 
@@ -188,9 +198,10 @@ def run(argv: Sequence[str]) -> int:
     missing = [root for root in roots if not os.path.exists(root)]
     if missing:
         return usage_error(f"path not found: {', '.join(missing)}")
+    problems: list[str] = []
     try:
         if args.findings:
-            findings, problems = _read_findings(args.findings), []
+            findings = _read_findings(args.findings)
         else:
             findings, problems = _lint(args, roots)
     except LintFailed as error:
@@ -222,10 +233,17 @@ def run(argv: Sequence[str]) -> int:
         "cuda": report["cuda"],
         "profile": args.profile,
     }
-    text = render_json(ended, confirmed, unreported) if args.format == "json" else render_text(ended, confirmed, unreported)
+    text = (
+        render_json(ended, confirmed, unreported)
+        if args.format == "json"
+        else render_text(ended, confirmed, unreported)
+    )
     emit(sys.stdout, text)
     if ended["ended"] == "failed":
         last = ran.stderr_tail[-1] if ran.stderr_tail else ""
-        emit(sys.stderr, f"torchperf-lint: the command failed after step {done} (exit status {ran.status}): {last}\n")
+        emit(
+            sys.stderr,
+            f"torchperf-lint: the command failed after step {done} (exit status {ran.status}): {last}\n",
+        )
         return EXIT_FINDINGS
     return EXIT_CLEAN

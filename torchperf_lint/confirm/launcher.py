@@ -68,7 +68,9 @@ def run_instrumented(command: Sequence[str], steps: int, roots: Sequence[str], p
         out = Path(scratch, "reports")
         site.mkdir()
         out.mkdir()
-        (site / f"{PROBE_MODULE}.py").write_text(Path(probe.__file__).read_text(encoding="utf-8"), encoding="utf-8")
+        (site / f"{PROBE_MODULE}.py").write_text(
+            Path(probe.__file__).read_text(encoding="utf-8"), encoding="utf-8"
+        )
         (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])

@@ -88,7 +88,13 @@ class Seen:
     def as_dict(self, profile: bool) -> dict[str, Any]:
         timing = {"seconds_per_step": self.seconds / self.steps if self.steps else 0.0} if profile else {}
         outside = {"outside_steps": self.outside} if self.outside else {}
-        return {"status": self.status, "steps_seen": self.at_steps, "per_step": self.per_step, **timing, **outside}
+        return {
+            "status": self.status,
+            "steps_seen": self.at_steps,
+            "per_step": self.per_step,
+            **timing,
+            **outside,
+        }
 
 
 def seen_over(events: Iterable[Event], windows: range) -> Seen:

@@ -199,7 +199,9 @@ def _install(torch: Any, recorder: Recorder) -> None:
                 else:
                     recorder.record(where, "torch-call", "", seconds)
             elif func in indexing and _is_host_index(args[1]):
-                recorder.record(where, "host-index", f"{type(args[1]).__name__} on {_device_of(args[0])}", seconds)
+                recorder.record(
+                    where, "host-index", f"{type(args[1]).__name__} on {_device_of(args[0])}", seconds
+                )
             elif func in backwards:
                 recorder.record(where, "backward", "", seconds)
                 if not recorder.optimizers:
@@ -279,7 +281,9 @@ def _catch_sync_warnings(recorder: Recorder) -> None:
     warnings.filterwarnings("always", message=".*called a synchronizing CUDA operation")
     shown = warnings.showwarning
 
-    def showwarning(message: Any, category: Any, filename: str, lineno: int, *args: Any, **kwargs: Any) -> None:
+    def showwarning(
+        message: Any, category: Any, filename: str, lineno: int, *args: Any, **kwargs: Any
+    ) -> None:
         if "synchronizing CUDA operation" not in str(message) or not recorder.active:
             shown(message, category, filename, lineno, *args, **kwargs)
             return
@@ -307,7 +311,7 @@ class _AfterTorchImport(importlib.abc.MetaPathFinder):
                 loader = spec.loader
                 execute = loader.exec_module
 
-                def exec_module(module: Any) -> None:
+                def exec_module(module: Any, execute: Any = execute) -> None:
                     execute(module)
                     _install(module, self.recorder)
 
@@ -328,7 +332,9 @@ def start() -> None:
     if not out or _is_worker():
         return
     roots = json.loads(os.environ.get(ROOTS_VARIABLE, "[]"))
-    recorder = Recorder(int(os.environ.get(STEPS_VARIABLE, "20")), roots, out, os.environ.get(PROFILE_VARIABLE) == "1")
+    recorder = Recorder(
+        int(os.environ.get(STEPS_VARIABLE, "20")), roots, out, os.environ.get(PROFILE_VARIABLE) == "1"
+    )
 
     def forked() -> None:
         recorder.active = False  # a forked DataLoader worker: the parent reports

@@ -20,7 +20,9 @@ KIND_NAMES = {
 
 
 def _kind(kind: str) -> str:
-    return KIND_NAMES.get(kind, f".{kind}()" if kind in ("item", "tolist", "cpu", "numpy") else f"{kind}(tensor)")
+    return KIND_NAMES.get(
+        kind, f".{kind}()" if kind in ("item", "tolist", "cpu", "numpy") else f"{kind}(tensor)"
+    )
 
 
 def _cost(entry: dict[str, Any]) -> str:
@@ -42,7 +44,9 @@ def _seen(entry: dict[str, Any], steps: int) -> str:
     return f"seen {where}, {entry['per_step']:.3g}/step{_cost(entry)}"
 
 
-def _summary(ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unreported: Sequence[dict[str, Any]]) -> str:
+def _summary(
+    ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unreported: Sequence[dict[str, Any]]
+) -> str:
     steps = ended["steps"]
     command = shlex.join(ended["command"])
     if steps == 0:
@@ -53,7 +57,10 @@ def _summary(ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unrepor
         "by itself": f"{run} of the {ended['asked_steps'] + 1} asked for, ended by itself",
         "failed": f"{run}, then failed",
     }[ended["ended"]]
-    counts = {status: sum(1 for e in confirmed if e["status"] == status) for status in ("every-step", "some-steps", "not-seen")}
+    counts = {
+        status: sum(1 for e in confirmed if e["status"] == status)
+        for status in ("every-step", "some-steps", "not-seen")
+    }
     device = "on CUDA" if ended["cuda"] else "on the CPU"
     return (
         f"Ran `{command}` {device}, a step being {ended['step_kind']}: {how}; {_count(steps, 'step')} "
@@ -67,7 +74,9 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def render_text(ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unreported: Sequence[dict[str, Any]]) -> str:
+def render_text(
+    ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unreported: Sequence[dict[str, Any]]
+) -> str:
     lines = []
     steps = ended["steps"]
     if steps:
@@ -84,5 +93,7 @@ def render_text(ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unre
     return "\n".join(lines) + "\n"
 
 
-def render_json(ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unreported: Sequence[dict[str, Any]]) -> str:
+def render_json(
+    ended: dict[str, Any], confirmed: Sequence[dict[str, Any]], unreported: Sequence[dict[str, Any]]
+) -> str:
     return json.dumps({**ended, "findings": list(confirmed), "unreported": list(unreported)}, indent=2) + "\n"
