@@ -17,6 +17,7 @@ measurement of the same case beside it, to DIR/confirm_corpus.md and DIR/confirm
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,6 +31,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 FINDINGS = Path(__file__).resolve().parent / "confirm_findings.json"
 MEASURED = ROOT / "torchperf_lint" / "measured.json"
+# the runnable examples: (script, the project confirm lints and watches)
+EXAMPLES = (
+    ("examples/training.py", "examples/training.py"),
+    ("examples/slow_training.py", "examples/slow_training.py"),
+    ("examples/transfer_syncs.py", "examples/transfer_syncs.py"),
+    ("examples/loops.py", "examples/loops.py"),
+    ("examples/project/train.py", "examples/project"),
+)
 
 DRIVER = """\
 import sys
@@ -77,21 +86,69 @@ def prepare(target: Path) -> int:
         for case in cases:
             (folder / f"{case.name}.py").write_text(case.bad, encoding="utf-8")
         result = subprocess.run(
-            [sys.executable, "-m", "torchperf_lint", "--format", "json", "--extend-select", "ALL", "--no-cache", "cases"],
+            [
+                sys.executable,
+                "-m",
+                "torchperf_lint",
+                "--format",
+                "json",
+                "--extend-select",
+                "ALL",
+                "--no-cache",
+                "cases",
+            ],
             cwd=scratch,
             capture_output=True,
             text=True,
             check=False,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
-    findings = json.loads(result.stdout)
+    examples = {}
+    for script, project in EXAMPLES:
+        found = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "torchperf_lint",
+                "--format",
+                "json",
+                "--extend-select",
+                "ALL",
+                "--no-cache",
+                project,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        examples[script] = {
+            "project": project,
+            "source": _project_digest(project),
+            "findings": _kept(found.stdout),
+        }
     data = {
         "sources": {f"cases/{case.name}.py": _digest(case.bad) for case in cases},
-        "findings": [{k: f[k] for k in ("path", "line", "col", "code", "name", "message")} for f in findings],
+        "findings": _kept(result.stdout),
+        "examples": examples,
     }
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    print(f"{len(data['findings'])} findings on {len(cases)} bad variants -> {target}")
+    print(
+        f"{len(data['findings'])} findings on {len(cases)} bad variants and {len(examples)} examples -> {target}"
+    )
     return 0
+
+
+def _kept(output: str) -> list[dict[str, Any]]:
+    return [{k: f[k] for k in ("path", "line", "col", "code", "name", "message")} for f in json.loads(output)]
+
+
+def _project_digest(project: str) -> str:
+    """The hash of a file, or of every Python file under a directory (the findings' sources)."""
+    path = ROOT / project
+    files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return _digest("".join(f"{file.relative_to(ROOT)}\0{file.read_text(encoding='utf-8')}" for file in files))
 
 
 def _measured(case: Any, size: dict) -> dict[str, Any] | None:
@@ -104,135 +161,157 @@ def _measured(case: Any, size: dict) -> dict[str, Any] | None:
     return next((row for row in rows if row.get("case") == wanted), None)
 
 
-def _confirm(work: Path, out: Path, case: Any, args: argparse.Namespace) -> dict[str, Any]:
+@dataclasses.dataclass
+class Target:
+    """One program to confirm: a bad variant under the driver, or an example script."""
+
+    name: str
+    cwd: Path
+    findings: str  # relative to cwd
+    project: str
+    program: list[str]
+    case: Any = None  # the benchmark case, for its committed measurement
+
+
+def _confirm(target: Target, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    profile = ["--profile"] if args.profile else []
     command = [
-        sys.executable,
-        "-m",
-        "torchperf_lint",
-        "confirm",
-        "--steps",
-        str(args.steps),
-        "--findings",
-        f"findings/{case.name}.json",
-        "--project",
-        f"cases/{case.name}.py",
-        "--format",
-        "json",
-        *(["--profile"] if args.profile else []),
-        "--",
-        sys.executable,
-        "drive.py",
-        case.name,
-        args.device,
-        "smoke" if args.smoke else "size",
-        str(args.steps + 2),
+        *(sys.executable, "-m", "torchperf_lint", "confirm", "--steps", str(args.steps), "--format", "json"),
+        *("--findings", target.findings, "--project", target.project, *profile, "--", *target.program),
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
         result = subprocess.run(
-            command, cwd=work, capture_output=True, text=True, check=False, timeout=args.timeout, env=env
+            command,
+            cwd=target.cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=args.timeout,
+            env=env,
         )
     except subprocess.TimeoutExpired:
-        return {"case": case.name, "error": f"no report within {args.timeout} s"}
-    (out / f"{case.name}.log").write_text(result.stderr, encoding="utf-8")
+        return {"error": f"no report within {args.timeout} s"}
+    (out / f"{target.name}.log").write_text(result.stderr, encoding="utf-8")
     if not result.stdout.strip():
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"case": case.name, "error": f"exit {result.returncode}: {last}"}
-    report = json.loads(result.stdout)
-    (out / f"{case.name}.json").write_text(result.stdout, encoding="utf-8")
-    return {"case": case.name, "report": report}
+        return {"error": f"exit {result.returncode}: {last}"}
+    (out / f"{target.name}.json").write_text(result.stdout, encoding="utf-8")
+    return {"report": json.loads(result.stdout)}
 
 
-def _rows(case: Any, outcome: dict[str, Any], size: dict) -> list[dict[str, Any]]:
-    measured = _measured(case, size)
+def _cost(entry: dict[str, Any]) -> float | None:
+    return round(entry["seconds_per_step"] * 1e3, 4) if "seconds_per_step" in entry else None
+
+
+def _rows(target: Target, outcome: dict[str, Any], smoke: bool) -> list[dict[str, Any]]:
     gain = None
-    if measured:
-        gain = f"{measured['bad']} -> {measured['good']} ({measured['speedup']}x, {measured['device']})"
+    if target.case is not None:
+        measured = _measured(target.case, (target.case.smoke_sizes if smoke else target.case.sizes)[0])
+        if measured:
+            gain = f"{measured['bad']} -> {measured['good']} ({measured['speedup']}x, {measured['device']})"
+    base = {"target": target.name, "benchmark": gain}
     if "error" in outcome:
-        return [{"case": case.name, "code": case.code, "finding": "-", "status": outcome["error"], "benchmark": gain}]
+        return [{**base, "finding": "-", "status": outcome["error"]}]
     report = outcome["report"]
-    rows = []
-    for finding in report["findings"]:
-        rows.append(
-            {
-                "case": case.name,
-                "code": case.code,
-                "finding": f"{finding['code']} line {finding['line']}",
-                "status": finding["status"],
-                "per_step": finding["per_step"],
-                "ms_per_step": round(finding["seconds_per_step"] * 1e3, 4) if "seconds_per_step" in finding else None,
-                "benchmark": gain,
-            }
-        )
+    rows = [
+        {
+            **base,
+            "finding": f"{finding['code']} {finding['path']}:{finding['line']}",
+            "status": finding["status"],
+            "per_step": finding["per_step"],
+            "ms_per_step": _cost(finding),
+        }
+        for finding in report["findings"]
+    ]
     for event in report["unreported"]:
+        where = f"{event['path']}:{event['line']}"
         rows.append(
             {
-                "case": case.name,
-                "code": case.code,
-                "finding": f"unreported {event['kind']} line {event['line']} ({', '.join(event['details'])})",
+                **base,
+                "finding": f"unreported {event['kind']} {where} ({', '.join(event['details'])})",
                 "status": event["status"],
                 "per_step": event["per_step"],
-                "ms_per_step": round(event["seconds_per_step"] * 1e3, 4) if "seconds_per_step" in event else None,
-                "benchmark": gain,
+                "ms_per_step": _cost(event),
             }
         )
-    if not rows:
-        rows.append({"case": case.name, "code": case.code, "finding": "no finding", "status": "-", "benchmark": gain})
-    return rows
+    if report["steps"] == 0:
+        rows.append(
+            {**base, "finding": "-", "status": f"no step ({report['ended']}, exit {report['exit_status']})"}
+        )
+    return rows or [{**base, "finding": "no finding", "status": "-"}]
 
 
 def _markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    sizes = "smoke" if args.smoke else "first"
     lines = [
-        f"# confirm on the benchmark cases' bad variants ({args.device}, {'smoke' if args.smoke else 'first'} "
-        f"sizes, {args.steps} steps{', --profile' if args.profile else ''})",
+        f"# confirm on the benchmark cases' bad variants and the examples ({args.device}, {sizes} sizes, "
+        f"{args.steps} steps{', --profile' if args.profile else ''})",
         "",
-        "| case | finding | status | per step | ms/step | benchmark (bad -> good) |",
+        "| program | finding | status | per step | ms/step | benchmark (bad -> good) |",
         "|---|---|---|---|---|---|",
     ]
     for row in rows:
         ms = row.get("ms_per_step")
         lines.append(
-            f"| {row['case']} | {row['finding']} | {row['status']} | {row.get('per_step', '')} | "
+            f"| {row['target']} | {row['finding']} | {row['status']} | {row.get('per_step', '')} | "
             f"{'' if ms is None else ms} | {row.get('benchmark') or ''} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def run(args: argparse.Namespace) -> int:
-    data = json.loads(FINDINGS.read_text(encoding="utf-8"))
-    cases = _cases()
-    if args.only:
-        wanted = {item.strip().upper() for item in args.only.split(",") if item.strip()}
-        cases = [case for case in cases if case.code in wanted or case.name.upper() in wanted]
-    out = Path(args.out)
-    work = out / "work"
-    reports = out / "confirm"
-    (work / "cases").mkdir(parents=True, exist_ok=True)
-    reports.mkdir(parents=True, exist_ok=True)
-    (work / "drive.py").write_text(DRIVER.format(root=str(ROOT)), encoding="utf-8")
-    (work / "findings").mkdir(exist_ok=True)
-    runnable = []
+def _targets(
+    data: dict[str, Any], work: Path, args: argparse.Namespace
+) -> tuple[list[Target], dict[str, str]]:
+    """The programs to run (the bad variants written under work/), and those skipped with why."""
+    wanted = {item.strip().upper() for item in (args.only or "").split(",") if item.strip()}
+    stale = "its findings are stale: run `python -m benchmarks.confirm_corpus prepare`"
+    targets: list[Target] = []
     skipped: dict[str, str] = {}
-    for case in cases:
+    size = "smoke" if args.smoke else "size"
+    for case in _cases():
+        if wanted and case.code not in wanted and case.name.upper() not in wanted:
+            continue
         path = f"cases/{case.name}.py"
         if data["sources"].get(path) != _digest(case.bad):
-            skipped[case.name] = "its findings are stale: run `python -m benchmarks.confirm_corpus prepare`"
+            skipped[case.name] = stale
         elif case.missing_modules():
             skipped[case.name] = f"needs {', '.join(case.missing_modules())}"
         else:
             (work / path).write_text(case.bad, encoding="utf-8")
             own = [finding for finding in data["findings"] if finding["path"] == path]
             (work / "findings" / f"{case.name}.json").write_text(json.dumps(own), encoding="utf-8")
-            runnable.append(case)
+            program = [sys.executable, "drive.py", case.name, args.device, size, str(args.steps + 2)]
+            targets.append(Target(case.name, work, f"findings/{case.name}.json", path, program, case))
+    for script, entry in data["examples"].items():
+        name = "example_" + script.removeprefix("examples/").removesuffix(".py").replace("/", "_")
+        if args.no_examples or (wanted and "EXAMPLES" not in wanted and name.upper() not in wanted):
+            continue
+        if entry["source"] != _project_digest(entry["project"]):
+            skipped[name] = stale
+            continue
+        findings = work / "findings" / f"{name}.json"
+        findings.write_text(json.dumps(entry["findings"]), encoding="utf-8")
+        targets.append(Target(name, ROOT, str(findings), entry["project"], [sys.executable, script]))
+    return targets, skipped
+
+
+def run(args: argparse.Namespace) -> int:
+    data = json.loads(FINDINGS.read_text(encoding="utf-8"))
+    out = Path(args.out).resolve()
+    work = out / "work"
+    reports = out / "confirm"
+    for folder in (work / "cases", work / "findings", reports):
+        folder.mkdir(parents=True, exist_ok=True)
+    (work / "drive.py").write_text(DRIVER.format(root=str(ROOT)), encoding="utf-8")
+    targets, skipped = _targets(data, work, args)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        outcomes = list(pool.map(lambda case: _confirm(work, reports, case, args), runnable))
+        outcomes = list(pool.map(lambda target: _confirm(target, reports, args), targets))
     rows = []
-    for case, outcome in zip(runnable, outcomes):
-        size = (case.smoke_sizes if args.smoke else case.sizes)[0]
-        rows.extend(_rows(case, outcome, size))
-        print(f"{case.name}: {outcome.get('error') or 'done'}", flush=True)
+    for target, outcome in zip(targets, outcomes, strict=True):
+        rows.extend(_rows(target, outcome, args.smoke))
     for name, why in skipped.items():
-        rows.append({"case": name, "code": "", "finding": "-", "status": f"skipped: {why}"})
+        rows.append({"target": name, "finding": "-", "status": f"skipped: {why}"})
     (out / "confirm_corpus.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     (out / "confirm_corpus.md").write_text(_markdown(rows, args), encoding="utf-8")
     print(_markdown(rows, args))
@@ -240,7 +319,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.confirm_corpus", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.confirm_corpus", description=__doc__.split("\n\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     ready = commands.add_parser("prepare", help="lint the bad variants into benchmarks/confirm_findings.json")
     ready.add_argument("--findings", default=str(FINDINGS), help=argparse.SUPPRESS)
@@ -252,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     running.add_argument("--profile", action="store_true", help="host time per line (confirm --profile)")
     running.add_argument("--jobs", type=int, default=1, help="cases run at once (timings share the machine)")
     running.add_argument("--timeout", type=int, default=120, help="seconds per case")
-    running.add_argument("--only", help="codes or case names, comma separated")
+    running.add_argument(
+        "--only", help="codes, case names or example_NAME, comma separated (EXAMPLES: every example)"
+    )
+    running.add_argument("--no-examples", action="store_true", help="the bad variants only")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         return prepare(Path(args.findings))

@@ -153,8 +153,8 @@ def test_a_program_that_raises_before_its_first_step_exits_2_with_its_last_lines
     assert "FileNotFoundError: data/train.csv" in result.stderr.splitlines()[-1]
 
 
-def test_dataloader_workers_are_no_steps_and_not_instrumented(tmp_path: Path) -> None:
-    """A factory in the dataset runs in the workers: the main process reports, and sees it not."""
+def test_dataloader_workers_make_no_steps_and_the_main_process_reports(tmp_path: Path) -> None:
+    """A factory in the dataset runs in the workers: the main process reports, and never saw it."""
     (tmp_path / "train.py").write_text(
         textwrap.dedent(
             """\
@@ -322,3 +322,13 @@ def test_a_finding_matches_only_the_events_its_rule_names() -> None:
         (3, "item", "every-step", 1.0),
         (9, "item", "some-steps", 1.0),
     ]
+
+
+def test_the_corpus_findings_are_current(tmp_path: Path) -> None:
+    """benchmarks/confirm_findings.json is generated (the GPU machine cannot lint): regenerate it with
+    `python -m benchmarks.confirm_corpus prepare` after a change to a case or to what a rule finds."""
+    from benchmarks.confirm_corpus import FINDINGS, prepare
+
+    fresh = tmp_path / "findings.json"
+    assert prepare(fresh) == 0
+    assert json.loads(fresh.read_text(encoding="utf-8")) == json.loads(FINDINGS.read_text(encoding="utf-8"))

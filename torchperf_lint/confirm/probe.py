@@ -52,7 +52,6 @@ class Recorder:
         self.roots = tuple(os.path.join(root, "") if os.path.isdir(root) else root for root in roots)
         self.out = out
         self.profile = profile
-        self.active = True
         self.done = 0  # steps completed
         self.counts: dict[tuple[str, int, str], dict[int, int]] = {}
         self.details: dict[tuple[str, int, str], set[str]] = {}
@@ -63,6 +62,14 @@ class Recorder:
         self.cuda_seen = False
         self.written = False
         self.stopped = False
+
+    def forget(self) -> None:
+        """A forked child (a DataLoader worker, a rank started by fork) starts with nothing seen;
+        one that never steps leaves through os._exit and reports nothing."""
+        self.done = 0
+        self.counts, self.details, self.seconds = {}, {}, {}
+        self.stepper = None
+        self.written = self.stopped = False
 
     def user_line(self, depth: int) -> tuple[str, int] | None:
         """The innermost frame in the user's project: a library's work is charged to the user's line
@@ -105,7 +112,7 @@ class Recorder:
             raise SystemExit(0)
 
     def write(self) -> None:
-        if not self.active or self.written:
+        if self.written:
             return
         self.written = True
         events = [
@@ -175,7 +182,7 @@ def _install(torch: Any, recorder: Recorder) -> None:
     class Probe(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            if not recorder.active or compiling():
+            if compiling():
                 return func(*args, **kwargs)
             where = recorder.user_line(1)
             if where is None:
@@ -211,8 +218,6 @@ def _install(torch: Any, recorder: Recorder) -> None:
             return result
 
     def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not recorder.active:
-            return
         if recorder.stepper is None:
             recorder.stepper = id(optimizer)
         if id(optimizer) == recorder.stepper:
@@ -240,8 +245,6 @@ def _wrap_module_init(torch: Any, recorder: Recorder) -> None:
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         module_init(self, *args, **kwargs)
-        if not recorder.active:
-            return
         frame: Any = sys._getframe(1)
         while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
             frame = frame.f_back
@@ -260,8 +263,6 @@ def _wrap_cuda_waits(torch: Any, recorder: Recorder) -> None:
             continue
 
         def wait(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
-            if not recorder.active:
-                return _original(*args, **kwargs)
             started = time.perf_counter()
             result = _original(*args, **kwargs)
             where = recorder.user_line(1)
@@ -284,7 +285,7 @@ def _catch_sync_warnings(recorder: Recorder) -> None:
     def showwarning(
         message: Any, category: Any, filename: str, lineno: int, *args: Any, **kwargs: Any
     ) -> None:
-        if "synchronizing CUDA operation" not in str(message) or not recorder.active:
+        if "synchronizing CUDA operation" not in str(message):
             shown(message, category, filename, lineno, *args, **kwargs)
             return
         where = recorder.user_line(1)
@@ -320,26 +321,16 @@ class _AfterTorchImport(importlib.abc.MetaPathFinder):
         return None
 
 
-def _is_worker() -> bool:
-    """A process that multiprocessing spawned (a DataLoader worker under spawn or forkserver):
-    workers are not steps; only the main process is instrumented."""
-    argv = getattr(sys, "orig_argv", sys.argv)
-    return "--multiprocessing-fork" in argv or any("from multiprocessing" in part for part in argv)
-
-
 def start() -> None:
+    """Every Python process the command starts is watched (a spawned DDP rank is a trainer, a
+    DataLoader worker is not, and neither can be told apart here); each writes what it saw, and the
+    parent reads the report of the process that made the most steps, rank 0 under torchrun."""
     out = os.environ.get(OUT_VARIABLE)
-    if not out or _is_worker():
+    if not out:
         return
     roots = json.loads(os.environ.get(ROOTS_VARIABLE, "[]"))
-    recorder = Recorder(
-        int(os.environ.get(STEPS_VARIABLE, "20")), roots, out, os.environ.get(PROFILE_VARIABLE) == "1"
-    )
-
-    def forked() -> None:
-        recorder.active = False  # a forked DataLoader worker: the parent reports
-
-    os.register_at_fork(after_in_child=forked)
+    recorder = Recorder(int(os.environ.get(STEPS_VARIABLE, "20")), roots, out, os.environ.get(PROFILE_VARIABLE) == "1")
+    os.register_at_fork(after_in_child=recorder.forget)
     atexit.register(recorder.write)
     if "torch" in sys.modules:
         _install(sys.modules["torch"], recorder)
