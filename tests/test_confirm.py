@@ -332,3 +332,17 @@ def test_the_corpus_findings_are_current(tmp_path: Path) -> None:
     fresh = tmp_path / "findings.json"
     assert prepare(fresh) == 0
     assert json.loads(fresh.read_text(encoding="utf-8")) == json.loads(FINDINGS.read_text(encoding="utf-8"))
+
+
+def test_on_cuda_only_reads_of_device_tensors_and_host_factories_are_unreported() -> None:
+    """A program that uses CUDA: .item() of a host tensor waits for nothing; of a CUDA tensor it syncs.
+    A host factory there is a copy in waiting; on a CPU run it is not named."""
+    events = [
+        _event(3, "item", {2: 1, 3: 1}, ("on cpu",)),
+        _event(4, "item", {2: 1, 3: 1}, ("on cuda",)),
+        _event(5, "factory", {2: 1, 3: 1}, ("zeros on cpu",)),
+        _event(6, "factory", {2: 1, 3: 1}, ("zeros on cuda",)),
+    ]
+    for cuda, lines in ((True, [4, 5]), (False, [3, 4])):
+        report = {"steps": 3, "stopped": True, "cuda": cuda, "events": events}
+        assert [e["line"] for e in confirm_findings([], report, "/p")[1]] == lines

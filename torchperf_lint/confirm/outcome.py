@@ -121,15 +121,18 @@ def _absolute(path: str, cwd: str) -> str:
 
 
 def _costly(event: Event, cuda: bool) -> bool:
-    """Events worth naming when no finding does: waits and host reads, host-built indices, copies
-    that block or come from pageable memory, host factories in a program that uses CUDA, and
-    modules built again after the first step."""
-    if event.kind in HOST_READS | WAITS | {"host-index"}:
+    """Events worth naming when no finding does: waits, host-built indices, host reads (of a device
+    tensor, in a program that uses CUDA; of any tensor on a CPU run, where they show what would wait
+    on a GPU), copies that block or come from pageable memory, host factories in a program that uses
+    CUDA, and modules built again after the first step."""
+    if event.kind in WAITS | {"host-index"}:
         return True
+    if event.kind in HOST_READS:
+        return not cuda or any(not d.endswith("on cpu") for d in event.details)
     if event.kind == "copy":
         return any("pageable" in d or "blocking" in d.split(", ") for d in event.details)
     if event.kind == "factory":
-        return cuda and any(d.endswith(" on cpu") for d in event.details)
+        return cuda and any(d.endswith("on cpu") for d in event.details)
     if event.kind == "module":
         return any(step > 1 for step in event.by_step)
     return False
