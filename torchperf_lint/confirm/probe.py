@@ -179,42 +179,42 @@ def _install(torch: Any, recorder: Recorder) -> None:
         except (RuntimeError, AttributeError):
             pass
 
+    def observe(func: Any, args: Any, kwargs: Any, result: Any, seconds: float) -> None:
+        where = recorder.user_line(1)
+        if where is None:
+            return
+        seconds = seconds if recorder.profile else 0.0
+        if func in reads:
+            recorder.record(where, reads[func], f"on {_device_of(args[0])}", seconds)
+        elif func in factories:
+            recorder.record(where, "factory", f"{factories[func]} on {_device_of(result)}", seconds)
+            if _device_of(result) == "cuda":
+                watch_syncs()
+        elif func in copies and _device_of(args[0]) == "cpu" and _device_of(result) not in ("cpu", ""):
+            pinned = "pinned" if args[0].is_pinned() else "pageable"
+            blocking = "non_blocking" if kwargs.get("non_blocking") else "blocking"
+            recorder.record(where, "copy", f"to {_device_of(result)}, {pinned}, {blocking}", seconds)
+            watch_syncs()
+        elif func in indexing and _is_host_index(args[1]):
+            recorder.record(
+                where, "host-index", f"{type(args[1]).__name__} on {_device_of(args[0])}", seconds
+            )
+        else:
+            recorder.record(where, "backward" if func in backwards else "torch-call", "", seconds)
+
     class Probe(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             if compiling():
                 return func(*args, **kwargs)
-            where = recorder.user_line(1)
-            if where is None:
-                return func(*args, **kwargs)
-            started = time.perf_counter() if recorder.profile else 0.0
+            started = time.perf_counter()
             result = func(*args, **kwargs)
-            seconds = time.perf_counter() - started if recorder.profile else 0.0
-            if func in reads:
-                recorder.record(where, reads[func], f"on {_device_of(args[0])}", seconds)
-            elif func in factories:
-                recorder.record(where, "factory", f"{factories[func]} on {_device_of(result)}", seconds)
-                if _device_of(result) == "cuda":
-                    watch_syncs()
-            elif func in copies:
-                source, target = _device_of(args[0]), _device_of(result)
-                if source == "cpu" and target not in ("cpu", ""):
-                    pinned = "pinned" if args[0].is_pinned() else "pageable"
-                    blocking = "non_blocking" if kwargs.get("non_blocking") else "blocking"
-                    recorder.record(where, "copy", f"to {target}, {pinned}, {blocking}", seconds)
-                    watch_syncs()
-                else:
-                    recorder.record(where, "torch-call", "", seconds)
-            elif func in indexing and _is_host_index(args[1]):
-                recorder.record(
-                    where, "host-index", f"{type(args[1]).__name__} on {_device_of(args[0])}", seconds
-                )
-            elif func in backwards:
-                recorder.record(where, "backward", "", seconds)
-                if not recorder.optimizers:
-                    recorder.step()
-            else:
-                recorder.record(where, "torch-call", "", seconds)
+            try:
+                observe(func, args, kwargs, result, time.perf_counter() - started)
+            except Exception:  # noqa: BLE001  # a probe's mistake must never become the program's
+                pass
+            if func in backwards and not recorder.optimizers:
+                recorder.step()  # SystemExit after the last step: meant to end the program
             return result
 
     def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -245,12 +245,19 @@ def _wrap_module_init(torch: Any, recorder: Recorder) -> None:
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         module_init(self, *args, **kwargs)
-        frame: Any = sys._getframe(1)
-        while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
-            frame = frame.f_back
-        where = recorder.line_of(frame)
-        if where is not None:
-            recorder.record(where, "module", type(self).__name__)
+        try:
+            frame: Any = sys._getframe(1)
+            while (
+                frame is not None
+                and frame.f_code.co_name == "__init__"
+                and frame.f_locals.get("self") is self
+            ):
+                frame = frame.f_back
+            where = recorder.line_of(frame)
+            if where is not None:
+                recorder.record(where, "module", type(self).__name__)
+        except Exception:  # noqa: BLE001  # a probe's mistake must never become the program's
+            pass
 
     torch.nn.Module.__init__ = init
 
@@ -265,10 +272,13 @@ def _wrap_cuda_waits(torch: Any, recorder: Recorder) -> None:
         def wait(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
             started = time.perf_counter()
             result = _original(*args, **kwargs)
-            where = recorder.user_line(1)
-            if where is not None:
-                seconds = time.perf_counter() - started if recorder.profile else 0.0
-                recorder.record(where, _name.replace("_", "-"), "", seconds)
+            try:
+                where = recorder.user_line(1)
+                if where is not None:
+                    seconds = time.perf_counter() - started if recorder.profile else 0.0
+                    recorder.record(where, _name.replace("_", "-"), "", seconds)
+            except Exception:  # noqa: BLE001  # a probe's mistake must never become the program's
+                pass
             return result
 
         setattr(torch.cuda, name, wait)
@@ -329,7 +339,9 @@ def start() -> None:
     if not out:
         return
     roots = json.loads(os.environ.get(ROOTS_VARIABLE, "[]"))
-    recorder = Recorder(int(os.environ.get(STEPS_VARIABLE, "20")), roots, out, os.environ.get(PROFILE_VARIABLE) == "1")
+    recorder = Recorder(
+        int(os.environ.get(STEPS_VARIABLE, "20")), roots, out, os.environ.get(PROFILE_VARIABLE) == "1"
+    )
     os.register_at_fork(after_in_child=recorder.forget)
     atexit.register(recorder.write)
     if "torch" in sys.modules:
