@@ -141,7 +141,8 @@ def prepare(target: Path) -> int:
 
 
 def _kept(output: str) -> list[dict[str, Any]]:
-    return [{k: f[k] for k in ("path", "line", "col", "code", "name", "message")} for f in json.loads(output)]
+    fields = ("path", "line", "col", "end_line", "end_col", "code", "name", "message")
+    return [{k: f[k] for k in fields} for f in json.loads(output)]
 
 
 def _project_digest(project: str) -> str:
