@@ -253,10 +253,11 @@ def test_findings_can_come_from_a_file(tmp_path: Path) -> None:
     )
 
 
-def test_confirm_loads_without_torch() -> None:
-    """The command's side of confirm (and the probe until the program imports torch) is torch-free."""
+def test_confirm_loads_without_torch_or_libcst() -> None:
+    """The command's side of confirm (and the probe until the program imports torch) is torch-free,
+    and with --findings it needs no libcst either (a GPU machine with torch alone)."""
     code = (
-        "import sys; sys.modules['torch'] = None\n"
+        "import sys; sys.modules['torch'] = None; sys.modules['libcst'] = None\n"
         "from torchperf_lint.confirm import command, launcher, outcome, probe, render\n"
         "from torchperf_lint.cli import main\n"
         "sys.exit(main(['confirm', '--help']))\n"
