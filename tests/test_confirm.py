@@ -153,6 +153,32 @@ def test_a_program_that_raises_before_its_first_step_exits_2_with_its_last_lines
     assert "FileNotFoundError: data/train.csv" in result.stderr.splitlines()[-1]
 
 
+def test_a_program_that_fails_after_its_first_step_reports_what_it_saw_and_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+            layer = torch.nn.Linear(4, 1)
+            optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+            for step in range(10):
+                layer(torch.ones(2, 4)).sum().backward()
+                optimizer.step()
+                if step == 3:
+                    raise RuntimeError("out of data")
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = confirm(tmp_path, "--format", "json", "--select", "TPL101", "--", sys.executable, "train.py")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert (report["ended"], report["steps_run"], report["steps"]) == ("failed", 4, 3)
+    assert result.stderr.splitlines()[-1] == (
+        "torchperf-lint: the command failed after step 4 (exit status 1): RuntimeError: out of data"
+    )
+
+
 def test_dataloader_workers_make_no_steps_and_the_main_process_reports(tmp_path: Path) -> None:
     """A factory in the dataset runs in the workers: the main process reports, and never saw it."""
     (tmp_path / "train.py").write_text(
