@@ -373,3 +373,15 @@ def test_on_cuda_only_reads_of_device_tensors_and_host_factories_are_unreported(
     for cuda, lines in ((True, [4, 5]), (False, [3, 4])):
         report = {"steps": 3, "stopped": True, "cuda": cuda, "events": events}
         assert [e["line"] for e in confirm_findings([], report, "/p")[1]] == lines
+
+
+def test_one_item_that_is_also_a_sync_counts_once_per_step() -> None:
+    report = {
+        "steps": 3,
+        "stopped": True,
+        "cuda": True,
+        "events": [_event(3, "item", {2: 1, 3: 1}, ("on cuda",)), _event(3, "sync", {2: 1, 3: 1})],
+    }
+    findings = [{"path": "t.py", "line": 3, "col": 1, "code": "TPL107", "name": "n", "message": "m"}]
+    confirmed, unreported = confirm_findings(findings, report, "/p")
+    assert (confirmed[0]["status"], confirmed[0]["per_step"], unreported) == ("every-step", 1.0, [])

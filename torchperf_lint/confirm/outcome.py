@@ -98,18 +98,22 @@ class Seen:
 
 
 def seen_over(events: Iterable[Event], windows: range) -> Seen:
+    """The steps any of the events was seen at; as count, that of its most frequent kind (an
+    .item() on CUDA is both a host read and a sync, a randperm(n).to(dev) a factory and a copy:
+    one thing each); the seconds of them all."""
     at: set[int] = set()
-    count = outside = 0
+    counts: dict[str, int] = {}
+    outside = 0
     seconds = 0.0
     for event in events:
         for window, n in event.by_step.items():
             if window in windows:
                 at.add(window)
-                count += n
+                counts[event.kind] = counts.get(event.kind, 0) + n
             else:
                 outside += n
         seconds += sum(value for window, value in event.seconds.items() if window in windows)
-    return Seen(len(windows), len(at), count, seconds, outside)
+    return Seen(len(windows), len(at), max(counts.values(), default=0), seconds, outside)
 
 
 def _lines(finding: dict[str, Any]) -> range:
