@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the PyTorch code that makes GPUs wait, and fix it.",
         epilog="Exit status: 0 no findings, 1 findings (or a --diff to show), 2 usage error or a "
         "file that could not be checked, 141 the reader closed the output pipe early (| head). "
-        "`torchperf-lint server` runs the language server for editors.",
+        "`torchperf-lint server` runs the language server for editors; `torchperf-lint confirm -- python "
+        "train.py` runs a training script a few steps and says which findings it saw (see confirm --help).",
     )
     parser.add_argument(
         "paths",
@@ -174,6 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["server"]:
         return _server(argv[1:])
+    if argv[:1] == ["confirm"]:
+        from .confirm.command import run as confirm  # torch-free here; the program's torch runs it
+
+        return confirm(argv[1:])
     try:
         try:
             return _main(argv)
