@@ -17,6 +17,7 @@ from tests import probes
 from torchperf_lint import __version__
 from torchperf_lint.cli import main
 from torchperf_lint.engine.runner import EXCLUDE_HINT
+from torchperf_lint.evidence import LIBRARY, precision_of
 from torchperf_lint.rules import ALL_RULES
 
 SELECT = ("--select", "TPL101,TPL103")
@@ -367,7 +368,20 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "off"]
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
     assert out.splitlines()[0].split()[4:6] == ["training", "library"]
-    assert re.fullmatch(r"\d+%/\d+%|-", rows["TPL101"][5])  # right / FALSE share on libraries
+
+
+def test_list_rules_gives_each_share_with_its_sample_size(capsys, monkeypatch) -> None:
+    probes.install(monkeypatch)
+    _, out, _ = run(capsys, "--list-rules")
+    line = next(line for line in out.splitlines() if line.startswith("TPL101 "))
+    share = r"(\d+)%/(\d+)% of (\d+)|-"
+    cells = re.search(rf"(?:safe|unsafe|none)\s+({share})\s+({share})\s", line)
+    assert cells is not None, line
+    library = precision_of("TPL101", LIBRARY)
+    assert library is not None and library.labelled
+    right, false, labelled = (int(cells.group(i)) for i in (6, 7, 8))
+    assert labelled == library.labelled
+    assert (right, false) == (round(100 * library.good_share), round(100 * library.false_share))
 
 
 def test_list_rules_as_json(capsys, monkeypatch) -> None:
