@@ -10,7 +10,9 @@ from typing import Iterable, Optional
 # A file shows CUDA use: `.cuda(`, `torch.cuda.`, a string literal starting with "cuda", or
 # `torch.accelerator.` (the device-generic API of torch 2.6+, which picks CUDA on an NVIDIA machine:
 # pytorch/examples choose their device with `torch.accelerator.current_accelerator()`).
-CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda|torch\.accelerator\.""")
+# The NCCL backend runs only between GPUs: a process group over it (`init_process_group("nccl")`,
+# `backend="nccl"`) says the file trains on CUDA as plainly as the word "cuda" does.
+CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda|["']nccl["']|torch\.accelerator\.""")
 
 
 def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
@@ -26,10 +28,10 @@ def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
 
 
 def shows_cuda_use(source: str, prefixes: tuple[str, ...] = ()) -> bool:
-    """`.cuda(`, `torch.cuda.` (or its spelling under an import alias, `prefixes`) or a string
-    literal starting with "cuda" in `source`. The plain substring test first: most files never
-    say cuda, and it costs a fraction of the pattern's scan."""
-    if "cuda" not in source and "accelerator" not in source:
+    """`.cuda(`, `torch.cuda.` (or its spelling under an import alias, `prefixes`), a string
+    literal starting with "cuda" or the string "nccl" in `source`. The plain substring test first:
+    most files never say cuda, and it costs a fraction of the pattern's scan."""
+    if "cuda" not in source and "accelerator" not in source and "nccl" not in source:
         return False
     if CUDA_USE.search(source) is not None:
         return True
