@@ -321,6 +321,59 @@ def test_test_files_are_silent() -> None:
     assert _lint(source, "TPL305") == [7]
 
 
+@pytest.mark.parametrize(
+    ("name", "held_out"),
+    [
+        ("val_loader", True),
+        ("self.testloader", True),
+        ("valid_dataloader", True),
+        ("holdout_set", True),
+        ("data_loader_val", True),  # DETR's spelling: the word sits beside a data word
+        ("dev_loader", True),
+        ("train_loader", False),
+        ("loader", False),
+        ("models_to_test", False),  # models, not data
+        ("device", False),
+        ("x_test", False),
+    ],
+)
+def test_data_kept_out_of_training_is_read_from_its_name(name: str, held_out: bool) -> None:
+    from torchperf_lint.analysis.vocabulary import names_held_out_data
+
+    assert names_held_out_data(name) is held_out
+
+
+def test_a_loop_over_a_validation_loader_says_so() -> None:
+    source = """
+        import torch
+
+        def fit(model, train_loader, valid_loader, optimizer):
+            model.train()
+            for x, y in train_loader:
+                model(x).sum().backward()
+                optimizer.step()
+            scores = [model(x) for x, _ in tqdm(valid_loader)]
+            return scores
+        """
+    findings = lint_source(textwrap.dedent(source), path="train.py", select=["TPL305"])
+    assert [f.line for f in findings] == [9]
+    assert findings[0].context == "in loop at line 9 over valid_loader"
+    assert "in the loop over valid_loader" in findings[0].message
+
+
+def test_a_lightning_hook_over_a_validation_loader_stays_silent() -> None:
+    source = """
+        import torch
+        import lightning as L
+
+        class Model(L.LightningModule):
+            def on_validation_epoch_end(self):
+                for x in self.val_loader:
+                    self.model(x)
+        """
+    assert _lint(source, "TPL305") == []
+
+
 def test_message_names_memory() -> None:
     source = """
         import torch

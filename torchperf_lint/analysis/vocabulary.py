@@ -163,6 +163,25 @@ def is_loader_name(dotted: str) -> bool:
     return "loader" in dotted.split(".")[-1].lower()
 
 
+_HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation", "holdout", "dev"})
+# What a word of a data name may end with: `valloader`, `testset`, `valdata` are `val`/`test` data.
+_DATA_SUFFIXES = ("dataloader", "loader", "dataset", "data", "set", "ds")
+
+
+def names_held_out_data(dotted: str) -> bool:
+    """`val_loader`, `self.testloader`, `holdout_set`, `eval_dataset`: named for data kept out of
+    training (validation, test, holdout, dev), by one of its words. `models_to_test` holds models,
+    not data: the word must be the name's first, carry a data suffix, or sit beside a data word
+    (`data_loader_val`)."""
+    words = [word for word in re.split(r"[_\d]+", dotted.split(".")[-1].lower()) if word]
+    beside_data = any(word in _DATA_SUFFIXES for word in words)
+    for position, word in enumerate(words):
+        stem = next((word[: -len(s)] for s in _DATA_SUFFIXES if word.endswith(s) and word != s), word)
+        if stem in _HELD_OUT_WORDS and (position == 0 or stem != word or beside_data):
+            return True
+    return False
+
+
 def is_optimizer_class(qualified: str) -> bool:
     """`torch.optim.AdamW`, not a learning-rate scheduler (whose `step()` runs once per epoch)."""
     return qualified.startswith("torch.optim.") and not qualified.startswith("torch.optim.lr_scheduler.")
