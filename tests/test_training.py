@@ -270,6 +270,47 @@ def test_host_values_are_silent() -> None:
     assert _lint(source, "TPL304") == []
 
 
+def test_extend_and_insert_keep_the_graph_like_append() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, optimizer, criterion):
+            first, last = [], []
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                last.extend([loss])
+                first.insert(0, loss)
+                last.extend(loss.tolist())
+            return first, last
+        """
+    assert _lint(source, "TPL304") == [10, 11]
+    fixed = _fix(source, "TPL304")
+    assert "last.extend([loss.detach()])" in fixed and "first.insert(0, loss.detach())" in fixed
+
+
+def test_a_helpers_returned_tuple_is_not_read_as_a_graph() -> None:
+    """The caller keeps one element of what a helper returns; which one is not followed."""
+    source = """
+        import torch
+
+        def train_once(rnn, criterion, x, y):
+            output = rnn(x)
+            loss = criterion(output, y)
+            loss.backward()
+            return output, loss.item()
+
+        def main(rnn, criterion, loader):
+            total = 0
+            for x, y in loader:
+                output, loss = train_once(rnn, criterion, x, y)
+                total += loss
+            return total
+        """
+    assert _lint(source, "TPL304") == []
+
+
 # -- TPL305 ---------------------------------------------------------------------------------
 
 
