@@ -203,6 +203,26 @@ def test_parenthesised_composition_keeps_its_parentheses() -> None:
     assert "return (torch.log_softmax(x, 1)) * 2" in _fix(source, "TPL303")
 
 
+def test_log_sum_exp_by_hand_in_its_spellings() -> None:
+    source = """
+        import torch
+
+        def energies(x):
+            a = x.exp().sum(-1).log()
+            b = torch.log(torch.exp(x).sum(dim=1, keepdim=True))
+            c = torch.log(torch.exp(x).sum())
+            d = x - x.exp().sum(1, keepdim=True).log()
+            return a, b, c, d
+        """
+    findings = lint_source(textwrap.dedent(source), path="train.py", select=["TPL303"])
+    assert [(f.line, "logsumexp" in f.message) for f in findings] == [(5, True), (6, True), (7, True), (8, False)]
+    fixed = _fix(source, "TPL303")
+    assert "a = torch.logsumexp(x, -1)" in fixed
+    assert "b = torch.logsumexp(x, dim=1, keepdim=True)" in fixed
+    assert "c = torch.log(torch.exp(x).sum())" in fixed  # logsumexp needs a dim: the message says what to do
+    assert "d = torch.log_softmax(x, 1)" in fixed
+
+
 # -- TPL304 ---------------------------------------------------------------------------------
 
 
