@@ -533,16 +533,16 @@ class LossAccumulationKeepsGraph(Rule):
             if len(call.args) != position + 1 or any(a.keyword is not None or a.star for a in call.args):
                 return None
             assert isinstance(call.func, cst.Attribute)
-            value = call.args[position].value
+            added = call.args[position].value
             if method == "extend":
                 # `losses.extend([loss])`: the one element of a display; a name may hold anything
-                if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != 1:
+                if not isinstance(added, (cst.List, cst.Tuple)) or len(added.elements) != 1:
                     return None
-                element = value.elements[0]
+                element = added.elements[0]
                 if isinstance(element, cst.StarredElement):
                     return None
-                value = element.value
-            return call.func.value, value
+                added = element.value
+            return call.func.value, added
         return None
 
     @staticmethod
