@@ -929,6 +929,7 @@ def test_a_value_read_again_in_the_same_step_is_one_sync() -> None:
     [
         "if step % 10 == 0:\n            print(loss.item())",  # not every step: the later read is the sync
         "seen = loss.item()\n        loss = model(x.cuda(), y.cuda())",  # rebound: new values to wait for
+        "seen = loss.item()\n        optimizer.step()",  # the read waits again, for the step queued since
     ],
 )
 def test_a_read_that_may_not_run_or_another_value_keeps_the_finding(first: str) -> None:

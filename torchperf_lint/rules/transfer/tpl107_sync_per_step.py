@@ -280,14 +280,21 @@ def _read_name(call: cst.Call) -> Optional[cst.Name]:
 
 def _read_already(call: cst.Call, ctx: Context) -> bool:
     """An earlier read of the same tensor in the same iteration of the step loop, on every path to
-    this one, with no rebinding between: the host has waited for these values already (RULES.md:
-    the second read of a value is silent)."""
+    this one, with no rebinding and no backward or optimizer step between: the host has waited for
+    these values already (RULES.md: the second read of a value is silent). After a backward or a
+    step the same read waits again, for the work queued since."""
     name = _read_name(call)
     loop = ctx.step_loop(call)
     if name is None or loop is None:
         return False
     here = ctx.facts.order.get(call, 0)
     rebound = [b.order for b in ctx.bindings(name.value, call)]
+    queued = [
+        ctx.facts.order.get(work, 0)
+        for method in ("backward", "step")
+        for work in ctx.facts.method_calls.get(method, ())
+        if any(a is loop for a in ctx.ancestors(work))
+    ]
     around = set(map(id, ctx.ancestors(call)))
     for other in ctx.nodes(cst.Call):
         assert isinstance(other, cst.Call)
@@ -297,7 +304,7 @@ def _read_already(call: cst.Call, ctx: Context) -> bool:
         read = _read_name(other)
         if read is None or read.value != name.value or host_sync(other, ctx) is None:
             continue
-        if any(there < order < here for order in rebound):
+        if any(there < order < here for order in [*rebound, *queued]):
             continue
         if _always_before(other, loop, around, ctx):
             return True
