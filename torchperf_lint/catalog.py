@@ -21,6 +21,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL304", "loss-accumulation-keeps-graph", False),
     ("TPL305", "eval-without-no-grad", False),
     ("TPL306", "hand-written-attention", False),
+    ("TPL307", "model-moved-per-step", False),
     ("TPL401", "conv-bias-before-batchnorm", False),
     ("TPL402", "data-parallel", False),
     ("TPL403", "cudnn-benchmark-off", False),

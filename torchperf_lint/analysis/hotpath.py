@@ -32,6 +32,7 @@ from .vocabulary import (
     is_module_base,
     is_optimizer_class,
     is_optimizer_name,
+    names_held_out_data,
     prepares_dataset,
     runs_rarely,
 )
@@ -298,8 +299,17 @@ class HotPaths:
         """The loader's name when `loop` iterates a DataLoader, else None."""
         if not isinstance(loop, cst.For):
             return None
+        for candidate in self._iterated_candidates(loop.iter):
+            label = self.loader_label(candidate)
+            if label is not None:
+                return label
+        return None
+
+    def _iterated_candidates(self, iterable: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """What a loop over `iterable` may draw from: the expression, the arguments of a call it
+        iterates, and what a name it iterates was bound to."""
         candidates: list[cst.BaseExpression] = []
-        todo: list[cst.BaseExpression] = [loop.iter]
+        todo: list[cst.BaseExpression] = [iterable]
         while todo:
             expr = todo.pop()
             if expr in candidates:
@@ -314,10 +324,21 @@ class HotPaths:
                     value = binding.node
                     if binding.kind == "assign" and isinstance(value, cst.Call):
                         todo.append(value)
-        for candidate in candidates:
+        return candidates
+
+    def held_out_loader(self, iterable: cst.BaseExpression) -> Optional[str]:
+        """The loader's name when a loop over `iterable` draws from a DataLoader over data kept out
+        of training: named so (`val_loader`, `testloader`) or built from a dataset named so
+        (`DataLoader(test_set)`, `DataLoader(dataset=holdout)`). An evaluation loop, whatever its
+        function is called and whether or not the model was put in eval mode."""
+        for candidate in self._iterated_candidates(iterable):
             label = self.loader_label(candidate)
-            if label is not None:
+            if label is not None and names_held_out_data(label):
                 return label
+            dataset = _loader_dataset(candidate)
+            shown = dotted_name(dataset) if dataset is not None else None
+            if shown is not None and names_held_out_data(shown):
+                return f"a DataLoader over {shown}"
         return None
 
     def loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -678,3 +699,15 @@ def _prepares_dataset(info: FunctionInfo) -> bool:
     return info.cls is not None and prepares_dataset(
         info.name, (dotted_name(base.value) for base in info.cls.node.bases)
     )
+
+
+def _loader_dataset(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The dataset a `DataLoader(...)` call reads: its first positional argument or `dataset=`."""
+    if not isinstance(expr, cst.Call) or (dotted_name(expr.func) or "").split(".")[-1] != "DataLoader":
+        return None
+    for arg in expr.args:
+        if arg.star:
+            return None
+        if arg.keyword is None or arg.keyword.value == "dataset":
+            return arg.value
+    return None

@@ -338,8 +338,8 @@ class Context:
 
     @property
     def shows_cuda_use(self) -> bool:
-        """`.cuda(`, `torch.cuda.` (as the imports spell it) or a string literal starting with
-        "cuda" in the file, or a call of a project helper that returns a CUDA device."""
+        """`.cuda(`, `torch.cuda.` (as the imports spell it), a string literal starting with
+        "cuda", an NCCL backend in the file, or a call of a project helper that returns a CUDA device."""
         if self._shows_cuda is None:
             prefixes = cuda_prefixes(self.facts.imports.items())
             self._shows_cuda = self.entry.cuda_helper is not None or shows_cuda_use(self.source, prefixes)

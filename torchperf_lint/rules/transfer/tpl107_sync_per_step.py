@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Report, Safety
+from ...syntax.walker import Loop
 from ..base import Rule, hot_place
 from .common import (
     condition_parts,
@@ -63,7 +64,9 @@ class SyncPerStep(Rule):
 
     ## When it stays silent
     Code under `if step % N == 0:` inside the loop; batches straight from the DataLoader, which
-    are still on the host; code after the loop; forward and loss code (TPL105's).
+    are still on the host; code after the loop; forward and loss code (TPL105's); a second read of
+    values the same step already read on the host (`print(loss.item())` after
+    `value = loss.item()`): the host waited for them once, and that first read is the finding.
     """
 
     code = "TPL107"
@@ -80,6 +83,18 @@ class SyncPerStep(Rule):
     benchmark = "TPL107"
 
     BAD = {
+        "second-read-of-the-same-loss": """
+            import torch
+
+            def train(model, loader, optimizer, history):
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    history.append(loss.item())  # expect: TPL107
+                    if loss.item() > 1e3:  # read already: the host waited above
+                        print("diverging", loss.detach().item())
+            """,
         "loss-item-every-step": """
             import torch
 
@@ -230,6 +245,8 @@ class SyncPerStep(Rule):
             return
         if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
             return  # a batch from the DataLoader is still on the host
+        if _read_already(node, ctx):
+            return
         yield self.report(node, reason=reason, what=sync, place=hot_place(node, ctx))
 
     @staticmethod
@@ -240,6 +257,71 @@ class SyncPerStep(Rule):
             return False
         names = [n for n in _names_in(part) if isinstance(n, cst.Name)]
         return not any(ctx.batch_loop(n) is not None for n in names)
+
+
+# Calls that hand on the same values: `loss.detach().item()` reads what `loss.item()` read.
+_SAME_VALUES = frozenset({"detach", "float", "double", "cpu", "clone"})
+_CONDITIONAL = (cst.If, cst.Else, cst.IfExp, cst.BooleanOperation, cst.For, cst.While, cst.Try, cst.ExceptHandler)
+
+
+def _read_name(call: cst.Call) -> Optional[cst.Name]:
+    """The tensor whose values `call` reads: the receiver of `.item()`-style methods (through
+    `.detach()`/`.float()`...), else the one argument of `float()`, `print()` and the like."""
+    if isinstance(call.func, cst.Attribute):
+        value: cst.BaseExpression = call.func.value
+    elif len(call.args) == 1:
+        value = call.args[0].value
+    else:
+        return None
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _SAME_VALUES:
+        value = value.func.value
+    return value if isinstance(value, cst.Name) else None
+
+
+def _read_already(call: cst.Call, ctx: Context) -> bool:
+    """An earlier read of the same tensor in the same iteration of the step loop, on every path to
+    this one, with no rebinding and no backward or optimizer step between: the host has waited for
+    these values already (RULES.md: the second read of a value is silent). After a backward or a
+    step the same read waits again, for the work queued since."""
+    name = _read_name(call)
+    loop = ctx.step_loop(call)
+    if name is None or loop is None:
+        return False
+    here = ctx.facts.order.get(call, 0)
+    rebound = [b.order for b in ctx.bindings(name.value, call)]
+    queued = [
+        ctx.facts.order.get(work, 0)
+        for method in ("backward", "step")
+        for work in ctx.facts.method_calls.get(method, ())
+        if any(a is loop for a in ctx.ancestors(work))
+    ]
+    around = set(map(id, ctx.ancestors(call)))
+    for other in ctx.nodes(cst.Call):
+        assert isinstance(other, cst.Call)
+        there = ctx.facts.order.get(other, 0)
+        if there >= here or other is call:
+            continue
+        read = _read_name(other)
+        if read is None or read.value != name.value or host_sync(other, ctx) is None:
+            continue
+        if any(there < order < here for order in [*rebound, *queued]):
+            continue
+        if _always_before(other, loop, around, ctx):
+            return True
+    return False
+
+
+def _always_before(other: cst.Call, loop: Loop, around: set[int], ctx: Context) -> bool:
+    """`other` sits in `loop`'s body, and every branch or inner loop on its way there also holds
+    the later read (`around`: the ids of that read's ancestors)."""
+    for ancestor in ctx.ancestors(other):
+        if ancestor is loop:
+            return True
+        if isinstance(ancestor, _CONDITIONAL) and id(ancestor) not in around:
+            return False
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+    return False
 
 
 def _names_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
