@@ -190,6 +190,8 @@ def run_rules(
             failures.append(Report(ERROR_CODE, "internal-error", module, internal_error(rule.code, error)))
     if not settings.notes:
         reports = [report for report in reports if not report.note]  # before positions are paid for
+    # what only an opt-in option runs is not the code users run (RULES.md, "Values that travel")
+    reports = [report for report in reports if ctx.runs_by_default(report.node)]
     if not reports and not failures:
         return [], facts.parents
     return _place(module, source, path, reports + failures, settings), facts.parents
