@@ -157,3 +157,11 @@ def test_every_route_agrees_on_an_opt_in_branch(tmp_path: Path, capsys: pytest.C
         cwd=root,
     )
     assert (result.returncode, result.stdout) == (0, ""), result.stderr
+
+
+def test_another_script_parser_does_not_decide_this_one(tmp_path: Path) -> None:
+    other = 'import argparse\n\np = argparse.ArgumentParser()\np.add_argument("--metrics-avg", default="macro")\n'
+    assert _lines(_project(tmp_path, **{"tools/other_script.py": other})) == []
+    imported = _MAIN.replace("from train import", "from tools import other_script\n    from train import")
+    root = _project(tmp_path / "imported", main=imported, **{"tools/__init__.py": "", "tools/other_script.py": other})
+    assert _lines(root) == [("train.py", 7, "TPL107")]
