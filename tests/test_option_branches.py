@@ -76,7 +76,12 @@ def _project(tmp_path: Path, extra: str = "", main: str = _MAIN, **files: str) -
     return write_project(tmp_path, {"main.py": main.replace("{extra}", extra), "train.py": _TRAIN, **files})
 
 
-HOT = [("main.py", 24, "TPL402"), ("train.py", 4, "TPL106"), ("train.py", 4, "TPL106"), ("train.py", 7, "TPL107")]
+HOT = [
+    ("main.py", 24, "TPL402"),
+    ("train.py", 4, "TPL106"),
+    ("train.py", 4, "TPL106"),
+    ("train.py", 7, "TPL107"),
+]
 
 
 def test_branches_under_options_off_by_default_are_cold(tmp_path: Path) -> None:
@@ -117,7 +122,7 @@ def test_a_store_by_a_computed_name_leaves_every_option_open(tmp_path: Path) -> 
 
 
 def test_a_parameter_some_caller_passes_something_else_stays_open(tmp_path: Path) -> None:
-    other = _MAIN + "\n\n    def other(model, config):\n        train_one_epoch(model, loader, None, config)\n"
+    other = _MAIN + "\n\n    def other(model, config):\n        train_one_epoch(model, None, None, config)\n"
     assert _lines(_project(tmp_path, main=other)) == HOT[1:]
 
 
@@ -140,7 +145,8 @@ _SCRIPT = """
 def test_a_script_module_level_options_decide_its_own_loop(tmp_path: Path) -> None:
     root = write_project(tmp_path, {"train.py": _SCRIPT})
     assert finding_lines(root, "train.py", "TPL107") == []
-    flipped = write_project(tmp_path / "on", {"train.py": _SCRIPT.replace('store_true"', 'store_true", default=True')})
+    on = _SCRIPT.replace('store_true"', 'store_true", default=True')
+    flipped = write_project(tmp_path / "on", {"train.py": on})
     assert finding_lines(flipped, "train.py", "TPL107") == [11]
 
 
@@ -160,8 +166,9 @@ def test_every_route_agrees_on_an_opt_in_branch(tmp_path: Path, capsys: pytest.C
 
 
 def test_another_script_parser_does_not_decide_this_one(tmp_path: Path) -> None:
-    other = 'import argparse\n\np = argparse.ArgumentParser()\np.add_argument("--metrics-avg", default="macro")\n'
+    other = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--metrics-avg", default="mac")\n'
     assert _lines(_project(tmp_path, **{"tools/other_script.py": other})) == []
     imported = _MAIN.replace("from train import", "from tools import other_script\n    from train import")
-    root = _project(tmp_path / "imported", main=imported, **{"tools/__init__.py": "", "tools/other_script.py": other})
+    scripts = {"tools/__init__.py": "", "tools/other_script.py": other}
+    root = _project(tmp_path / "imported", main=imported, **scripts)
     assert _lines(root) == [("train.py", 7, "TPL107")]

@@ -443,7 +443,7 @@ def test_conda_dependency_lines_give_their_specifier(line: str, specifier: str) 
 
 
 @pytest.mark.parametrize(
-    "line", ["  - pytorch-lightning==1.4.2", "  - torchvision=0.8.1", "  - pytorch-cuda=11.8", "name: pytorch"]
+    "line", ["  - pytorch-lightning==1.4.2", "  - torchvision=0.8.1", "  - pytorch-cuda=11.8", "name: torch"]
 )
 def test_other_conda_packages_are_not_torch(line: str) -> None:
     assert conda_torch_specifier(line) is None

@@ -44,7 +44,8 @@ def _dest(call: ast.Call) -> Optional[tuple[str, bool]]:
     for keyword in call.keywords:
         if keyword.arg == "dest":
             value = keyword.value
-            return (value.value, False) if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+            named = isinstance(value, ast.Constant) and isinstance(value.value, str)
+            return (value.value, False) if named else None
     names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     if not names or len(names) != len(call.args):
         return None
@@ -152,19 +153,34 @@ def _returned(scope: Scope, holders: set[str], returning: dict[str, int]) -> Opt
     return None
 
 
-def module_options(tree: ast.Module) -> ModuleOptions:
+def module_options(tree: ast.Module, source: str) -> ModuleOptions:
+    """What `tree` says of command-line options; a module whose text never declares or parses
+    them is walked once, for its stores."""
     found = ModuleOptions()
+    if "add_argument" in source or "set_defaults" in source:
+        _declared(tree, found.defaults)
+    if "parse_" in source:
+        _find_holders(tree, found.holders)
+    holders_anywhere = {name for names in found.holders.values() for name in names}
+    _stores(tree, holders_anywhere, found)
+    return found
+
+
+def _declared(tree: ast.Module, defaults: dict[str, str]) -> None:
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr == "add_argument":
             dest = _dest(node)
             if dest is not None:
-                _join(found.defaults, dest[0], _default(node, dest[1]))
+                _join(defaults, dest[0], _default(node, dest[1]))
         elif node.func.attr == "set_defaults":
             for keyword in node.keywords:
                 if keyword.arg:
-                    found.defaults[keyword.arg] = value_token(keyword.value) or UNKNOWN
+                    defaults[keyword.arg] = value_token(keyword.value) or UNKNOWN
+
+
+def _find_holders(tree: ast.Module, into: dict[int, list[str]]) -> None:
     scopes = list(_scopes(tree))
     returning: dict[str, int] = {}
     bound: dict[int, tuple[set[str], set[str]]] = {}
@@ -178,10 +194,7 @@ def module_options(tree: ast.Module) -> ModuleOptions:
                     returning[scope.name] = position
         if returning == before:
             break
-    _visible(tree, set(), bound, found.holders)
-    holders_anywhere = {name for names in found.holders.values() for name in names}
-    _stores(tree, holders_anywhere, found)
-    return found
+    _visible(tree, set(), bound, into)
 
 
 def _visible(
@@ -207,29 +220,33 @@ def _stores(tree: ast.Module, holders: set[str], found: ModuleOptions) -> None:
                     and isinstance(target.value, ast.Name)
                     and target.value.id != "self"
                 ):
-                    text = ast.unparse(node.value) if node.value is not None and not isinstance(
-                        node, ast.AugAssign
-                    ) else UNKNOWN
+                    # `args.lr *= world_size`: what it becomes depends on more than the defaults
+                    plain = node.value is not None and not isinstance(node, ast.AugAssign)
+                    text = ast.unparse(node.value) if plain else UNKNOWN  # type: ignore[arg-type]
                     found.stores.setdefault(target.attr, []).append([target.value.id, text])
         elif isinstance(node, ast.Call) and _stores_by_computed_name(node, holders):
             found.computed_store = True
-        elif _named_setattr(node):
-            receiver, name, value = node.args  # type: ignore[attr-defined]
-            found.stores.setdefault(name.value, []).append([receiver.id, ast.unparse(value)])
+        elif (named := _named_setattr(node)) is not None:
+            attribute, receiver, text = named
+            found.stores.setdefault(attribute, []).append([receiver, text])
 
 
-def _named_setattr(node: ast.AST) -> bool:
-    """`setattr(args, "prefetcher", value)`: a store under a name written out."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "setattr"
-        and len(node.args) == 3
-        and isinstance(node.args[0], ast.Name)
-        and node.args[0].id != "self"
-        and isinstance(node.args[1], ast.Constant)
-        and isinstance(node.args[1].value, str)
-    )
+def _named_setattr(node: ast.AST) -> Optional[tuple[str, str, str]]:
+    """(attribute, receiver, value text) of `setattr(args, "prefetcher", value)`: a store under a
+    name written out."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"):
+        return None
+    if len(node.args) != 3:
+        return None
+    receiver, name, value = node.args
+    if (
+        isinstance(receiver, ast.Name)
+        and receiver.id != "self"
+        and isinstance(name, ast.Constant)
+        and isinstance(name.value, str)
+    ):
+        return name.value, receiver.id, ast.unparse(value)
+    return None
 
 
 def _stores_by_computed_name(call: ast.Call, holders: set[str]) -> bool:

@@ -141,15 +141,25 @@ def _holders(project: Project) -> Holders:
     holders: Holders = {}
     sites: dict[tuple[int, int], tuple[FunctionRef, list[tuple[FunctionRef, Call]]]] = {}
     handed: set[str] = set()
+    owners = [
+        (FunctionRef(module, offset - 1), info)
+        for module in project.modules.values()
+        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions])
+    ]
+    for caller, info in owners:
+        if info.namespaces:
+            holders[caller.key()] = {name: id(caller.module) for name in info.namespaces}
+    passing = any(
+        OPTIONS in call.args.values() for _, info in owners for call in [*info.calls, *info.cold_calls]
+    )
+    if not passing:
+        return holders  # no call passes the options on: no parameter holds them
     for module in project.modules.values():
         handed.update(module.summary.handed, module.summary.handed_members)
-        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
-            caller = FunctionRef(module, offset - 1)
-            if info.namespaces:
-                holders[caller.key()] = {name: id(module) for name in info.namespaces}
-            for call in [*info.calls, *info.cold_calls]:
-                for callee in project.resolve_call(caller, call):
-                    sites.setdefault(callee.key(), (callee, []))[1].append((caller, call))
+    for caller, info in owners:
+        for call in [*info.calls, *info.cold_calls]:
+            for callee in project.resolve_call(caller, call):
+                sites.setdefault(callee.key(), (callee, []))[1].append((caller, call))
     sites = {key: entry for key, entry in sites.items() if entry[0].info.name not in handed}
     for _ in range(_ROUNDS):
         changed = False
@@ -165,7 +175,9 @@ def _holders(project: Project) -> Holders:
     return holders
 
 
-def _passed_options(callee: FunctionRef, calls: list[tuple[FunctionRef, Call]], holders: Holders) -> dict[str, int]:
+def _passed_options(
+    callee: FunctionRef, calls: list[tuple[FunctionRef, Call]], holders: Holders
+) -> dict[str, int]:
     """The parameters of `callee` every call passes options to, all parsed in one module."""
     found: Optional[dict[str, int]] = None
     for caller, call in calls:

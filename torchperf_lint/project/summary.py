@@ -1522,7 +1522,7 @@ def summarize(source: str) -> Optional[Summary]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     summarizer = _Summarizer(source)
-    options = module_options(tree)
+    options = module_options(tree, source)
     summarizer.holders = options.holders
     summarizer.summary.toplevel.namespaces = options.holders.get(id(tree), [])
     summarizer.summary.option_defaults = options.defaults
