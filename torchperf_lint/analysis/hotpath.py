@@ -22,6 +22,7 @@ from .cold import (
     leaving_statement,
     special_mode_sides,
 )
+from .arguments import is_option_read
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -528,6 +529,27 @@ class HotPaths:
         exited = loops[:1] if isinstance(left, cst.Break) else loops
         return any(loop in self.step_loops for loop in exited)
 
+    def runs_by_default(self, node: cst.CSTNode) -> bool:
+        """False when `node` is in a branch the default run never takes, hot or cold: a test on
+        the command-line options that their defaults decide (`if args.num_gpu > 1:` with
+        `--num-gpu` 1 by default; project/options.py)."""
+        child, current = node, self._facts.parents.get(node)
+        while current is not None:
+            if isinstance(current, (cst.If, cst.IfExp)) or (
+                isinstance(current, cst.BooleanOperation) and child is current.right
+            ):
+                options = {k: v for k, v in self._arguments_around(current).items() if is_option_read(k)}
+                if isinstance(current, cst.BooleanOperation):
+                    body, orelse = argument_sides(current.left, options)
+                    if body if isinstance(current.operator, cst.And) else orelse:
+                        return False
+                else:
+                    body, orelse = argument_sides(current.test, options)
+                    if (body and child is current.body) or (orelse and child is current.orelse):
+                        return False
+            child, current = current, self._facts.parents.get(current)
+        return True
+
     def _arguments_around(self, node: cst.CSTNode) -> dict[str, str]:
         """What every call made per step passes the function around `node` (its parameters,
         and `self.` attributes only `__init__` sets from one): project/arguments.py."""
@@ -536,6 +558,8 @@ class HotPaths:
         current = self._facts.parents.get(node)
         while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             current = self._facts.parents.get(current)
+        if current is None:
+            return self.entry.arguments_of(-1)  # the module's own statements: a script's options
         index = self._function_index.get(current) if isinstance(current, cst.FunctionDef) else None
         return self.entry.arguments_of(index) if index is not None else {}
 
@@ -681,10 +705,12 @@ class HotPaths:
         return result
 
     def step_loop(self, node: cst.CSTNode) -> Optional[Loop]:
-        """The step loop whose body holds `node` in the same function, if any."""
+        """The step loop whose body holds `node` in the same function, if any, and runs it: not
+        when `node` is in a branch a step does not take (analysis/cold.py, or an option off by
+        default: `if not args.prefetcher:`)."""
         for loop in self.loops_around(node):
             if loop in self.step_loops:
-                return loop
+                return loop if self._owner(node) is loop else None
         return None
 
 

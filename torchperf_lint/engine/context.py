@@ -89,6 +89,11 @@ class Context:
     def is_hot(self, node: cst.CSTNode) -> bool:
         return self.hot.reason(node) is not None
 
+    def runs_by_default(self, node: cst.CSTNode) -> bool:
+        """The default run may reach `node`: it is in no branch that the command-line options'
+        defaults never take (analysis/hotpath.py)."""
+        return self.hot.runs_by_default(node)
+
     def runs_only_in_special_mode(self, node: cst.CSTNode) -> bool:
         """`node` runs only while scripting, tracing or exporting (analysis/hotpath.py)."""
         return self.hot.runs_only_in_special_mode(node)

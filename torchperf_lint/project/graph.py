@@ -23,6 +23,7 @@ from ..analysis.vocabulary import (
     is_module_base,
 )
 from .arguments import Sites, Values, argument_values, bound_self, guarded_off
+from .options import option_values
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
@@ -563,6 +564,9 @@ class Project:
             sites: Sites = {}
             self._spread_hot({}, sites)
             self._arguments = argument_values(self, sites)
+            for key, options in option_values(self).items():
+                values = self._arguments.setdefault(key, {})
+                values.update((read, token) for read, token in options.items() if read not in values)
             self._hot = self._spread_hot(self._arguments, {})
         return self._hot
 

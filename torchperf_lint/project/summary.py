@@ -13,9 +13,10 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union, cast
 
-from ..analysis.arguments import PARAM_PREFIX, asserted_values, mentions, subject, value_token
+from ..analysis.arguments import OPTIONS, PARAM_PREFIX, asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
+from ..analysis.options import module_options
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
@@ -124,6 +125,8 @@ class Function:
     # module_list`, `return nn.Sequential(*layers)`): built() by each call of its body, a call in a
     # loop LOOP_REPEATS times; empty for any other function
     builds: list[str] = dataclasses.field(default_factory=list)
+    # the names that hold the parsed command-line options here (analysis/options.py)
+    namespaces: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -188,6 +191,11 @@ class Summary:
     key_reads: dict[str, bool] = dataclasses.field(default_factory=dict)
     # string keys of the dict literals its functions return (`return {"order": ...}`)
     returned_keys: list[str] = dataclasses.field(default_factory=list)
+    # command-line options (analysis/options.py): dest -> default token; stores on an attribute
+    # of a plain name (attribute -> [[receiver, value text]]); a store on them by a computed name
+    option_defaults: dict[str, str] = dataclasses.field(default_factory=dict)
+    option_stores: dict[str, list[list[str]]] = dataclasses.field(default_factory=dict)
+    option_computed_store: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -220,6 +228,9 @@ class Summary:
             rpc_device_map=data.get("rpc_device_map", False),
             key_reads=data.get("key_reads", {}),
             returned_keys=data.get("returned_keys", []),
+            option_defaults=data.get("option_defaults", {}),
+            option_stores=data.get("option_stores", {}),
+            option_computed_store=data.get("option_computed_store", False),
         )
 
 
@@ -660,6 +671,7 @@ class _Summarizer:
         self.conflicting_imports: set[str] = set()  # imported as different things by two functions
         self.comprehensions = 0  # comprehensions around the current node: their element repeats
         self.fills_container: set[int] = set()  # functions that return a container they fill
+        self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -816,6 +828,7 @@ class _Summarizer:
             cls >= 0 and prepares_dataset(node.name, self.summary.classes[cls].bases)
         )
         function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
+        function.namespaces = self.holders.get(id(node), [])
         function.varkw = args.kwarg is not None
         function.returns_annotation = _annotated_class(node.returns)
         registry = next((d for d in decorators if registers_model(d)), None)
@@ -900,7 +913,10 @@ class _Summarizer:
     def _guard(self, test: ast.expr, side: str) -> Optional[list[str]]:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
         one side of a branch, for the project pass to decide (analysis/arguments.py)."""
-        if not self.function_stack or not mentions(test, set(self.current().params)):
+        function = self.current()
+        if not mentions(test, {*function.params, *function.namespaces}) or not (
+            self.function_stack or function.namespaces
+        ):
             return None
         return [ast.unparse(test), side]
 
@@ -1205,6 +1221,8 @@ class _Summarizer:
         token = value_token(argument)
         if token is not None:
             return token
+        if isinstance(argument, ast.Name) and argument.id in self.current().namespaces:
+            return OPTIONS
         if (
             isinstance(argument, ast.Name)
             and self.function_stack
@@ -1504,6 +1522,12 @@ def summarize(source: str) -> Optional[Summary]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     summarizer = _Summarizer(source)
+    options = module_options(tree, source)
+    summarizer.holders = options.holders
+    summarizer.summary.toplevel.namespaces = options.holders.get(id(tree), [])
+    summarizer.summary.option_defaults = options.defaults
+    summarizer.summary.option_stores = options.stores
+    summarizer.summary.option_computed_store = options.computed_store
     for node in _own_nodes(tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             summarizer.module_locals.values.setdefault(node.targets[0].id, []).append(node.value)
