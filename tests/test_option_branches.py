@@ -172,3 +172,32 @@ def test_another_script_parser_does_not_decide_this_one(tmp_path: Path) -> None:
     scripts = {"tools/__init__.py": "", "tools/other_script.py": other}
     root = _project(tmp_path / "imported", main=imported, **scripts)
     assert _lines(root) == [("train.py", 7, "TPL107")]
+
+
+_GPU_SWITCH = """
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-gpu", action="store_true", default=False)
+    parser.add_argument("--sync-each-step", action="store_true")
+    args = parser.parse_args()
+    model = torch.nn.Linear(3, 3)
+    if args.gpu:
+        model = model.cuda()
+    for images, labels in loader:
+        if args.gpu:
+            images = images.cuda()  # line 13: TPL106, the run the device rules judge
+        loss = model(images, labels)
+        if args.sync_each_step:
+            print(loss.item())  # line 16: an opt-in branch, cold
+        loss.backward()
+"""
+
+
+def test_an_option_that_selects_cuda_is_the_run_the_device_rules_judge(tmp_path: Path) -> None:
+    """pytorch-cifar100's `-gpu`: off by default, but without it nothing runs on the GPU, so the
+    device rules read the branch it opens as taken; another opt-in option beside it stays cold."""
+    root = write_project(tmp_path, {"train.py": _GPU_SWITCH})
+    assert finding_lines(root, "train.py", "TPL106") == [13]
+    assert finding_lines(root, "train.py", "TPL107") == []

@@ -159,6 +159,8 @@ def module_options(tree: ast.Module, source: str) -> ModuleOptions:
     found = ModuleOptions()
     if "add_argument" in source or "set_defaults" in source:
         _declared(tree, found.defaults)
+        if "cuda" in source:
+            _open_cuda_switches(tree, found.defaults)
     if "parse_" in source:
         _find_holders(tree, found.holders)
     holders_anywhere = {name for names in found.holders.values() for name in names}
@@ -178,6 +180,37 @@ def _declared(tree: ast.Module, defaults: dict[str, str]) -> None:
             for keyword in node.keywords:
                 if keyword.arg:
                     defaults[keyword.arg] = value_token(keyword.value) or UNKNOWN
+
+
+def _moves_to_cuda(nodes: list[ast.AST]) -> bool:
+    """A `.cuda(...)` call or a "cuda..." string among `nodes` and what they hold."""
+    for node in (inner for outer in nodes for inner in ast.walk(outer)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+            return True
+    return False
+
+
+def _open_cuda_switches(tree: ast.Module, defaults: dict[str, str]) -> None:
+    """An option whose branch moves work to CUDA (`if args.gpu: images = images.cuda()`, `"cuda" if
+    args.cuda else "cpu"`) selects the configuration the device rules judge: a GPU run passes it, whatever
+    its default, so it is left open rather than decided by that default."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            sides: list[ast.AST] = [*node.body, *node.orelse]
+        elif isinstance(node, ast.IfExp):
+            sides = [node.body, node.orelse]
+        else:
+            continue
+        tested = {
+            n.attr
+            for n in ast.walk(node.test)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+        }
+        if tested & defaults.keys() and _moves_to_cuda(sides):
+            for name in tested & defaults.keys():
+                defaults[name] = UNKNOWN
 
 
 def _find_holders(tree: ast.Module, into: dict[int, list[str]]) -> None:
@@ -254,8 +287,10 @@ def _stores_by_computed_name(call: ast.Call, holders: set[str]) -> bool:
     func = call.func
     if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
         receiver = call.args[0]
-        return isinstance(receiver, ast.Name) and receiver.id in holders and not (
-            len(call.args) > 1 and isinstance(call.args[1], ast.Constant)
+        return (
+            isinstance(receiver, ast.Name)
+            and receiver.id in holders
+            and not (len(call.args) > 1 and isinstance(call.args[1], ast.Constant))
         )
     if isinstance(func, ast.Attribute) and func.attr in ("update", "__setitem__", "setdefault"):
         owner = func.value
