@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_lint.cli import main as cli
 from tests.helpers import finding_lines, write_project
+from torchperf_lint.cli import main as cli
 
 pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # TPL107 is off by default
 

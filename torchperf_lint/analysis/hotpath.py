@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name, returned_values
+from .arguments import is_option_read
 from .cold import (
     argument_sides,
     cold_from,
@@ -22,7 +23,6 @@ from .cold import (
     leaving_statement,
     special_mode_sides,
 )
-from .arguments import is_option_read
 from .entry import NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (

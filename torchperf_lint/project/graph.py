@@ -23,10 +23,10 @@ from ..analysis.vocabulary import (
     is_module_base,
 )
 from .arguments import Sites, Values, argument_values, bound_self, guarded_off
-from .options import option_values
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
+from .options import option_values
 from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
