@@ -136,6 +136,8 @@ class Project:
         self._channels_last: Optional[dict[int, bool]] = None
         self._published: Optional[dict[tuple[int, int], str]] = None
         self._published_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._wrapped: Optional[dict[tuple[int, int], dict[str, str]]] = None
+        self._wrapped_by_module: dict[int, list[tuple[int, Any]]] = {}
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -811,6 +813,34 @@ class Project:
         self._host = host
         return self._host
 
+    def wrapped_parameters(self) -> dict[tuple[int, int], dict[str, str]]:
+        """Per function, the parameters some call of the project passes a model wrapped by DDP or
+        FSDP for (`train_one_epoch(model, ...)` after `model = DDP(model)`), with the wrapper: the
+        training loop that receives it all-reduces at every backward()."""
+        if self._wrapped is None:
+            self._wrapped = {}
+            for module in self.modules.values():
+                for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
+                    function = FunctionRef(module, offset - 1)
+                    for call in (*info.calls, *info.cold_calls):
+                        if call.wrapped and not call.star:
+                            self._record_wrapped(function, call)
+        return self._wrapped
+
+    def _record_wrapped(self, function: FunctionRef, call: Call) -> None:
+        assert self._wrapped is not None
+        for callee in self.resolve_call(function, call):
+            info = callee.info
+            bound = bound_self(call, info)
+            for slot, wrapper in call.wrapped.items():
+                if slot.isdigit():
+                    position = int(slot) + bound
+                    param = info.params[position] if position < min(info.positional, len(info.params)) else None
+                else:
+                    param = slot if slot in info.params else None
+                if param is not None:
+                    self._wrapped.setdefault(callee.key(), {})[param] = wrapper
+
     def host_read_keys(self, module: Module) -> frozenset[str]:
         """The keys of the dict literals `module` returns that the project reads, and only ever
         reads on the host (`params["order"].tolist()`, `for i in params["order"]`): an entry
@@ -984,6 +1014,12 @@ class Project:
             movers=self.movers(),
             unpinned_collates=self.unpinned_collates(module),
             offers_ddp=self.offers_ddp(module),
+            wrapped_parameters=tuple(
+                (index, tuple(sorted(params.items())))
+                for index, params in sorted(
+                    _of_module(self.wrapped_parameters(), self._wrapped_by_module).get(key, ()), key=_first
+                )
+            ),
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
