@@ -2,8 +2,8 @@
 the optimizer steps on only some of them. Two shapes are read:
 
 - the step under a guard in the same loop (`if (i + 1) % accum == 0: optimizer.step()`), the
-  guard an accumulation test: a `%`, a name that says so (`accum`), or a name bound to either
-  (timm's `need_update = last_batch or (i + 1) % accum_steps == 0`);
+  guard an accumulation test: a `%`, a name that says so (`accum`), or a name bound to a test
+  that is one (timm's `need_update = last_batch or (i + 1) % accum_steps == 0`);
 - an inner loop of micro-steps (`for micro_step in range(grad_accum_steps):`, the loop says
   `accum`/`micro` in its target or what it iterates) with no step of its own, and the step after
   it in the loop around it.
@@ -110,7 +110,7 @@ class Accumulations:
                     bindings = self._names.lookup(node.value, node)
                     if any(
                         b.kind == "assign"
-                        and isinstance(b.node, cst.BaseExpression)
+                        and isinstance(b.node, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation))
                         and self._accumulation_test(b.node, depth + 1)
                         for b in bindings
                     ):
