@@ -36,4 +36,5 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL604", "synchronize-in-step", False),
     ("TPL701", "fp32-training", True),
     ("TPL702", "unfused-optimizer", True),
+    ("TPL703", "step-not-compiled", False),
 )

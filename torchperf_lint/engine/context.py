@@ -10,6 +10,7 @@ import libcst as cst
 from ..analysis.accumulation import Accumulation, Accumulations
 from ..analysis.batches import Batches, Source, movers, unpinned_collate
 from ..analysis.caches import SlotCaches
+from ..analysis.compiled import Compiled
 from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
@@ -151,6 +152,17 @@ class Context:
         """The DDP or FSDP wrapper one of `expr`'s possible values comes from
         (analysis/distributed.py), or None."""
         return self._wrappers.of(expr)
+
+    # -- torch.compile -------------------------------------------------------------------
+    @functools.cached_property
+    def compiled(self) -> Compiled:
+        """What `torch.compile` reaches in the file, and whether it decides about compiling
+        (analysis/compiled.py)."""
+        return Compiled(self.facts, self.names, self.hot)
+
+    def graph_break(self, node: cst.CSTNode) -> str:
+        """What a sync finding's message adds when `node` runs inside compiled code."""
+        return "; inside torch.compile'd code it also breaks the graph" if self.compiled.holds(node) else ""
 
     # -- modules ------------------------------------------------------------------------
     @functools.cached_property

@@ -138,6 +138,7 @@ class Project:
         self._published_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._wrapped: Optional[dict[tuple[int, int], dict[str, str]]] = None
         self._wrapped_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._compiles: Optional[str] = None  # "" once found to be nowhere
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -841,6 +842,24 @@ class Project:
                 if param is not None:
                     self._wrapped.setdefault(callee.key(), {})[param] = wrapper
 
+    def compiles(self) -> Optional[str]:
+        """Where some module of the project compiles (a `torch.compile` call or decorator): a
+        training script whose model another module compiles is compiled."""
+        if self._compiles is None:
+            self._compiles = ""
+            for module in self.modules.values():
+                if module.is_test:
+                    continue
+                for info in [module.summary.toplevel, *module.summary.functions]:
+                    names = [(c.target, c.line) for c in (*info.calls, *info.cold_calls) if c.kind in ("global", "dotted")]
+                    names.extend((d, info.line) for d in info.decorators)
+                    for name, line in names:
+                        found = self.resolve_dotted(module, name)
+                        if isinstance(found, External) and found.qualified == "torch.compile":
+                            self._compiles = f"{module.display}:{line} calls torch.compile"
+                            return self._compiles
+        return self._compiles or None
+
     def host_read_keys(self, module: Module) -> frozenset[str]:
         """The keys of the dict literals `module` returns that the project reads, and only ever
         reads on the host (`params["order"].tolist()`, `for i in params["order"]`): an entry
@@ -1014,6 +1033,7 @@ class Project:
             movers=self.movers(),
             unpinned_collates=self.unpinned_collates(module),
             offers_ddp=self.offers_ddp(module),
+            compiles=self.compiles(),
             wrapped_parameters=tuple(
                 (index, tuple(sorted(params.items())))
                 for index, params in sorted(
