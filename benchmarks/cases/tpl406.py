@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from torch import nn
 
 from ..harness import Case, Tolerance
 from . import common
@@ -48,32 +47,10 @@ class Trainer:
 """
 
 
-class TinyGPT(nn.Module):
-    """Token and position embeddings, pre-norm causal transformer layers, a head tied to the embedding."""
-
-    def __init__(self, vocab: int, width: int, depth: int, heads: int, tokens: int):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, width)
-        self.position = nn.Parameter(torch.zeros(tokens, width))
-        layer = nn.TransformerEncoderLayer(
-            width, heads, 4 * width, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
-        )
-        self.layers = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(width)
-        self.head = nn.Linear(width, vocab, bias=False)
-        self.head.weight = self.embed.weight
-        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(tokens), persistent=False)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        h = self.embed(tokens) + self.position[: tokens.shape[1]]
-        h = self.layers(h, mask=self.mask, is_causal=True)
-        return self.head(self.norm(h))
-
-
 def make_accumulating_step(module, size, device):
     """One optimizer step of `accum` micro-steps on this rank's own batches."""
     rank = dist.get_rank() if dist.is_initialized() else 0
-    model = TinyGPT(size["vocab"], size["width"], size["depth"], size["heads"], size["tokens"]).to(device)
+    model = common.TinyGPT(size["vocab"], size["width"], size["depth"], size["heads"], size["tokens"]).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
     trainer = module.Trainer(model, optimizer, size["accum"])
     generator = torch.Generator().manual_seed(1000 + rank)
