@@ -127,3 +127,24 @@ def test_test_files_are_silent() -> None:
 def test_fabric_backward_is_silent() -> None:
     source = _SCRIPT.replace("loss.backward()", "fabric.backward(loss)")
     assert lint_source(source, path="train.py", select=["TPL406"]) == []
+
+
+def test_helper_context_handed_the_model_decides_sync() -> None:
+    """NVlabs/edm: `with misc.ddp_sync(ddp, last_round):` around each accumulation round."""
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch_utils import misc
+
+        def train(net, loader, optimizer, num_accumulation_rounds, rank):
+            ddp = torch.nn.parallel.DistributedDataParallel(net, device_ids=[rank])
+            for x, y in loader:
+                for round_idx in range(num_accumulation_rounds):
+                    with misc.ddp_sync(ddp, round_idx == num_accumulation_rounds - 1):
+                        ddp(x.cuda(), y.cuda()).backward()
+                optimizer.step()
+        """
+    ).lstrip("\n")
+    assert lint_source(source, path="train.py", select=["TPL406"]) == []
+    unguarded = source.replace("with misc.ddp_sync(ddp, round_idx == num_accumulation_rounds - 1):", "if True:")
+    assert [f.line for f in lint_source(unguarded, path="train.py", select=["TPL406"])] == [9]

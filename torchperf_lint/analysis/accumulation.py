@@ -66,6 +66,8 @@ class Accumulations:
             return None
         loop = loops[0]
         steps = list(self._steps_in(loop))
+        if any(self._steps_with(step, backward, loop) for step in steps):
+            return None  # an optimizer steps after every backward (stylegan2's discriminator, then its R1 term)
         for step in steps:
             for guard in self._guards(step, loop):
                 if (
@@ -89,6 +91,11 @@ class Accumulations:
         for call in self._facts.method_calls.get("step", ()):
             if self._is_step(call) and self._hot.loops_around(call)[:1] == [loop]:
                 yield call
+
+    def _steps_with(self, step: cst.Call, backward: cst.Call, loop: Loop) -> bool:
+        """`step` runs in every iteration that runs `backward`: no `if` around it in the loop
+        leaves `backward` out."""
+        return all(_inside(backward, guard, self._facts) for guard in self._guards(step, loop))
 
     def _guards(self, node: cst.CSTNode, loop: Loop) -> Iterator[cst.If]:
         """The `if` statements around `node` inside `loop`, innermost first."""

@@ -84,7 +84,8 @@ class AllReduceEveryMicroStep(Rule):
     `require_backward_grad_sync` set by hand as nanoGPT and llm.c do, FSDP2's
     `set_requires_gradient_sync`); a framework that owns accumulation (Lightning's
     `accumulate_grad_batches`, accelerate's `accumulate()` and `accelerator.backward(loss)`,
-    DeepSpeed's `engine.backward(loss)`, Fabric); a loop that steps the optimizer at every
+    DeepSpeed's `engine.backward(loss)`, Fabric); a `with` around the micro-step that is handed the
+    model (NVlabs/edm's `with misc.ddp_sync(ddp, sync):`: a helper of the project decides); a loop that steps the optimizer at every
     `backward()` (no accumulation, or a step in both branches: `if scaler: scaler.step(opt) else:
     opt.step()`); a model that is never wrapped for data parallelism; test files.
     """
@@ -316,6 +317,18 @@ class AllReduceEveryMicroStep(Rule):
                         optimizer.step()
                         optimizer.zero_grad()
             """,
+        "sync-decided-by-a-project-helper": """
+            import torch
+            from torch_utils import misc
+
+            def train(net, loader, optimizer, num_accumulation_rounds, rank):
+                ddp = torch.nn.parallel.DistributedDataParallel(net, device_ids=[rank])
+                for x, y in loader:
+                    for round_idx in range(num_accumulation_rounds):
+                        with misc.ddp_sync(ddp, round_idx == num_accumulation_rounds - 1):
+                            ddp(x.cuda(), y.cuda()).backward()
+                    optimizer.step()
+            """,
         "deepspeed-engine-owns-accumulation": """
             import deepspeed
 
@@ -362,6 +375,20 @@ class AllReduceEveryMicroStep(Rule):
                     else:
                         optimizer.step()
             """,
+        "periodic-regulariser-after-a-step-every-iteration": """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            def train(net, loader, d_optim, rank, d_reg_every):
+                discriminator = DDP(net.to(rank), device_ids=[rank])
+                for i, (x, y) in enumerate(loader):
+                    discriminator(x.to(rank), y.to(rank)).backward()
+                    d_optim.step()
+                    if i % d_reg_every == 0:
+                        discriminator.zero_grad()
+                        r1_penalty(discriminator, x.to(rank)).backward()
+                        d_optim.step()
+            """,
         "accumulation-on-one-gpu": """
             import torch
 
@@ -403,6 +430,8 @@ class AllReduceEveryMicroStep(Rule):
         if model is None or wrapped is None:
             return
         name = ctx.code(model)
+        if _handed_to_context_manager(node, name, ctx):
+            return
         if wrapped.sharded_in_place:
             advice = (
                 f"call {name}.set_requires_gradient_sync(False) before the micro-steps that do not step "
@@ -445,6 +474,18 @@ class AllReduceEveryMicroStep(Rule):
                     if wrapped is not None:
                         return expr, wrapped
         return None, None
+
+
+def _handed_to_context_manager(backward: cst.Call, model: str, ctx: Context) -> bool:
+    """A `with` around the backward is handed the model (NVlabs/edm's `with misc.ddp_sync(ddp, sync):`,
+    accelerate's `with accelerator.accumulate(model):`): the project decides there when to sync."""
+    for ancestor in ctx.ancestors(backward):
+        if isinstance(ancestor, cst.With):
+            for item in ancestor.items:
+                call = item.item
+                if isinstance(call, cst.Call) and any(ctx.code(arg.value) == model for arg in call.args):
+                    return True
+    return False
 
 
 def _is_method(call: cst.Call, expr: cst.BaseExpression) -> bool:
