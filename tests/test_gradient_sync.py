@@ -148,3 +148,34 @@ def test_helper_context_handed_the_model_decides_sync() -> None:
     assert lint_source(source, path="train.py", select=["TPL406"]) == []
     unguarded = source.replace("with misc.ddp_sync(ddp, round_idx == num_accumulation_rounds - 1):", "if True:")
     assert [f.line for f in lint_source(unguarded, path="train.py", select=["TPL406"])] == [9]
+
+
+def test_helper_of_another_module_that_returns_ddp(tmp_path: Path) -> None:
+    """yolov5: `model = smart_DDP(model)`, with smart_DDP in utils/torch_utils.py."""
+    helper = """
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def smart_DDP(model):
+            return DDP(model, device_ids=[0])
+        """
+    train = """
+        import torch
+        from utils import smart_DDP
+
+        def train(model, loader, optimizer, accumulate, distributed):
+            if distributed:
+                model = smart_DDP(model)
+            last_opt_step = -1
+            for ni, (imgs, targets) in enumerate(loader):
+                loss = model(imgs.cuda(), targets.cuda())
+                loss.backward()
+                if ni - last_opt_step >= accumulate:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    last_opt_step = ni
+        """
+    root = write_project(tmp_path, {"utils.py": helper, "train.py": train})
+    assert finding_lines(root, "train.py", "TPL406") == [10]
+    plain = helper.replace("return DDP(model, device_ids=[0])", "return model")
+    root = write_project(tmp_path / "plain", {"utils.py": plain, "train.py": train})
+    assert finding_lines(root, "train.py", "TPL406") == []

@@ -4,7 +4,8 @@ all-reduces (or reduce-scatters) the gradients unless the code says not to.
 A name or attribute holds a wrapped model when one of the values it may be given is the wrapper's
 call: a binding of the name in scope (any of them: `if args.distributed: model = DDP(model)`), a
 value `self.<attr>` is given anywhere in its class, what a function of this file it is bound to
-returns (`model = wrap(model)` with `return DDP(...)`), or what the callers of the function
+returns (`model = wrap(model)` with `return DDP(...)`) or one of another module does (the project
+pass's `EntryFacts.wrapper_builders`: yolov5's `smart_DDP`), or what the callers of the function
 whose parameter it is pass: in this file through their arguments, from other modules through the
 project pass (`EntryFacts.wrapped_parameters`). FSDP2's `fully_shard(model)` wraps in place: a
 call of it on the name counts as a binding. A union counts: the waste happens in the run that
@@ -18,7 +19,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, all_params, returned_values
+from ..syntax.walker import FileFacts, all_params, dotted_name, returned_values
 from .entry import EntryFacts
 from .hotpath import HotPaths
 from .names import Names
@@ -75,6 +76,9 @@ class Wrappers:
         qualified = self._names.qualified_name(call)
         if qualified in GRADIENT_SYNC_WRAPPERS:
             return Wrapped(qualified, call)
+        built = dict(self._entry.wrapper_builders).get(dotted_name(call.func) or "")
+        if built is not None:
+            return Wrapped(built, call)  # a project helper of another module returns it (yolov5's smart_DDP)
         for function in self._hot.resolve_call(call):
             for value in returned_values(function)[0]:
                 found = self.of(value, depth + 1)

@@ -45,6 +45,9 @@ class EntryFacts:
     # why the module already offers DistributedDataParallel (it builds one, or calls a project
     # helper that returns one): a DataParallel beside it is the single-process fallback (TPL402)
     offers_ddp: Optional[str] = None
+    # project functions, as this module calls them, that return a model wrapped in DDP or FSDP:
+    # callee -> the wrapper's qualified name (project/graph.py, wrapper_builders)
+    wrapper_builders: tuple[tuple[str, str], ...] = ()
     compiles: Optional[str] = None  # where some module of the project calls torch.compile (TPL703)
     # per function, the parameters another call of the project passes a model wrapped by DDP or
     # FSDP for: parameter -> the wrapper's qualified name (project/graph.py, wrapped_parameters)
@@ -110,6 +113,7 @@ class EntryFacts:
             unpinned_collates=frozenset(map(str, data["unpinned_collates"])),
             offers_ddp=_text(data["offers_ddp"]),
             compiles=_text(data.get("compiles")),
+            wrapper_builders=tuple((str(name), str(wrapper)) for name, wrapper in data.get("wrapper_builders", ())),
             wrapped_parameters=tuple(
                 (int(index), tuple((str(name), str(wrapper)) for name, wrapper in params))
                 for index, params in data.get("wrapped_parameters", ())

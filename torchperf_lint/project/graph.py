@@ -17,6 +17,7 @@ from ..analysis.entry import EntryFacts, ExternalReason
 from ..analysis.vocabulary import (
     DATASET_BASES,
     DISTRIBUTED_DATA_PARALLEL,
+    GRADIENT_SYNC_WRAPPERS,
     MODULE_ENTRY_POINTS,
     STEP_HOOKS,
     extra_entry_points,
@@ -842,6 +843,22 @@ class Project:
                 if param is not None:
                     self._wrapped.setdefault(callee.key(), {})[param] = wrapper
 
+    def wrapper_builders(self, module: Module) -> dict[str, str]:
+        """The callees, as `module` writes them, that are project functions returning a model
+        they wrap in DDP or FSDP (yolov5's `smart_DDP`): callee -> the wrapper's qualified name."""
+        found: dict[str, str] = {}
+        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
+            function = FunctionRef(module, offset - 1)
+            for call in (*info.calls, *info.cold_calls):
+                if call.kind not in ("global", "dotted") or call.target in found:
+                    continue
+                for callee in self.resolve_call(function, call):
+                    for built in callee.info.returns:
+                        wrapper = self.resolve_dotted(callee.module, built[0]) if built else None
+                        if isinstance(wrapper, External) and wrapper.qualified in GRADIENT_SYNC_WRAPPERS:
+                            found[call.target] = wrapper.qualified
+        return found
+
     def compiles(self) -> Optional[str]:
         """Where some module of the project compiles (a `torch.compile` call or decorator): a
         training script whose model another module compiles is compiled."""
@@ -1034,6 +1051,7 @@ class Project:
             unpinned_collates=self.unpinned_collates(module),
             offers_ddp=self.offers_ddp(module),
             compiles=self.compiles(),
+            wrapper_builders=tuple(sorted(self.wrapper_builders(module).items())),
             wrapped_parameters=tuple(
                 (index, tuple(sorted(params.items())))
                 for index, params in sorted(
