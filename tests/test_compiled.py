@@ -109,3 +109,8 @@ def test_forward_of_a_compiled_instance_is_compiled_code() -> None:
         """
     ((_, message),) = _lint(source, "TPL104")
     assert message.endswith("it also breaks the graph")
+
+
+def test_layout_conversion_is_not_the_move_to_the_device() -> None:
+    source = _SCRIPT.replace("model.cuda()", "model = model.to(memory_format=torch.channels_last)\n        model.cuda()")
+    assert [line for line, _ in _lint(source, "TPL703")] == [5]

@@ -232,6 +232,8 @@ class StepNotCompiled(Rule):
                 a is loop for a in ctx.ancestors(call)
             ):
                 continue
+            if call.args and all(a.keyword is not None and a.keyword.value != "device" for a in call.args):
+                continue  # `model.to(memory_format=...)`, `.to(dtype=...)`: not the move to the device
             receiver = func.value
             if isinstance(receiver, (cst.Name, cst.Attribute)) and ctx.code(receiver) in called:
                 return receiver, call
