@@ -12,7 +12,6 @@ from ...engine.findings import Report
 from ..base import Rule
 from ..transfer.tpl105_sync_in_forward import SyncInForward
 from ..transfer.tpl107_sync_per_step import SyncPerStep
-from .common import torch_optimizer
 
 # The issue that proposed the rule measured a whole step under torch.compile on an H100 (torch
 # 2.11); benchmarks/cases/tpl703.py measures it again (Measured on the rule's page).
@@ -23,7 +22,7 @@ _MOVES = frozenset({"to", "cuda"})
 
 class StepNotCompiled(Rule):
     """## What it does
-    Flags a CUDA training script (a step loop whose own `loss.backward()` is followed by an
+    Flags a CUDA training script (a step loop that runs its own `loss.backward()` and steps an
     optimizer) in which nothing is compiled: no `torch.compile` call or decorator, no
     `model.compile()`, and no option that decides about it (a `compile=`/`torch_compile=`
     keyword for a trainer, a `compile` setting, a `--compile` flag), in the script or anywhere in
@@ -50,8 +49,9 @@ class StepNotCompiled(Rule):
 
     ## When it stays silent
     Anything compiled or an option about compiling, here or in another module of the project;
-    a runtime older than torch 2.0 (the project pins one); files without a step loop of their own,
-    or whose backward belongs to a framework (`accelerator.backward(loss)`, Lightning: trainers
+    a runtime older than torch 2.0 (the project pins one); files without a step loop of their own
+    that steps an optimizer (a timing helper's loop of `backward()` calls), or whose backward belongs
+    to a framework (`accelerator.backward(loss)`, Lightning: trainers
     have compile options of their own); backward without an optimizer; CPU-only scripts; test files.
     """
 
@@ -173,6 +173,21 @@ class StepNotCompiled(Rule):
                     accelerator.backward(model(x, y))
                     optimizer.step()
             """,
+        "timing-helper-beside-an-optimizer-factory": """
+            import time
+            import torch
+
+            def smart_optimizer(model, lr):
+                return torch.optim.SGD(model.parameters(), lr=lr, fused=True)
+
+            def profile(x, ops, n=10):
+                for m in ops:
+                    m = m.to("cuda")
+                    for _ in range(n):
+                        t0 = time.time()
+                        m(x).sum().backward()
+                        print(time.time() - t0)
+            """,
         "cpu-only-script": """
             import torch
 
@@ -200,10 +215,15 @@ class StepNotCompiled(Rule):
             ),
             None,
         )
-        if backward is None or not any(ctx.is_optimizer_step(c) or torch_optimizer(c, ctx) for c in calls):
+        if backward is None:
             return
         loop = ctx.step_loop(backward)
         assert loop is not None
+        # the optimizer steps in the same loop (yolov5's `profile()` times backward() beside an
+        # optimizer factory of the same file: no training step)
+        around = ctx.hot.loops_around(backward)  # an outer loop steps after inner micro-steps (edm)
+        if not any(ctx.is_optimizer_step(c) and any(a is b for a in ctx.ancestors(c) for b in around) for c in calls):
+            return
         model, at = self._model_move(loop, calls, ctx)
         yield self.report(
             at or backward,
