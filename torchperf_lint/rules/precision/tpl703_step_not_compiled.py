@@ -222,7 +222,9 @@ class StepNotCompiled(Rule):
         # the optimizer steps in the same loop (yolov5's `profile()` times backward() beside an
         # optimizer factory of the same file: no training step)
         around = ctx.hot.loops_around(backward)  # an outer loop steps after inner micro-steps (edm)
-        if not any(ctx.is_optimizer_step(c) and any(a is b for a in ctx.ancestors(c) for b in around) for c in calls):
+        if not any(
+            ctx.is_optimizer_step(c) and any(a is b for a in ctx.ancestors(c) for b in around) for c in calls
+        ):
             return
         model, at = self._model_move(loop, calls, ctx)
         yield self.report(
