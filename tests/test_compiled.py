@@ -114,3 +114,9 @@ def test_forward_of_a_compiled_instance_is_compiled_code() -> None:
 def test_layout_conversion_is_not_the_move_to_the_device() -> None:
     source = _SCRIPT.replace("model.cuda()", "model = model.to(memory_format=torch.channels_last)\n        model.cuda()")
     assert [line for line, _ in _lint(source, "TPL703")] == [5]
+
+
+def test_step_through_a_grad_scaler_of_any_name_is_a_training_step() -> None:
+    """Pytorch-UNet: `grad_scaler.step(optimizer)`."""
+    source = _SCRIPT.replace("optimizer.step()", "grad_scaler.scale(loss)\n            grad_scaler.step(optimizer)")
+    assert [line for line, _ in _lint(source, "TPL703")] == [4]

@@ -23,6 +23,7 @@ import libcst as cst
 from ..syntax.walker import FileFacts, Loop, dotted_name
 from .hotpath import HotPaths
 from .names import Names
+from .vocabulary import is_optimizer_name
 
 # Receivers of `.backward(loss)` that are a framework's object, not a tensor: accelerate,
 # Lightning Fabric and strategies, DeepSpeed engines, trainers.
@@ -37,6 +38,17 @@ def runs_own_backward(call: cst.Call) -> bool:
         return False
     receiver = (dotted_name(call.func.value) or "").split(".")[-1].lower()
     return not any(word in receiver for word in _DELEGATED_BACKWARD)
+
+
+def steps_an_optimizer(call: cst.Call, is_optimizer_step: Callable[[cst.Call], bool]) -> bool:
+    """`optimizer.step()`, or a loss scaler's `grad_scaler.step(optimizer)` (whatever the scaler is
+    called: Pytorch-UNet's `grad_scaler`)."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"):
+        return False
+    if is_optimizer_step(call):
+        return True
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    return first is not None and is_optimizer_name(dotted_name(first) or "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +101,7 @@ class Accumulations:
     def _steps_in(self, loop: Loop) -> Iterator[cst.Call]:
         """The optimizer steps in `loop`'s body, not in a loop or function nested in it."""
         for call in self._facts.method_calls.get("step", ()):
-            if self._is_step(call) and self._hot.loops_around(call)[:1] == [loop]:
+            if steps_an_optimizer(call, self._is_step) and self._hot.loops_around(call)[:1] == [loop]:
                 yield call
 
     def _steps_with(self, step: cst.Call, backward: cst.Call, loop: Loop) -> bool:

@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ...analysis.accumulation import runs_own_backward
+from ...analysis.accumulation import runs_own_backward, steps_an_optimizer
 from ...engine.context import Context
 from ...engine.findings import Report
 from ..base import Rule
@@ -223,7 +223,8 @@ class StepNotCompiled(Rule):
         # optimizer factory of the same file: no training step)
         around = ctx.hot.loops_around(backward)  # an outer loop steps after inner micro-steps (edm)
         if not any(
-            ctx.is_optimizer_step(c) and any(a is b for a in ctx.ancestors(c) for b in around) for c in calls
+            steps_an_optimizer(c, ctx.is_optimizer_step) and any(a is b for a in ctx.ancestors(c) for b in around)
+            for c in calls
         ):
             return
         model, at = self._model_move(loop, calls, ctx)
