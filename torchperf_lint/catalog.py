@@ -27,6 +27,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL403", "cudnn-benchmark-off", False),
     ("TPL404", "convnet-without-channels-last", True),
     ("TPL405", "size-off-tensor-cores", False),
+    ("TPL406", "all-reduce-every-micro-step", False),
     ("TPL501", "dataloader-num-workers", True),
     ("TPL502", "dataloader-pin-memory", False),
     ("TPL503", "dataloader-persistent-workers", True),
@@ -36,4 +37,5 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL604", "synchronize-in-step", False),
     ("TPL701", "fp32-training", True),
     ("TPL702", "unfused-optimizer", True),
+    ("TPL703", "step-not-compiled", False),
 )

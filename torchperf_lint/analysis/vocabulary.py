@@ -121,6 +121,25 @@ DISTRIBUTED_DATA_PARALLEL = frozenset(
     }
 )
 
+# Wrappers that all-reduce (or reduce-scatter) gradients during every backward() unless told not
+# to: `no_sync()` on DDP and FSDP1; FSDP2's `fully_shard` takes `set_requires_gradient_sync(False)`.
+FULLY_SHARDED_DATA_PARALLEL = frozenset(
+    {
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    }
+)
+FULLY_SHARD = frozenset(
+    {
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed.fsdp._fully_shard.fully_shard",
+        "torch.distributed.fsdp._fully_shard._fully_shard.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
+    }
+)
+GRADIENT_SYNC_WRAPPERS = DISTRIBUTED_DATA_PARALLEL | FULLY_SHARDED_DATA_PARALLEL | FULLY_SHARD
+
 NO_GRAD_CONTEXTS = frozenset(
     {
         "torch.no_grad",

@@ -22,6 +22,7 @@ from ..analysis.vocabulary import (
     DEBUG_FLAGS,
     DEFAULT_DEVICE_SETTERS,
     DEFAULT_DTYPES,
+    GRADIENT_SYNC_WRAPPERS,
     LAYOUT_READS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
@@ -75,6 +76,9 @@ class Call:
     param_args: dict[str, str] = dataclasses.field(default_factory=dict)
     # the datasets it passes, by slot as in `args`: project/datasets.py's tokens
     datasets: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the models it passes wrapped for data parallelism (`train(ddp_model)` with `ddp_model =
+    # DDP(model)` in the caller): slot as in `args` -> the wrapper's qualified name
+    wrapped: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -1321,6 +1325,7 @@ class _Summarizer:
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
+                call.wrapped = self._wrapped(node, scopes[0])
                 (function.cold_calls if cold else function.calls).append(call)
 
         self._later(describe)
@@ -1412,6 +1417,21 @@ class _Summarizer:
         passed.extend((k.arg, k.value) for k in node.keywords if k.arg)
         tokens = ((slot, _dataset_token(value, local)) for slot, value in passed)
         return {slot: token for slot, token in tokens if token}
+
+    def _wrapped(self, node: ast.Call, local: _Locals) -> dict[str, str]:
+        """The arguments that are a model wrapped by DDP or FSDP: the wrapper's call itself, or a
+        name the caller binds to one (on any of its paths: `if args.distributed: model = DDP(model)`)."""
+        passed = [(str(i), a) for i, a in enumerate(node.args)]
+        passed.extend((k.arg, k.value) for k in node.keywords if k.arg)
+        found: dict[str, str] = {}
+        for slot, value in passed:
+            values = local.values.get(value.id, ()) if isinstance(value, ast.Name) else (value,)
+            for each in values:
+                callee = _constructed(each)
+                qualified = self.qualify(callee) if callee else ""
+                if qualified in GRADIENT_SYNC_WRAPPERS:
+                    found[slot] = qualified
+        return found
 
     def _host_args(self, node: ast.Call, local: _Locals) -> list[str]:
         host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg, local)]

@@ -74,7 +74,7 @@ class SyncPerStep(Rule):
     summary = "Device-to-host sync at every step of a training loop"
     message = (
         "{what} makes the host wait for the device in {place} at every step; keep running values "
-        "on the device and read them every N steps"
+        "on the device and read them every N steps{graph}"
     )
     default_on = False
     fix_safety = Safety.NONE
@@ -237,7 +237,9 @@ class SyncPerStep(Rule):
                 return
             if any(self._device_reading(part, ctx) for part in condition_parts(node.test, ctx)):
                 what = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
-                yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
+                yield self.report(
+                    node, reason=reason, what=what, place=hot_place(node, ctx), graph=ctx.graph_break(node)
+                )
             return
         assert isinstance(node, cst.Call)
         sync = host_sync(node, ctx)
@@ -247,7 +249,7 @@ class SyncPerStep(Rule):
             return  # a batch from the DataLoader is still on the host
         if _read_already(node, ctx):
             return
-        yield self.report(node, reason=reason, what=sync, place=hot_place(node, ctx))
+        yield self.report(node, reason=reason, what=sync, place=hot_place(node, ctx), graph=ctx.graph_break(node))
 
     @staticmethod
     def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
