@@ -1,0 +1,85 @@
+"""Values the analysis follows to where a rule needs them (RULES.md, "Values that travel"), each
+found the same on every route: the library API (the editor's), the CLI on the file and on the
+project, and flake8. From the reading set (benchmarks/ecosystem/misses.csv)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchperf_lint.api import lint_source
+from torchperf_lint.cli import main
+
+from .helpers import write_project
+
+
+def _cli(capsys: pytest.CaptureFixture[str], path: Path, target: Path, code: str) -> list[int]:
+    main(["--format", "json", "--no-cache", "--select", code, str(path)])
+    findings = json.loads(capsys.readouterr().out)
+    return sorted(int(f["line"]) for f in findings if Path(f["path"]).resolve() == target.resolve())
+
+
+def _flake8(root: Path, target: Path, code: str) -> list[int]:
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", code, "--format", "%(row)d", str(target)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return sorted(int(row) for row in result.stdout.split())
+
+
+def routes(capsys: pytest.CaptureFixture[str], root: Path, target: str, code: str) -> list[int]:
+    """The lines of `code`'s findings in `target`, after checking every route gives the same."""
+    path = root / target
+    api = sorted(f.line for f in lint_source(path.read_text(), str(path), select=[code]))
+    assert _cli(capsys, path, path, code) == api, "the CLI on the file"
+    assert _cli(capsys, root, path, code) == api, "the CLI on the project"
+    assert _flake8(root, path, code) == api, "flake8"
+    return api
+
+
+# -- a value the step back-propagates is a tensor ------------------------------------------
+# DiT's train.py: the loss comes out of a dict a project method returns, then `.item()` per step
+DIFFUSION = """
+import torch
+
+class Diffusion:
+    def training_losses(self, model, x, t):
+        return {"loss": (model(x, t) - x) ** 2}
+"""
+TRAIN = """
+import torch
+from diffusion import Diffusion
+
+def train(model, loader, opt, device):
+    diffusion = Diffusion()
+    running_loss = 0.0
+    for x, y in loader:
+        x = x.to(device)
+        t = torch.randint(0, 1000, (x.shape[0],), device=device)
+        loss_dict = diffusion.training_losses(model, x, t)
+        loss = loss_dict["loss"].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        running_loss += loss.item()
+        stats = diffusion.training_losses(model, x, t)
+        running_loss += stats["loss"].mean().item()
+    return running_loss
+
+model = torch.nn.Linear(4, 4).cuda()
+"""
+
+
+def test_a_loss_out_of_a_returned_dict_that_the_step_back_propagates_syncs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"diffusion.py": DIFFUSION, "train.py": TRAIN})
+    # line 17, the same read of a loss nothing back-propagates, stays unknown and silent
+    assert routes(capsys, root, "train.py", "TPL107") == [15]
