@@ -83,3 +83,41 @@ def test_a_loss_out_of_a_returned_dict_that_the_step_back_propagates_syncs(
     root = write_project(tmp_path, {"diffusion.py": DIFFUSION, "train.py": TRAIN})
     # line 17, the same read of a loss nothing back-propagates, stays unknown and silent
     assert routes(capsys, root, "train.py", "TPL107") == [15]
+
+
+# -- a mapping built from named_parameters() is a parameter sequence -----------------------
+# DiT's update_ema: `OrderedDict(model.named_parameters())`, walked with `.items()`
+EMA = """
+from collections import OrderedDict
+
+import torch
+
+@torch.no_grad()
+def update_ema(ema_model, model, decay=0.9999):
+    ema_params = OrderedDict(ema_model.named_parameters())
+    model_params = OrderedDict(model.named_parameters())
+    for name, param in model_params.items():
+        ema_params[name].mul_(decay).add_(param.data, alpha=1 - decay)
+
+@torch.no_grad()
+def freeze_blocks(model, names):
+    blocks = OrderedDict(model.named_children())
+    for name, block in blocks.items():
+        block.requires_grad_(name in names)
+
+def train(model, ema, loader, opt):
+    for x, y in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        opt.step()
+        update_ema(ema, model)
+        freeze_blocks(model, ["head"])
+"""
+
+
+def test_a_loop_over_an_ordered_dict_of_named_parameters_is_per_parameter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"train.py": EMA})
+    # line 15, the same loop over an OrderedDict of named_children(), walks modules, not tensors
+    assert routes(capsys, root, "train.py", "TPL204") == [9]
