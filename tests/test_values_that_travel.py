@@ -121,3 +121,35 @@ def test_a_loop_over_an_ordered_dict_of_named_parameters_is_per_parameter(
     root = write_project(tmp_path, {"train.py": EMA})
     # line 15, the same loop over an OrderedDict of named_children(), walks modules, not tensors
     assert routes(capsys, root, "train.py", "TPL204") == [9]
+
+
+# -- a NumPy index array is a host index ---------------------------------------------------
+# cleanrl's ppo_atari.py, at module level: CUDA rollout buffers indexed by a shuffled NumPy minibatch
+PPO = """
+import numpy as np
+import torch
+
+device = torch.device("cuda")
+agent = torch.nn.Linear(4, 1).to(device)
+optimizer = torch.optim.Adam(agent.parameters())
+obs = torch.zeros((128, 4)).to(device)
+returns = torch.zeros(128).to(device)
+b_inds = np.arange(128)
+for update in range(1000):
+    np.random.shuffle(b_inds)
+    for start in range(0, 128, 32):
+        mb_inds = b_inds[start : start + 32]
+        first = b_inds[start]
+        loss = ((agent(obs[mb_inds]).squeeze(1) - returns[mb_inds]) ** 2).mean() + agent(obs[first]).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_cuda_tensor_indexed_by_a_slice_of_a_numpy_array_copies_the_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"ppo.py": PPO})
+    # `obs[first]`, one element of the array (an int), copies nothing
+    assert routes(capsys, root, "ppo.py", "TPL103") == [15, 15]

@@ -236,6 +236,11 @@ class Context:
         or passed by every caller from there) that hot code never rebinds."""
         return self._host_constants.is_host_array(expr)
 
+    def is_index_array(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a NumPy array of indices or a slice of one (`np.arange(n)[start:end]`):
+        indexing a CUDA tensor with it copies it to the device."""
+        return self._host_constants.is_index_array(expr)
+
     # -- tensors and devices -----------------------------------------------------------
     @functools.cached_property
     def _host_tensors(self) -> HostTensors:
