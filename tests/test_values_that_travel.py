@@ -153,3 +153,48 @@ def test_a_cuda_tensor_indexed_by_a_slice_of_a_numpy_array_copies_the_index(
     root = write_project(tmp_path, {"ppo.py": PPO})
     # `obs[first]`, one element of the array (an int), copies nothing
     assert routes(capsys, root, "ppo.py", "TPL103") == [15, 15]
+
+
+# -- a model built by name from a registry -------------------------------------------------
+# pytorch/examples' imagenet/main.py: `models.__dict__[args.arch]()` with --arch defaulting to resnet18
+IMAGENET = """
+import argparse
+
+import torch
+import torchvision.models as models
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-a", "--arch", default="resnet18")
+
+def train(loader, model, optimizer):
+    for images, target in loader:
+        loss = torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+def main(loader, device, name):
+    args = parser.parse_args()
+    model = models.__dict__[args.arch]()
+    other = models.__dict__[name]()
+    if device.type == "cuda":
+        model = torch.nn.DataParallel(model).cuda()
+        other = other.cuda()
+    else:
+        model.to(device)
+    optimizer = torch.optim.SGD([*model.parameters(), *other.parameters()], lr=0.1)
+    for epoch in range(90):
+        train(loader, model, optimizer)
+        train(loader, other, optimizer)
+"""
+
+
+def test_a_registry_model_named_by_an_option_is_judged_by_its_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"main.py": IMAGENET})
+    # `other`, named by a parameter, is unknown; `model.to(device)` runs only off CUDA
+    assert routes(capsys, root, "main.py", "TPL404") == [21]
+    path = root / "main.py"
+    (message,) = [f.message for f in lint_source(path.read_text(), str(path), select=["TPL404"])]
+    assert message.startswith("model (resnet18 assumed: the default of --arch) is a 2-D convnet")

@@ -238,7 +238,9 @@ class HostConstants:
         if isinstance(expr, cst.Name) and expr not in seen:
             bindings = self._names.lookup(expr.value, expr)
             return bool(bindings) and all(
-                b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self.is_index_array(b.node, seen | {expr})
+                b.kind == "assign"
+                and isinstance(b.node, cst.BaseExpression)
+                and self.is_index_array(b.node, seen | {expr})
                 for b in bindings
             )
         return False

@@ -22,6 +22,7 @@ from ..analysis.iteration import Iterations, index_chunks
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.placement import HostModels
+from ..analysis.registries import Registries, RegistryMember
 from ..analysis.rpc_sends import RpcSends
 from ..analysis.runtimes import Runtimes
 from ..analysis.sequential import LoopDependences, LoopFacts
@@ -57,6 +58,15 @@ class Context:
 
     def bindings(self, name: str, at: cst.CSTNode) -> list[Binding]:
         return self.names.lookup(name, at)
+
+    @functools.cached_property
+    def _registries(self) -> Registries:
+        return Registries(self.facts, self.names)
+
+    def registry_member(self, call: cst.Call) -> Optional[RegistryMember]:
+        """What `models.__dict__[args.arch]()` or `getattr(models, name)()` builds: the member a
+        literal names, or the argparse default of the option, said to be assumed."""
+        return self._registries.member(call)
 
     def torch_name(self) -> tuple[str, bool]:
         """How a fix spells `torch`, and whether it must add `import torch`."""

@@ -17,7 +17,9 @@ from ..base import Rule
 SYNC = "copied to the device at every call, a full sync (the host waits for all queued GPU work), not a small copy"
 ON_DEVICE = "build the index once on the device (a buffer registered in __init__)"
 SLICE_FIX = "index with a slice"
-NUMPY_ADVICE = "make the index on the device (torch.randperm(n, device=...) for a shuffle, torch.arange for a range)"
+NUMPY_ADVICE = (
+    "make the index on the device (torch.randperm(n, device=...) for a shuffle, torch.arange for a range)"
+)
 
 
 def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, Optional[cst.Call]]]:
