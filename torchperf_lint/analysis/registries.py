@@ -60,6 +60,39 @@ class Registries:
             return RegistryMember(f"{qualified}.{default}", option)
         return None
 
+    def under_defaults(self, test: cst.BaseExpression) -> Optional[bool]:
+        """What `test` gives when every option keeps its string default (`args.arch.startswith("vgg")`,
+        `args.arch == "resnet18"`, `not`, `and`, `or` of those), or None when it reads anything else."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.under_defaults(test.expression)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self.under_defaults(test.left), self.under_defaults(test.right)
+            if isinstance(test.operator, cst.And):
+                return False if False in (left, right) else (None if None in (left, right) else True)
+            return True if True in (left, right) else (None if None in (left, right) else False)
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and len(test.args) == 1:
+            value, argument = self._default_of(test.func.value), _string(test.args[0].value)
+            if value is None or argument is None or test.func.attr.value not in ("startswith", "endswith"):
+                return None
+            return (
+                value.startswith(argument)
+                if test.func.attr.value == "startswith"
+                else value.endswith(argument)
+            )
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            value, other = self._default_of(test.left), _string(test.comparisons[0].comparator)
+            operator = test.comparisons[0].operator
+            if value is None or other is None or not isinstance(operator, (cst.Equal, cst.NotEqual)):
+                return None
+            return (value == other) == isinstance(operator, cst.Equal)
+        return None
+
+    def _default_of(self, expr: cst.BaseExpression) -> Optional[str]:
+        if isinstance(expr, cst.Attribute) and expr.attr.value in self._option_defaults:
+            return self._option_defaults[expr.attr.value][1]
+        return None
+
     @functools.cached_property
     def _option_defaults(self) -> dict[str, tuple[str, str]]:
         """dest -> (option, string default) of the file's `parser.add_argument(...)` calls; a dest
@@ -75,6 +108,12 @@ class Registries:
                 conflicting.add(dest)
             found[dest] = (option, default)
         return {dest: value for dest, value in found.items() if dest not in conflicting}
+
+
+def _string(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString) and isinstance(expr.evaluated_value, str):
+        return expr.evaluated_value
+    return None
 
 
 def _declared_option(call: cst.Call) -> Optional[tuple[str, str, str]]:

@@ -68,6 +68,10 @@ class Context:
         literal names, or the argparse default of the option, said to be assumed."""
         return self._registries.member(call)
 
+    def under_option_defaults(self, test: cst.BaseExpression) -> Optional[bool]:
+        """What an `if` test on command-line options gives under their defaults, or None."""
+        return self._registries.under_defaults(test)
+
     def torch_name(self) -> tuple[str, bool]:
         """How a fix spells `torch`, and whether it must add `import torch`."""
         alias = self.names.torch_alias()

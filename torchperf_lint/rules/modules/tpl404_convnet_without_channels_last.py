@@ -50,7 +50,8 @@ class ConvnetWithoutChannelsLast(Rule):
     imports or is imported by; CPU-only code; scripts without a step loop; models whose
     construction cannot be read (a parameter, `models.__dict__[name]()` with a name that is neither a
     literal nor an option with a default); test files. A model built from a registry by an option
-    (`models.__dict__[args.arch]()`) is judged by the option's default, which the message names.
+    (`models.__dict__[args.arch]()`) is judged by the option's default, which the message names;
+    its moves in a branch that default never takes (`if args.arch.startswith("vgg"):`) stay silent.
     """
 
     code = "TPL404"
@@ -460,6 +461,9 @@ class ConvnetWithoutChannelsLast(Rule):
         constructors = self._constructors(func.value, ctx)
         if not constructors or not all(_builds_a_convnet(c, ctx) for c in constructors):
             return
+        assumed = _assumed(constructors, ctx)
+        if assumed and _in_branch_the_defaults_skip(node, ctx):
+            return  # `if args.arch.startswith("vgg"):` moves another member than the one assumed
         model = self._model_name(node, ctx)
         if model is not None and not _first_move_of_a_model_it_runs(node, model, ctx):
             return
@@ -638,6 +642,20 @@ def _in_off_cuda_branch(move: cst.Call, ctx: Context) -> bool:
         if isinstance(ancestor, cst.If):
             body, orelse = off_cuda_sides(ancestor.test)
             if (body and child is ancestor.body) or (orelse and child is ancestor.orelse):
+                return True
+        if isinstance(ancestor, cst.FunctionDef):
+            return False
+        child = ancestor
+    return False
+
+
+def _in_branch_the_defaults_skip(move: cst.Call, ctx: Context) -> bool:
+    """The move sits in a branch that the command-line defaults never take."""
+    child: cst.CSTNode = move
+    for ancestor in ctx.ancestors(move):
+        if isinstance(ancestor, cst.If):
+            taken = ctx.under_option_defaults(ancestor.test)
+            if (taken is False and child is ancestor.body) or (taken is True and child is ancestor.orelse):
                 return True
         if isinstance(ancestor, cst.FunctionDef):
             return False
