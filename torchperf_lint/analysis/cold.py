@@ -96,6 +96,26 @@ def _cuda_in_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) 
     return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
 
 
+def off_cuda_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
+    """(the body runs only off CUDA, the else branch does) for a device test: `x.device.type == "cuda"`
+    leaves the else branch to CPU, MPS and other accelerators; `x.device.type == "cpu"` the body."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        body, orelse = off_cuda_sides(test.expression)
+        return orelse, body
+    if isinstance(test, cst.Attribute):
+        name = _last_name(test)
+        return name == "is_cpu", name == "is_cuda"
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        left, right, operator = test.left, comparison.comparator, comparison.operator
+        equal, unequal = isinstance(operator, cst.Equal), isinstance(operator, cst.NotEqual)
+        if _holds_only_off_cuda(left, right):
+            return equal, unequal
+        if _holds_on_cuda(left, right):
+            return unequal, equal
+    return False, False
+
+
 def special_mode_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     """(the body runs only while scripting, tracing or exporting, the else branch does) for
     `if test:`: narrower than `cold_sides`, whose periodic and debug branches still run in training."""

@@ -39,6 +39,11 @@ PURE_CALLS = frozenset(
 _HOST_BUILDERS = GENERATING_FACTORIES | frozenset(
     "tensor as_tensor asarray from_numpy Tensor FloatTensor".split()
 )
+# NumPy calls that make an array of several values, fit to index with (not a scalar: `np.sum(a)`).
+_INDEX_ARRAYS = frozenset(
+    """numpy.arange numpy.array numpy.asarray numpy.random.permutation numpy.argsort
+    numpy.flatnonzero numpy.concatenate""".split()
+)
 # Methods that take an array off the host; any other (`a.astype(np.float32)`, `t.float()`) keeps it there.
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor", "pin_memory"})
 
@@ -219,6 +224,25 @@ class HostConstants:
         if binding.kind == "param" and isinstance(node, cst.Param):
             passed = self._passed(node, binding)
             return passed is not None and all(self._holds_array(p) for p in passed)
+        return False
+
+    def is_index_array(self, expr: cst.BaseExpression, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
+        """`expr` is a NumPy array of several values: made by a NumPy call (`np.arange(n)`,
+        `np.random.permutation(n)`), a slice of one (`inds[start:end]`), or a name every binding of
+        which is one of these. A tensor indexed with it gets a copy of it, made on the host."""
+        if isinstance(expr, cst.Subscript):
+            sliced = all(isinstance(element.slice, cst.Slice) for element in expr.slice)
+            return sliced and self.is_index_array(expr.value, seen)
+        if isinstance(expr, cst.Call):
+            return self._names.qualified_name(expr) in _INDEX_ARRAYS
+        if isinstance(expr, cst.Name) and expr not in seen:
+            bindings = self._names.lookup(expr.value, expr)
+            return bool(bindings) and all(
+                b.kind == "assign"
+                and isinstance(b.node, cst.BaseExpression)
+                and self.is_index_array(b.node, seen | {expr})
+                for b in bindings
+            )
         return False
 
     def _cold(self, node: cst.CSTNode) -> bool:

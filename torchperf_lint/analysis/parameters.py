@@ -2,7 +2,7 @@
 
 A *parameter sequence* is an iterable whose elements are a module's parameters, buffers or
 state-dict tensors: `m.parameters()`, `m.named_parameters()`, `m.buffers()`, `m.named_buffers()`,
-`m.state_dict().values()`/`.items()`, and what is built from one: `list(...)`, `dict(...)`,
+`m.state_dict().values()`/`.items()`, and what is built from one: `list(...)`, `dict(...)` (or `OrderedDict(...)`),
 `filter(f, ...)`, `enumerate(...)`, a comprehension over one (`[p for p in m.parameters() if
 p.requires_grad]`), a `zip` that pairs one with anything, a name or `self.` attribute every
 assignment binds to one. Each iterable is described by the *shape* of its elements, so a loop
@@ -28,6 +28,9 @@ _NAMED_METHODS = {"named_parameters": "parameters", "named_buffers": "buffers"}
 _SAME_ELEMENTS = frozenset(
     {"builtins.list", "builtins.tuple", "builtins.iter", "builtins.reversed", "builtins.sorted"}
 )
+
+# Mappings built from an iterable of pairs: `OrderedDict(m.named_parameters())` maps names to tensors.
+_MAPPINGS = frozenset({"builtins.dict", "collections.OrderedDict"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +175,7 @@ class ParameterSequences:
             return self.of(positional[0])
         if qualified == "builtins.filter" and len(positional) == 2:
             return self.of(positional[1])
-        if qualified == "builtins.dict" and len(positional) == 1:
+        if qualified in _MAPPINGS and len(positional) == 1:
             inner = self.of(positional[0])
             if inner is None:
                 return None

@@ -11,6 +11,7 @@ targets and module calls are only *likely*.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Optional
 
@@ -298,7 +299,20 @@ class TensorInference:
             child, parent = parent, self._facts.parents.get(parent)
         return False
 
+    @functools.cached_property
+    def _backpropagated(self) -> frozenset[Binding]:
+        """The bindings that reach a `name.backward()`: whatever produced it (a loss read out of
+        a dict a project method returned), a value the code back-propagates is a tensor."""
+        found: set[Binding] = set()
+        for call in self._facts.method_calls.get("backward", ()):
+            receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+            if isinstance(receiver, cst.Name):
+                found.update(self._names.reaching(receiver))
+        return frozenset(found)
+
     def _binding(self, binding: Binding, name: str) -> Tensorness:
+        if binding in self._backpropagated:
+            return Tensorness.CERTAIN
         node = binding.node
         if binding.kind in ("assign", "unpack") and isinstance(node, cst.BaseExpression):
             return self.infer(node)

@@ -26,6 +26,7 @@ from ..analysis.iteration import Iterations, index_chunks
 from ..analysis.names import Names
 from ..analysis.parameters import ParameterSequence
 from ..analysis.placement import HostModels
+from ..analysis.registries import Registries, RegistryMember
 from ..analysis.rpc_sends import RpcSends
 from ..analysis.runtimes import Runtimes
 from ..analysis.sequential import LoopDependences, LoopFacts
@@ -63,6 +64,19 @@ class Context:
 
     def bindings(self, name: str, at: cst.CSTNode) -> list[Binding]:
         return self.names.lookup(name, at)
+
+    @functools.cached_property
+    def _registries(self) -> Registries:
+        return Registries(self.facts, self.names)
+
+    def registry_member(self, call: cst.Call) -> Optional[RegistryMember]:
+        """What `models.__dict__[args.arch]()` or `getattr(models, name)()` builds: the member a
+        literal names, or the argparse default of the option, said to be assumed."""
+        return self._registries.member(call)
+
+    def under_option_defaults(self, test: cst.BaseExpression) -> Optional[bool]:
+        """What an `if` test on command-line options gives under their defaults, or None."""
+        return self._registries.under_defaults(test)
 
     def torch_name(self) -> tuple[str, bool]:
         """How a fix spells `torch`, and whether it must add `import torch`."""
@@ -297,6 +311,11 @@ class Context:
         """`expr` is host data built once (a NumPy array, a list or a CPU tensor bound at set-up,
         or passed by every caller from there) that hot code never rebinds."""
         return self._host_constants.is_host_array(expr)
+
+    def is_index_array(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a NumPy array of indices or a slice of one (`np.arange(n)[start:end]`):
+        indexing a CUDA tensor with it copies it to the device."""
+        return self._host_constants.is_index_array(expr)
 
     # -- tensors and devices -----------------------------------------------------------
     @functools.cached_property

@@ -6,6 +6,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from ...analysis.cold import off_cuda_sides
+from ...analysis.layers import is_library_convnet
 from ...engine.context import Context
 from ...engine.edits import add_keyword, has_star_kwargs, keyword, torch_attribute
 from ...engine.findings import Fix, Report, Safety
@@ -46,14 +48,17 @@ class ConvnetWithoutChannelsLast(Rule):
     (depthwise convolutions with LayerNorm), measured to gain about 2%; projects that already name
     `channels_last` (a `memory_format=`, a `--channels-last` flag) in the script or a module it
     imports or is imported by; CPU-only code; scripts without a step loop; models whose
-    construction cannot be read (`models.__dict__[arch]()`, a parameter); test files.
+    construction cannot be read (a parameter, `models.__dict__[name]()` with a name that is neither a
+    literal nor an option with a default); test files. A model built from a registry by an option
+    (`models.__dict__[args.arch]()`) is judged by the option's default, which the message names;
+    its moves in a branch that default never takes (`if args.arch.startswith("vgg"):`) stay silent.
     """
 
     code = "TPL404"
     name = "convnet-without-channels-last"
     summary = "2-D convnet trained on CUDA in NCHW layout"
     message = (
-        "{model} is a 2-D convnet run in the default NCHW layout, which tensor-core convolutions "
+        "{model}{assumed} is a 2-D convnet run in the default NCHW layout, which tensor-core convolutions "
         "must transpose; convert it with {model}.to(memory_format=torch.channels_last) and its "
         "input with x.to(device, memory_format=torch.channels_last) "
         "(or x.contiguous(memory_format=torch.channels_last))"
@@ -166,6 +171,32 @@ class ConvnetWithoutChannelsLast(Rule):
             for step, (x, y) in enumerate(loader):
                 nn.functional.cross_entropy(net(x.cuda()), y.cuda()).backward()
                 opt.step()
+            """,
+        # pytorch/examples' imagenet/main.py: the model is named by --arch, resnet18 unless told otherwise
+        "registry-member-by-option-default": """
+            import argparse
+
+            import torch
+            import torchvision.models as models
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-a", "--arch", default="resnet18")
+
+            def train(loader, model, optimizer):
+                for images, target in loader:
+                    loss = torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda())
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+            def main():
+                args = parser.parse_args()
+                model = models.__dict__[args.arch]()
+                if torch.cuda.is_available():
+                    model = torch.nn.DataParallel(model).cuda()  # expect: TPL404
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for epoch in range(90):
+                    train(loader, model, optimizer)
             """,
     }
     FIXED = {
@@ -381,6 +412,28 @@ class ConvnetWithoutChannelsLast(Rule):
             for x, y in loader:
                 model(x.cuda()).sum().backward()
             """,
+        # a registry member named by an option whose default is a ViT, and the move of the MPS path
+        "registry-member-vit-default-and-mps-branch": """
+            import argparse
+
+            import torch
+            import torchvision.models as models
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--arch", default="vit_b_16")
+            parser.add_argument("--cnn", default="resnet50")
+
+            def main(loader, device):
+                args = parser.parse_args()
+                model = models.__dict__[args.arch]().cuda()
+                cnn = getattr(models, args.cnn)()
+                if device.type == "cuda":
+                    print("training on", torch.cuda.get_device_name())
+                else:
+                    cnn = cnn.to(device)
+                for x, y in loader:
+                    (model(x.cuda()).sum() + cnn(x.cuda()).sum()).backward()
+            """,
         "dtype-cast-is-no-device-move": """
             import torch
             import torchvision
@@ -403,17 +456,23 @@ class ConvnetWithoutChannelsLast(Rule):
             return
         if func.attr.value == "to" and (device_move(node, ctx) is None or not to_accelerator(node, ctx)):
             return
-        if not (ctx.shows_cuda_use or ctx.entry.runs_on_cuda):
+        if not (ctx.shows_cuda_use or ctx.entry.runs_on_cuda) or _in_off_cuda_branch(node, ctx):
             return
         constructors = self._constructors(func.value, ctx)
-        if not constructors or not all(
-            dotted_name(c.func) in ctx.entry.convnet_constructors for c in constructors
-        ):
+        if not constructors or not all(_builds_a_convnet(c, ctx) for c in constructors):
             return
+        assumed = _assumed(constructors, ctx)
+        if assumed and _in_branch_the_defaults_skip(node, ctx):
+            return  # `if args.arch.startswith("vgg"):` moves another member than the one assumed
         model = self._model_name(node, ctx)
         if model is not None and not _first_move_of_a_model_it_runs(node, model, ctx):
             return
-        yield self.report(node, fix=self._fix(node, model, ctx), model=model or "the model")
+        yield self.report(
+            node,
+            fix=self._fix(node, model, ctx),
+            model=model or "the model",
+            assumed=_assumed(constructors, ctx),
+        )
 
     # -- which model ------------------------------------------------------------------
     def _constructors(self, expr: cst.BaseExpression, ctx: Context) -> Optional[list[cst.Call]]:
@@ -421,6 +480,9 @@ class ConvnetWithoutChannelsLast(Rule):
         value its name is assigned (`model = model.cuda()` keeps the model it had)."""
         if isinstance(expr, cst.Call):
             expr = _unchain(expr)
+            wrapped = _wrapped_model(expr, ctx) if isinstance(expr, cst.Call) else None
+            if wrapped is not None:
+                return self._constructors(wrapped, ctx)  # `DataParallel(model).cuda()` moves `model`
             return [expr] if isinstance(expr, cst.Call) and not _is_chain(expr) else None
         if isinstance(expr, cst.Attribute):
             return ctx.module_graph.constructor_calls(expr)
@@ -432,8 +494,10 @@ class ConvnetWithoutChannelsLast(Rule):
             if binding.kind != "assign" or not isinstance(binding.node, cst.Call):
                 return None
             value = _unchain(binding.node)
+            if isinstance(value, cst.Call):
+                value = _wrapped_model(value, ctx) or value
             if isinstance(value, cst.Name) and value.value == expr.value:
-                continue  # model = model.cuda()
+                continue  # model = model.cuda(), model = DataParallel(model)
             if not isinstance(value, cst.Call) or _is_chain(value):
                 return None
             calls.append(value)
@@ -568,6 +632,64 @@ def _builds_a_model_stepped_elsewhere(move: cst.Call, ctx: Context) -> bool:
     function = ctx.enclosing_function(move)
     index = ctx.hot.function_index(function) if function is not None else None
     return index is not None and index in ctx.entry.stepped_model_builders
+
+
+def _in_off_cuda_branch(move: cst.Call, ctx: Context) -> bool:
+    """The move sits in a branch a CUDA run does not take: the else of `if device.type == "cuda":`
+    (the MPS or CPU path of a script that supports several)."""
+    child: cst.CSTNode = move
+    for ancestor in ctx.ancestors(move):
+        if isinstance(ancestor, cst.If):
+            body, orelse = off_cuda_sides(ancestor.test)
+            if (body and child is ancestor.body) or (orelse and child is ancestor.orelse):
+                return True
+        if isinstance(ancestor, cst.FunctionDef):
+            return False
+        child = ancestor
+    return False
+
+
+def _in_branch_the_defaults_skip(move: cst.Call, ctx: Context) -> bool:
+    """The move sits in a branch that the command-line defaults never take."""
+    child: cst.CSTNode = move
+    for ancestor in ctx.ancestors(move):
+        if isinstance(ancestor, cst.If):
+            taken = ctx.under_option_defaults(ancestor.test)
+            if (taken is False and child is ancestor.body) or (taken is True and child is ancestor.orelse):
+                return True
+        if isinstance(ancestor, cst.FunctionDef):
+            return False
+        child = ancestor
+    return False
+
+
+_PARALLEL_WRAPPERS = frozenset(
+    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel"}
+)
+
+
+def _wrapped_model(call: cst.Call, ctx: Context) -> Optional[cst.BaseExpression]:
+    """`model` of `DataParallel(model)`: the wrapper moves and runs the model it holds."""
+    if ctx.qualified_name(call) in _PARALLEL_WRAPPERS and call.args and call.args[0].keyword is None:
+        return call.args[0].value
+    return None
+
+
+def _builds_a_convnet(constructor: cst.Call, ctx: Context) -> bool:
+    """A project or library convnet constructor, or a registry lookup whose member is a library convnet."""
+    if dotted_name(constructor.func) in ctx.entry.convnet_constructors:
+        return True
+    member = ctx.registry_member(constructor)
+    return member is not None and is_library_convnet(member.qualified)
+
+
+def _assumed(constructors: list[cst.Call], ctx: Context) -> str:
+    """` (resnet18 assumed: the default of --arch)` when a registry lookup's member came from a default."""
+    for constructor in constructors:
+        member = ctx.registry_member(constructor)
+        if member is not None and member.option is not None:
+            return f" ({member.qualified.rsplit('.', 1)[-1]} assumed: the default of {member.option})"
+    return ""
 
 
 def _is_chain(call: cst.Call) -> bool:

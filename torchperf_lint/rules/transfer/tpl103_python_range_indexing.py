@@ -17,6 +17,9 @@ from ..base import Rule
 SYNC = "copied to the device at every call, a full sync (the host waits for all queued GPU work), not a small copy"
 ON_DEVICE = "build the index once on the device (a buffer registered in __init__)"
 SLICE_FIX = "index with a slice"
+NUMPY_ADVICE = (
+    "make the index on the device (torch.randperm(n, device=...) for a shuffle, torch.arange for a range)"
+)
 
 
 def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, Optional[cst.Call]]]:
@@ -36,6 +39,8 @@ def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, 
         return None
     if isinstance(value, cst.ListComp):
         return "a list comprehension", None
+    if ctx.is_index_array(value):
+        return "a NumPy array", None
     return None
 
 
@@ -216,7 +221,9 @@ class Advice:
 class PythonRangeIndexing(Rule):
     """## What it does
     Flags a tensor subscript that contains `range(...)`, `list(range(...))`, a list display of
-    ints or a list comprehension: `pred[range(n), target]`, `x[:, [2, 1, 0]]`, `v[:, [-1]]`.
+    ints or a list comprehension: `pred[range(n), target]`, `x[:, [2, 1, 0]]`, `v[:, [-1]]`; and
+    one indexed with a NumPy array of indices or a slice of one (`b_obs[inds[start:end]]` after
+    `inds = np.arange(n); np.random.shuffle(inds)`, the minibatches of a PPO update).
 
     ## Why it is slow
     The index is a Python object: PyTorch turns it into a CPU tensor element by element and
@@ -271,12 +278,15 @@ class PythonRangeIndexing(Rule):
       where a slice would change the result's shape; lists with repeated values, uneven steps or
       indices of both signs (`[0, -1]`: which elements depends on the length); descending lists
       written to; list comprehensions. Their message says to build the index once on the device.
+    - Not fixed: a NumPy index array; the message says to make it on the device
+      (`torch.randperm(n, device=...)` shuffles there).
 
     ## When it stays silent
     Cold code (an index built once costs nothing per step), including branches a step does not
     take (`if x.device.type == "cpu":`, an `except` handler); tensors on the host (a
     `torch.tensor(shape)` indexed by a list copies nothing to the device); subscripts of lists,
-    dicts and NumPy arrays; `range` rebound by the file; single ints and slices.
+    dicts and NumPy arrays; `range` rebound by the file; single ints and slices; one element of a
+    NumPy array (`inds[0]`, an int).
     """
 
     code = "TPL103"
@@ -365,6 +375,24 @@ class PythonRangeIndexing(Rule):
                     pairs = x[[0, 1], [2, 3]]  # expect: TPL103
                     return ends * pairs
             """,
+        # cleanrl's PPO update: minibatches of CUDA rollout buffers drawn with a shuffled NumPy index
+        "numpy-minibatch-index": """
+            import numpy as np
+            import torch
+
+            def update(agent, optimizer, obs_dim, batch_size, minibatch_size, device):
+                b_obs = torch.zeros((batch_size, obs_dim), device=device)
+                b_returns = torch.zeros(batch_size, device=device)
+                b_inds = np.arange(batch_size)
+                np.random.shuffle(b_inds)
+                for start in range(0, batch_size, minibatch_size):
+                    mb_inds = b_inds[start : start + minibatch_size]
+                    value = agent(b_obs[mb_inds])  # expect: TPL103
+                    loss = ((value - b_returns[mb_inds]) ** 2).mean()  # expect: TPL103
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     FIXED = {
         "seed-weighted-nll": """
@@ -429,6 +457,22 @@ class PythonRangeIndexing(Rule):
             """,
     }
     GOOD = {
+        # one element of a NumPy array is an int, and a NumPy array indexed by one stays on the host
+        "numpy-element-and-numpy-table": """
+            import numpy as np
+            import torch
+
+            def update(agent, optimizer, obs_dim, weights, batch_size, device):
+                b_obs = torch.zeros((batch_size, obs_dim), device=device)
+                b_inds = np.random.permutation(batch_size)
+                for step in range(batch_size):
+                    first = b_inds[step]
+                    scale = float(weights[b_inds[:4]].sum())
+                    loss = agent(b_obs[first]).mean() * scale
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            """,
         # Found in real code (kornia's DKD.__init__, yolov5's val.py): a tensor built once, or one
         # on the host, pays no per-step copy.
         "certain-tensor-in-cold-code": """
@@ -532,7 +576,10 @@ class PythonRangeIndexing(Rule):
             reason = ctx.hot_reason(node)
             if reason is None or not ctx.is_tensor(node.value) or ctx.is_host_tensor(node.value):
                 return
-            advice = self._advice(node, position, range_call, ctx)
+            if what == "a NumPy array":
+                advice = Advice(NUMPY_ADVICE)
+            else:
+                advice = self._advice(node, position, range_call, ctx)
             yield self.report(node, reason=reason, fix=advice.fix, what=what, advice=advice.text)
             return
 

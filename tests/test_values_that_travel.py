@@ -1,0 +1,204 @@
+"""Values the analysis follows to where a rule needs them (RULES.md, "Values that travel"), each
+found the same on every route: the library API (the editor's), the CLI on the file and on the
+project, and flake8. From the reading set (benchmarks/ecosystem/misses.csv)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchperf_lint.api import lint_source
+from torchperf_lint.cli import main
+
+from .helpers import write_project
+
+
+def _cli(capsys: pytest.CaptureFixture[str], path: Path, target: Path, code: str) -> list[int]:
+    main(["--format", "json", "--no-cache", "--select", code, str(path)])
+    findings = json.loads(capsys.readouterr().out)
+    return sorted(int(f["line"]) for f in findings if Path(f["path"]).resolve() == target.resolve())
+
+
+def _flake8(root: Path, target: Path, code: str) -> list[int]:
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", code, "--format", "%(row)d", str(target)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return sorted(int(row) for row in result.stdout.split())
+
+
+def routes(capsys: pytest.CaptureFixture[str], root: Path, target: str, code: str) -> list[int]:
+    """The lines of `code`'s findings in `target`, after checking every route gives the same."""
+    path = root / target
+    api = sorted(f.line for f in lint_source(path.read_text(), str(path), select=[code]))
+    assert _cli(capsys, path, path, code) == api, "the CLI on the file"
+    assert _cli(capsys, root, path, code) == api, "the CLI on the project"
+    assert _flake8(root, path, code) == api, "flake8"
+    return api
+
+
+# -- a value the step back-propagates is a tensor ------------------------------------------
+# DiT's train.py: the loss comes out of a dict a project method returns, then `.item()` per step
+DIFFUSION = """
+import torch
+
+class Diffusion:
+    def training_losses(self, model, x, t):
+        return {"loss": (model(x, t) - x) ** 2}
+"""
+TRAIN = """
+import torch
+from diffusion import Diffusion
+
+def train(model, loader, opt, device):
+    diffusion = Diffusion()
+    running_loss = 0.0
+    for x, y in loader:
+        x = x.to(device)
+        t = torch.randint(0, 1000, (x.shape[0],), device=device)
+        loss_dict = diffusion.training_losses(model, x, t)
+        loss = loss_dict["loss"].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        running_loss += loss.item()
+        stats = diffusion.training_losses(model, x, t)
+        running_loss += stats["loss"].mean().item()
+    return running_loss
+
+model = torch.nn.Linear(4, 4).cuda()
+"""
+
+
+def test_a_loss_out_of_a_returned_dict_that_the_step_back_propagates_syncs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"diffusion.py": DIFFUSION, "train.py": TRAIN})
+    # line 17, the same read of a loss nothing back-propagates, stays unknown and silent
+    assert routes(capsys, root, "train.py", "TPL107") == [15]
+
+
+# -- a mapping built from named_parameters() is a parameter sequence -----------------------
+# DiT's update_ema: `OrderedDict(model.named_parameters())`, walked with `.items()`
+EMA = """
+from collections import OrderedDict
+
+import torch
+
+@torch.no_grad()
+def update_ema(ema_model, model, decay=0.9999):
+    ema_params = OrderedDict(ema_model.named_parameters())
+    model_params = OrderedDict(model.named_parameters())
+    for name, param in model_params.items():
+        ema_params[name].mul_(decay).add_(param.data, alpha=1 - decay)
+
+@torch.no_grad()
+def freeze_blocks(model, names):
+    blocks = OrderedDict(model.named_children())
+    for name, block in blocks.items():
+        block.requires_grad_(name in names)
+
+def train(model, ema, loader, opt):
+    for x, y in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        opt.step()
+        update_ema(ema, model)
+        freeze_blocks(model, ["head"])
+"""
+
+
+def test_a_loop_over_an_ordered_dict_of_named_parameters_is_per_parameter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"train.py": EMA})
+    # line 15, the same loop over an OrderedDict of named_children(), walks modules, not tensors
+    assert routes(capsys, root, "train.py", "TPL204") == [9]
+
+
+# -- a NumPy index array is a host index ---------------------------------------------------
+# cleanrl's ppo_atari.py, at module level: CUDA rollout buffers indexed by a shuffled NumPy minibatch
+PPO = """
+import numpy as np
+import torch
+
+device = torch.device("cuda")
+agent = torch.nn.Linear(4, 1).to(device)
+optimizer = torch.optim.Adam(agent.parameters())
+obs = torch.zeros((128, 4)).to(device)
+returns = torch.zeros(128).to(device)
+b_inds = np.arange(128)
+for update in range(1000):
+    np.random.shuffle(b_inds)
+    for start in range(0, 128, 32):
+        mb_inds = b_inds[start : start + 32]
+        first = b_inds[start]
+        loss = ((agent(obs[mb_inds]).squeeze(1) - returns[mb_inds]) ** 2).mean() + agent(obs[first]).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_cuda_tensor_indexed_by_a_slice_of_a_numpy_array_copies_the_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"ppo.py": PPO})
+    # `obs[first]`, one element of the array (an int), copies nothing
+    assert routes(capsys, root, "ppo.py", "TPL103") == [15, 15]
+
+
+# -- a model built by name from a registry -------------------------------------------------
+# pytorch/examples' imagenet/main.py: `models.__dict__[args.arch]()` with --arch defaulting to resnet18
+IMAGENET = """
+import argparse
+
+import torch
+import torchvision.models as models
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-a", "--arch", default="resnet18")
+
+def train(loader, model, optimizer):
+    for images, target in loader:
+        loss = torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+def main(loader, device, name):
+    args = parser.parse_args()
+    model = models.__dict__[args.arch]()
+    other = models.__dict__[name]()
+    if device.type == "cuda":
+        if args.arch.startswith("vgg"):
+            model.cuda()
+        else:
+            model = torch.nn.DataParallel(model).cuda()
+        other = other.cuda()
+    else:
+        model.to(device)
+    optimizer = torch.optim.SGD([*model.parameters(), *other.parameters()], lr=0.1)
+    for epoch in range(90):
+        train(loader, model, optimizer)
+        train(loader, other, optimizer)
+"""
+
+
+def test_a_registry_model_named_by_an_option_is_judged_by_its_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"main.py": IMAGENET})
+    # `other`, named by a parameter, is unknown; `model.to(device)` runs only off CUDA, and the
+    # VGG branch never under the default
+    assert routes(capsys, root, "main.py", "TPL404") == [24]
+    path = root / "main.py"
+    (message,) = [f.message for f in lint_source(path.read_text(), str(path), select=["TPL404"])]
+    assert message.startswith("model (resnet18 assumed: the default of --arch) is a 2-D convnet")
