@@ -1327,6 +1327,8 @@ class _Summarizer:
 
     def _describe(self, func: ast.AST, scopes: tuple[_Locals, ...], cls: int) -> Optional[tuple[str, str]]:
         local = scopes[0]
+        if isinstance(func, ast.Name) and func.id == "self" and cls >= 0:
+            return "self", "__call__"  # a module calling itself runs its forward (`self(idx)` in `generate`)
         if isinstance(func, ast.Name):
             name = func.id
             for scope in scopes:

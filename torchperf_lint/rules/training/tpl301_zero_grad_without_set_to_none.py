@@ -435,8 +435,10 @@ class ZeroGradWithoutSetToNone(Rule):
     @staticmethod
     def _zeroing_place(node: cst.CSTNode, ctx: Context) -> bool:
         """`p.grad = torch.zeros_like(p)` zeroes gradients in hot code or in a function named for
-        it (`zero_grads`, `reset_gradients`); elsewhere (`__init__`, setup) it creates them."""
-        if ctx.is_hot(node):
+        it (`zero_grads`, `reset_gradients`); elsewhere (`__init__`, setup) it creates them. An
+        inference step (generation, evaluation) is not the training step this rule is about."""
+        reason = ctx.hot_reason(node)
+        if reason is not None and not reason.inference_only:
             return True
         function = ctx.enclosing_function(node)
         name = function.name.value.lower() if function is not None else ""
