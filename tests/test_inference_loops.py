@@ -215,3 +215,24 @@ def test_training_rules_do_not_look_at_an_inference_step(tmp_path: Path) -> None
     path = root / "evaluate.py"
     found = [(f.line, f.code) for f in lint_source(path.read_text(), str(path), select=["TPL301", "TPL107"])]
     assert found == [(10, "TPL107")]  # the per-batch sync is reported; the zeroing is not
+
+
+def test_an_epoch_loop_that_samples_once_per_epoch_is_not_an_inference_step(tmp_path: Path) -> None:
+    train = """
+        import torch
+        from model import GPT
+
+        model = GPT(64, 32).cuda()
+        optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+        for epoch in range(10):
+            for step in range(1000):
+                idx = torch.randint(0, 64, (4, 16), device="cuda")
+                model(idx).logsumexp(-1).mean().backward()
+                optimizer.step()
+            with torch.no_grad():
+                z = torch.randint(0, 64, (4, 16)).cuda()
+                print(model(z).mean().item())
+        """
+    root = write_project(tmp_path, {"model.py": _MODEL, "train.py": train})
+    path = root / "train.py"
+    assert lint_source(path.read_text(), str(path), select=["TPL101", "TPL107"]) == []

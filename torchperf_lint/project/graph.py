@@ -572,14 +572,23 @@ class Project:
         for module in self.modules.values():
             if module.is_test:
                 continue
-            cuda = self.shows_cuda(module)
+            cuda, loops = self.shows_cuda(module), module.summary.loops
+            # an epoch loop around a training loop runs its own statements once per epoch
+            epochs: set[int] = set()
+            for step in self.step_loops(module):
+                outer = loops[step].parent
+                while outer >= 0:
+                    epochs.add(outer)
+                    outer = loops[outer].parent
             chosen: set[int] = set()
             for index in range(-1, len(module.summary.functions)):
                 function = FunctionRef(module, index)
                 if function.key() in hot or (function.index < 0 and not cuda):
                     continue  # already per step; a module-level loop without CUDA is a CPU demo
                 for position, call in self._function_calls(function):
-                    if call.loop < 0 or call.loop in chosen or self._loop_owner(module, call.loop) >= 0:
+                    if call.loop < 0 or call.loop in chosen or call.loop in epochs:
+                        continue
+                    if self._loop_owner(module, call.loop) >= 0:
                         continue
                     if any(self._runs_model(callee) for callee in self.callees(function, position)):
                         chosen.add(call.loop)
