@@ -34,6 +34,7 @@ def _data_sized(source: str) -> Optional[str]:
         ("def f(a, loader):\n    for x, b in zip(a, loader):\n        pass", "loader"),
         ("def f():\n    for path in sorted(glob.glob('*.pt')):\n        pass", "the files of glob.glob()"),
         ("def f(x):\n    while x.norm() > 1:\n        x = x / 2", "a while loop"),
+        ("def f(n, v):\n    it = tqdm(range(n)) if v else iter(range(n))\n    for i in it:\n        pass", "range(n)"),
     ],
 )
 def test_loops_over_data_are_data_sized(source: str, expected: str) -> None:

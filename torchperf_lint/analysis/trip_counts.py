@@ -19,6 +19,7 @@ from ..syntax.walker import dotted_name
 IsTensor = Callable[[cst.BaseExpression], bool]
 LoaderLabel = Callable[[cst.BaseExpression], Optional[str]]
 IntValue = Callable[[cst.BaseExpression], Optional[int]]
+BoundValues = Callable[[cst.Name], list[cst.BaseExpression]]
 
 # More iterations than this is data, whatever spelled the count.
 SMALL_COUNT = 16
@@ -31,10 +32,13 @@ _SIZES = frozenset({"numel", "nelement"})
 
 
 class TripCounts:
-    def __init__(self, is_tensor: IsTensor, loader_label: LoaderLabel, int_value: IntValue) -> None:
+    def __init__(
+        self, is_tensor: IsTensor, loader_label: LoaderLabel, int_value: IntValue, bound_values: BoundValues
+    ) -> None:
         self._is_tensor = is_tensor
         self._loader_label = loader_label
         self._int_value = int_value
+        self._bound_values = bound_values
 
     def loop(self, loop: cst.For | cst.While) -> Optional[str]:
         """What data `loop` walks, said for a reader ("train_loader", "range(n)"), or None."""
@@ -42,8 +46,15 @@ class TripCounts:
             return "a while loop"
         return self.iteration(loop.iter)
 
-    def iteration(self, iterated: cst.BaseExpression) -> Optional[str]:
+    def iteration(self, iterated: cst.BaseExpression, depth: int = 0) -> Optional[str]:
         """What data iterating `iterated` walks, or None for a handful or an unknown collection."""
+        if isinstance(iterated, cst.Name) and depth < 3:
+            # `progress = tqdm(range(n)) if verbose else iter(range(n))`, then `for i in progress:`
+            for value in self._bound_values(iterated):
+                for side in _if_sides(value):
+                    found = self.iteration(side, depth + 1)
+                    if found is not None:
+                        return found
         if isinstance(iterated, cst.Call):
             func = dotted_name(iterated.func) or ""
             last = func.rsplit(".", 1)[-1]
@@ -95,6 +106,12 @@ class TripCounts:
                 return f"a dimension of {dotted_name(measured) or 'a tensor'}"
             return self.iteration(measured)
         return f"range({dotted_name(counted) or '...'})"
+
+
+def _if_sides(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(value, cst.IfExp):
+        return [*_if_sides(value.body), *_if_sides(value.orelse)]
+    return [value]
 
 
 def _measured(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:

@@ -147,7 +147,11 @@ class Context:
             found = self.sizes.value(expr)
             return found[0] if found is not None else None
 
-        return TripCounts(self.is_tensor, self.hot.loader_label, int_value)
+        def bound_values(name: cst.Name) -> list[cst.BaseExpression]:
+            bindings = self.bindings(name.value, name)
+            return [b.node for b in bindings if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)]
+
+        return TripCounts(self.is_tensor, self.hot.loader_label, int_value, bound_values)
 
     def data_sized(self, loop: Loop) -> Optional[str]:
         """What data `loop` walks (analysis/trip_counts.py), or None for a handful."""

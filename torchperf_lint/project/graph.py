@@ -596,6 +596,19 @@ class Project:
                 found[id(module)] = frozenset(chosen)
         return found
 
+    def _composed(self, cls: ClassRef) -> bool:
+        """A model is made of parts: it builds layers, keeps objects it builds, or its forward
+        calls one of its attributes. A module with none of these (MONAI's GaussianFilter, which
+        applies `F.conv` with its own kernels) is an operation a transform applies, not a model."""
+        lineage = list(self.lineage(cls))
+        if any(c.info.attributes for c in lineage) or any(dataclasses.astuple(self.layers.of_class(cls))):
+            return True
+        entry = self.entry_point(cls)
+        return entry is not None and any(
+            call.kind == "selfattr" or (call.kind == "self" and self.find_method(cls, call.target) is None)
+            for call in entry.info.calls
+        )
+
     def _runs_model(self, function: FunctionRef) -> bool:
         """Calling `function` runs a model once: it is a model's forward (or `__call__`), or it
         calls one outside its own loops, directly or through helpers (a predictor's `inference`
@@ -607,12 +620,17 @@ class Project:
             return known
         cls = function.info.cls
         if function.index >= 0 and cls >= 0 and function.info.name in MODULE_ENTRY_POINTS:
-            if self.is_module_class(ClassRef(function.module, cls)):
+            owner = ClassRef(function.module, cls)
+            if self.is_module_class(owner) and self._composed(owner):
                 self._runs_model_memo[key] = True
                 return True
         self._runs_model_memo[key] = False  # a recursive call proves nothing
+        # a layer a helper builds and applies in one call (a transform's `GaussianFilter(...)(x)`)
+        # is an operation, not a model
         result = not function.info.rare and any(
-            call.loop < 0 and any(self._runs_model(c) for c in self.callees(function, position))
+            call.loop < 0
+            and call.kind != "instance"
+            and any(self._runs_model(c) for c in self.callees(function, position))
             for position, call in self._function_calls(function)
         )
         self._runs_model_memo[key] = result

@@ -22,6 +22,7 @@ from ..analysis.vocabulary import (
     DEFAULT_DEVICE_SETTERS,
     DEFAULT_DTYPES,
     LAYOUT_READS,
+    LOG_LEVEL_CHECKS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
     NON_CUDA_DEVICE_TYPES,
@@ -341,7 +342,7 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
             return any(b for b, _ in sides), all(o for _, o in sides)
         return all(b for b, _ in sides), any(o for _, o in sides)
     name = (dotted(test.func if isinstance(test, ast.Call) else test) or "").split(".")[-1]
-    if isinstance(test, ast.Call) and name in SPECIAL_MODES:
+    if isinstance(test, ast.Call) and (name in SPECIAL_MODES or name in LOG_LEVEL_CHECKS):
         return True, False
     if isinstance(test, ast.Call) and name in COMPILING:
         return False, True
