@@ -1,11 +1,12 @@
 """Whether a loop's trip count grows with the data (RULES.md, TPL202/TPL203): outside hot code a
 re-grown concatenation or a list of device values costs something only when the loop runs once per
-batch, per sample or per row. A loop over a loader, a dataset, the rows or pieces of a tensor, a
-range counted by a tensor dimension or by a number that is not a small constant (`range(n)`), the
-files found on disk (`glob.glob(...)`), or a `while` loop (it runs until the data says stop) is
-data-sized. A handful of keyframes or reference
-latents walked once per call (`for frame in keyframes:`, `range(3)`) is not: the items of a
-collection whose size nothing here tells run as often as the caller made them, a few.
+batch, per sample or per row. A loop over a loader, a dataset, a collection named for what each
+step or batch produces (`step_losses`, `val_batches`), the rows or pieces of a tensor, a range
+counted by a tensor dimension or by a number that is not a small constant (`range(n)`), the files
+found on disk (`glob.glob(...)`), or a `while` loop (it runs until the data says stop) is
+data-sized. A handful of keyframes or reference latents walked once per call (`for frame in
+keyframes:`, `range(3)`) is not: the items of a collection whose size nothing here tells run as
+often as the caller made them, a few.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ _PIECES = frozenset({"split", "chunk", "unbind", "tensor_split"})
 # Files found on disk: shards, images, checkpoints of a data set, as many as the data has.
 _LISTINGS = frozenset({"glob", "iglob", "rglob", "listdir", "iterdir", "scandir", "walk"})
 _SIZES = frozenset({"numel", "nelement"})
+# Collections named for what a run produces once per batch or per step: `step_losses`, `val_batches`
+_DATA_WORDS = ("dataset", "loader", "step", "losses")
 
 
 class TripCounts:
@@ -73,7 +76,7 @@ class TripCounts:
         if label is not None:
             return label
         name = (dotted_name(iterated) or "").rsplit(".", 1)[-1].lower()
-        if "dataset" in name or "loader" in name or name.endswith("batches"):
+        if any(word in name for word in _DATA_WORDS) or name.endswith("batches"):
             return dotted_name(iterated)
         if self._is_tensor(iterated):
             return f"the rows of {dotted_name(iterated) or 'a tensor'}"
