@@ -30,6 +30,7 @@ def _data_sized(source: str) -> Optional[str]:
         ("def f(x: Tensor):\n    for part in x.split(64):\n        pass", "the pieces of x.split()"),
         ("def f(x: Tensor):\n    for i in range(x.shape[0]):\n        pass", "a dimension of x"),
         ("def f(n):\n    for i in range(n):\n        pass", "range(n)"),
+        ("def f(masks):\n    for i in range(masks.size(0)):\n        pass", "a dimension of masks"),
         ("def f():\n    for i in range(1000):\n        pass", "range()"),
         ("def f(a, loader):\n    for x, b in zip(a, loader):\n        pass", "loader"),
         ("def f(step_losses):\n    return [l.item() for l in step_losses]\n    for l in step_losses:\n        pass", "step_losses"),

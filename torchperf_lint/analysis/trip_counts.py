@@ -105,7 +105,8 @@ class TripCounts:
             return None  # configuration: `range(self.num_layers)` (analysis/configuration.py)
         measured = _measured(counted)
         if measured is not None:  # `len(x)`, `x.shape[0]`, `x.size(0)`: as many as x holds
-            if self._is_tensor(measured):
+            # only arrays have a shape: `x.size(0)` counts rows whatever x was passed as
+            if self._is_tensor(measured) or not _is_len(counted):
                 return f"a dimension of {dotted_name(measured) or 'a tensor'}"
             return self.iteration(measured)
         return f"range({dotted_name(counted) or '...'})"
@@ -115,6 +116,10 @@ def _if_sides(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(value, cst.IfExp):
         return [*_if_sides(value.body), *_if_sides(value.orelse)]
     return [value]
+
+
+def _is_len(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len"
 
 
 def _measured(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
