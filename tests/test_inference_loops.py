@@ -236,3 +236,22 @@ def test_an_epoch_loop_that_samples_once_per_epoch_is_not_an_inference_step(tmp_
     root = write_project(tmp_path, {"model.py": _MODEL, "train.py": train})
     path = root / "train.py"
     assert lint_source(path.read_text(), str(path), select=["TPL101", "TPL107"]) == []
+
+
+def test_a_datasets_one_off_process_is_not_an_inference_step(tmp_path: Path) -> None:
+    dataset = """
+        from torch_geometric.data import InMemoryDataset
+        from model import GPT
+
+        def first_columns(out):
+            return out[:, [0, 1]]
+
+        class Features(InMemoryDataset):
+            def process(self):
+                model = GPT(64, 32).cuda()
+                for idx in self.raw_tokens:
+                    self.cache.append(first_columns(model(idx.cuda())))
+        """
+    root = write_project(tmp_path, {"model.py": _MODEL, "features.py": dataset})
+    path = root / "features.py"
+    assert lint_source(path.read_text(), str(path), select=["TPL103"]) == []

@@ -585,6 +585,8 @@ class Project:
                 function = FunctionRef(module, index)
                 if function.key() in hot or (function.index < 0 and not cuda):
                     continue  # already per step; a module-level loop without CUDA is a CPU demo
+                if self._in_rare_function(function):
+                    continue  # a dataset's one-off process(), a visualisation helper
                 for position, call in self._function_calls(function):
                     if call.loop < 0 or call.loop in chosen or call.loop in epochs:
                         continue
@@ -595,6 +597,17 @@ class Project:
             if chosen:
                 found[id(module)] = frozenset(chosen)
         return found
+
+    @staticmethod
+    def _in_rare_function(function: FunctionRef) -> bool:
+        """`function`, or one it is nested in, runs once or rarely (summary.py's `rare`)."""
+        functions = function.module.summary.functions
+        index = function.index
+        while index >= 0:
+            if functions[index].rare:
+                return True
+            index = functions[index].parent
+        return False
 
     def _composed(self, cls: ClassRef) -> bool:
         """A model is made of parts: it builds layers, keeps objects it builds, or its forward
