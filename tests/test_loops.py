@@ -284,9 +284,9 @@ def test_cat_in_a_conditional_expression_and_by_keyword_is_flagged() -> None:
         """
         import torch
 
-        def collect(chunks):
+        def collect(loader):
             acc = None
-            for c in chunks:
+            for c in loader:
                 acc = c if acc is None else torch.cat(tensors=[acc, c])
             return acc
         """,
@@ -299,9 +299,9 @@ def test_prepending_to_the_accumulator_is_flagged() -> None:
         """
         import torch
 
-        def reverse(chunks):
+        def reverse(x: torch.Tensor):
             acc = torch.empty(0)
-            for c in chunks:
+            for c in x.split(16):
                 acc = torch.cat((c, acc))
             return acc
         """,
@@ -351,10 +351,10 @@ def test_message_names_the_accumulator_and_the_function() -> None:
         """
         import torch
 
-        def grow(chunks):
+        def grow(n, draw):
             out = torch.empty(0)
-            for c in chunks:
-                out = torch.stack([out, c])
+            for i in range(n):
+                out = torch.stack([out, draw(i)])
             return out
         """,
         "TPL202",
@@ -368,14 +368,15 @@ def test_data_keyword_generator_and_legacy_constructor_are_flagged() -> None:
         """
         import torch
 
-        def summarise(losses, scores):
+        def summarise(model, loader, scores):
             logits = torch.log(scores)
-            a = torch.tensor(data=[l.item() for l in losses])
-            b = torch.FloatTensor([logits.max(), logits.min()])
-            return a, b
+            for x in loader:
+                a = torch.tensor(data=[l.item() for l in model(x)])
+                b = torch.FloatTensor([logits.max(), logits.min()])
+                yield a, b
         """,
         "TPL203",
-    ) == [(5, "TPL203"), (6, "TPL203")]
+    ) == [(6, "TPL203"), (7, "TPL203")]
 
 
 def test_float_of_a_derived_tensor_is_flagged_but_of_a_maybe_float_parameter_is_not() -> None:
@@ -383,20 +384,24 @@ def test_float_of_a_derived_tensor_is_flagged_but_of_a_maybe_float_parameter_is_
         """
         import torch
 
-        def scale_of(x):
-            s = torch.abs(x).amax()
-            return torch.tensor([float(s)])
+        def scales_of(loader):
+            for x in loader:
+                s = torch.abs(x.cuda()).amax()
+                yield torch.tensor([float(s)])
         """,
         "TPL203",
-    ) == [(5, "TPL203")]
+    ) == [(6, "TPL203")]
     assert (
         lint(
             """
         import torch
         from torch import Tensor
 
-        def pair(a: Tensor | float, b: Tensor | float):
-            return torch.tensor([float(a), float(b)])
+        def pairs(loader):
+            a: Tensor | float
+            b: Tensor | float
+            for a, b in loader:
+                yield torch.tensor([float(a), float(b)])
         """,
             "TPL203",
         )
@@ -430,8 +435,8 @@ def test_message_says_what_the_list_holds() -> None:
         """
         import torch
 
-        def history(losses):
-            return torch.tensor([l.item() for l in losses])
+        def history(losses: torch.Tensor):
+            return torch.tensor([l.item() for l in losses.unbind(0)])
         """,
         "TPL203",
     )

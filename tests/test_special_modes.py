@@ -8,7 +8,7 @@ import textwrap
 
 from torchperf_lint.api import lint_source
 
-GROWN = "TPL202"  # reported in any loop, hot or not: the special mode is what silences it
+GROWN = "TPL202"  # reported in a data-sized loop, hot or not: the special mode is what silences it
 
 HELPER = """
 import torch

@@ -17,6 +17,7 @@ from .vocabulary import (
     DEBUG_FLAGS,
     DEFAULT_DTYPES,
     LAYOUT_READS,
+    LOG_LEVEL_CHECKS,
     NON_CUDA_DEVICE_TYPES,
     ONCE_FLAGS,
     SPECIAL_MODES,
@@ -143,7 +144,7 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
             return first[0] or second[0], first[1] and second[1]
         return first[0] and second[0], first[1] or second[1]
     name = _last_name(test)
-    if isinstance(test, cst.Call) and name in SPECIAL_MODES:
+    if isinstance(test, cst.Call) and (name in SPECIAL_MODES or name in LOG_LEVEL_CHECKS):
         return True, False
     if isinstance(test, cst.Call) and name in COMPILING:
         return False, True  # the else branch runs only in eager mode, kept out of graphs on purpose

@@ -684,7 +684,10 @@ def _indexes_tensor(
 def builds_no_elements(call: cst.Call, factory: str) -> bool:
     """`torch.empty(0)`, `torch.zeros(0, 4, 2)`, `torch.randperm(0)`: a size with a literal 0
     dimension. The tensor holds nothing to generate or copy (a typed placeholder, the result for
-    an empty input, a way to read the default device)."""
+    an empty input, a way to read the default device). `torch.arange(0)` counts to nothing too."""
+    if factory == "arange":
+        bounds = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+        return len(bounds) == 1 and isinstance(bounds[0], cst.Integer) and bounds[0].evaluated_value == 0
     where = _SIZE_ARGUMENTS.get(factory)
     if where is None:
         return False

@@ -13,11 +13,14 @@ import hashlib
 import json
 from typing import Any, Iterable, Optional
 
+# How a loop outside training that runs a model per iteration is named in reasons
+INFERENCE_LOOP = "inference loop"
+
 
 @dataclasses.dataclass(frozen=True)
 class ExternalReason:
-    """Why the project calls a function hot: its origin ("forward" | "step-hook" | "loop") and
-    the chain of callers, rendered ("called from WeightedCE.forward (model.py:21)")."""
+    """Why the project calls a function hot: its origin ("forward" | "step-hook" | "loop" |
+    "inference") and the chain of callers, rendered ("called from WeightedCE.forward (model.py:21)")."""
 
     origin: str
     callers: str
@@ -30,6 +33,8 @@ class EntryFacts:
     entry_points: tuple[int, ...] = ()  # methods a library base calls per step (MessagePassing.message)
     idle_entry_points: frozenset[int] = frozenset()  # forwards no instance runs (project/graph.py)
     step_loops: frozenset[int] = frozenset()
+    # loops outside training that call a model once per iteration (generation, evaluation)
+    inference_loops: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
     # keys of the dict literals it returns that the project only ever reads on the host
@@ -100,6 +105,7 @@ class EntryFacts:
             ),
             entry_points=tuple(_ints(data["entry_points"])),
             step_loops=frozenset(_ints(data["step_loops"])),
+            inference_loops=frozenset(_ints(data.get("inference_loops", ()))),
             no_grad_callables=frozenset(map(str, data["no_grad_callables"])),
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
@@ -143,7 +149,7 @@ class EntryFacts:
     @property
     def reaches_hot_code(self) -> bool:
         """Other modules run some of this module's code per step."""
-        return bool(self.hot_functions or self.step_loops or self.entry_points)
+        return bool(self.hot_functions or self.step_loops or self.inference_loops or self.entry_points)
 
     def published_weights_of(self, index: int) -> Optional[str]:
         for function, why in self.published_weights:

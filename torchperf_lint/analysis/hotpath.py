@@ -23,7 +23,7 @@ from .cold import (
     leaving_statement,
     special_mode_sides,
 )
-from .entry import NO_FACTS, EntryFacts
+from .entry import INFERENCE_LOOP, NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
     MODULE_CHAIN_METHODS,
@@ -38,7 +38,7 @@ from .vocabulary import (
     runs_rarely,
 )
 
-Origin = str  # "forward" | "step-hook" | "loop"
+Origin = str  # "forward" | "step-hook" | "loop" | "inference"
 Owner = Union[cst.FunctionDef, cst.For, cst.While]
 # what crosses_cold_branch and cold_from look at
 _BRANCHES = frozenset(
@@ -75,6 +75,12 @@ class Reason:
         """Reached from forward or a Lightning step hook (not only from a step loop)."""
         return self.origin in ("forward", "step-hook")
 
+    @property
+    def inference_only(self) -> bool:
+        """Reached only from an inference loop (generation, evaluation): rules about training
+        (optimizer and gradient rules, precision of training) do not look there."""
+        return self.origin == "inference"
+
 
 class HotPaths:
     def __init__(
@@ -92,6 +98,7 @@ class HotPaths:
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
         self._preparing = {node for node, info in facts.functions.items() if _prepares_dataset(info)}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
+        self.inference_loops: dict[Loop, Reason] = self._find_inference_loops()
         self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
         self._rare |= self._preparing
         self._rare.update(self._trainers())
@@ -426,6 +433,18 @@ class HotPaths:
             if (loop not in outer or loop in loaders or loop in updating) and not self._cpu_demo(loop)
         }
 
+    def _find_inference_loops(self) -> dict[Loop, Reason]:
+        """Loops that run a model once per iteration outside training (RULES.md, hot code item
+        4): found by the project pass, which resolves what the loop calls across modules."""
+        loops = self._facts.loops
+        return {
+            loops[index]: Reason("inference", loop=loops[index], loop_label=INFERENCE_LOOP)
+            for index in sorted(self.entry.inference_loops)
+            if index < len(loops)
+            and loops[index] not in self.step_loops
+            and not self.prepares_dataset(loops[index])
+        }
+
     # -- propagation ------------------------------------------------------------------
     def _owner(self, node: cst.CSTNode) -> Optional[Owner]:
         """The innermost step-loop body or function that holds `node`; None when `node` is in a
@@ -457,7 +476,9 @@ class HotPaths:
             elif kind is cst.Decorator:
                 defined_outside = True
             elif kind is cst.For or kind is cst.While:
-                if current in self.step_loops and child is current.body:  # type: ignore[attr-defined]
+                if child is current.body and (  # type: ignore[attr-defined]
+                    current in self.step_loops or current in self.inference_loops
+                ):
                     result = current  # type: ignore[assignment]
                     break
             elif kind is cst.FunctionDef:
@@ -527,7 +548,7 @@ class HotPaths:
             return False
         loops = self.loops_around(branch)  # innermost first
         exited = loops[:1] if isinstance(left, cst.Break) else loops
-        return any(loop in self.step_loops for loop in exited)
+        return any(loop in self.step_loops or loop in self.inference_loops for loop in exited)
 
     def runs_by_default(self, node: cst.CSTNode) -> bool:
         """False when `node` is in a branch the default run never takes, hot or cold: a test on
@@ -595,8 +616,24 @@ class HotPaths:
             queue.append((func, reason))
         queue.extend(self.step_loops.items())
         self._spread(queue, calls_by_owner, hot)
-        # Then what only other modules show: functions they call per step.
+        # Then what only other modules show: functions they call per step; inference steps last,
+        # as the project pass finds them where training and model code did not reach.
+        self._spread_external(False, queue, calls_by_owner, hot)
+        queue.extend(self.inference_loops.items())
+        self._spread(queue, calls_by_owner, hot)
+        self._spread_external(True, queue, calls_by_owner, hot)
+        return hot
+
+    def _spread_external(
+        self,
+        inference: bool,
+        queue: deque[tuple[Owner, Reason]],
+        calls_by_owner: dict[Owner, list[cst.Call]],
+        hot: dict[cst.FunctionDef, Reason],
+    ) -> None:
         for index, external in self.entry.hot_functions:
+            if (external.origin == "inference") != inference:
+                continue
             if index >= len(self._functions) or self._functions[index] in hot:
                 continue
             node = self._functions[index]
@@ -609,7 +646,6 @@ class HotPaths:
             hot[node] = reason
             queue.append((node, reason))
             self._spread(queue, calls_by_owner, hot)
-        return hot
 
     def prepares_dataset(self, node: cst.CSTNode) -> bool:
         """`node` runs in a dataset's one-off preparation (`process()`, `download()`), or a
@@ -671,7 +707,7 @@ class HotPaths:
         owner = self._owner(node)
         result: Optional[Reason] = None
         if isinstance(owner, (cst.For, cst.While)):
-            result = self.step_loops[owner]
+            result = self.step_loops.get(owner) or self.inference_loops[owner]
         elif owner is not None:
             result = self.hot_functions.get(owner)
         self._memo[node] = result

@@ -226,6 +226,8 @@ DEBUG_FLAGS = frozenset(
     | {"plot", "plots"}
     | {"check", "sanity_check"}  # audiocraft's `generate(check=False)`: extra consistency asserts
 )
+# `if logger.isEnabledFor(logging.DEBUG):`: a branch that only feeds log output, as a debug switch
+LOG_LEVEL_CHECKS = frozenset({"isEnabledFor"})
 # Device types a CUDA training step never runs on: a branch taken only there is cold
 # (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
 NON_CUDA_DEVICE_TYPES = frozenset({"cpu", "mps"})

@@ -35,6 +35,7 @@ from ..analysis.sizes import Sizes
 from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
 from ..analysis.torch_version import Declared, bounded_by_imports, target_version
+from ..analysis.trip_counts import TripCounts
 from ..analysis.vocabulary import cuda_prefixes, names_rpc_device_map, shows_cuda_use
 from ..paths import matches_path
 from ..settings import Settings
@@ -196,6 +197,24 @@ class Context:
         """Integer sizes the file states where a static reading finds them (a literal, a name
         bound once to one, a configuration class's default)."""
         return Sizes(self.facts, self.names)
+
+    @functools.cached_property
+    def trip_counts(self) -> TripCounts:
+        """Whether a loop runs once per batch, sample or row, or a handful of times."""
+
+        def int_value(expr: cst.BaseExpression) -> Optional[int]:
+            found = self.sizes.value(expr)
+            return found[0] if found is not None else None
+
+        def bound_values(name: cst.Name) -> list[cst.BaseExpression]:
+            bindings = self.bindings(name.value, name)
+            return [b.node for b in bindings if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)]
+
+        return TripCounts(self.is_tensor, self.hot.loader_label, int_value, bound_values)
+
+    def data_sized(self, loop: Loop) -> Optional[str]:
+        """What data `loop` walks (analysis/trip_counts.py), or None for a handful."""
+        return self.trip_counts.loop(loop)
 
     @functools.cached_property
     def iterations(self) -> Iterations:

@@ -13,7 +13,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Union
 
-from ..analysis.entry import EntryFacts, ExternalReason
+from ..analysis.entry import INFERENCE_LOOP, EntryFacts, ExternalReason
 from ..analysis.vocabulary import (
     DATASET_BASES,
     DISTRIBUTED_DATA_PARALLEL,
@@ -115,8 +115,10 @@ class Project:
         self._reachable: Optional[frozenset[str]] = None
         self._built: Optional[frozenset[tuple[int, int]]] = None
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
+        self._runs_model_memo: dict[tuple[int, int], bool] = {}
         self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
         self._step_loops: dict[int, frozenset[int]] = {}
+        self._inference_loops: dict[int, frozenset[int]] = {}  # by module id; set by _spread_hot
         self._model_builders: Optional[dict[int, set[int]]] = None
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._arguments: dict[tuple[int, int], Values] = {}
@@ -370,6 +372,9 @@ class Project:
         cls = self._owner_class(function)
         if cls is None:
             return []
+        if kind == "self" and target == "__call__":  # `self(x)`: a module runs its own forward
+            forwards = self._dispatch(cls, "forward") if self.is_module_class(cls) else []
+            return forwards or self._dispatch(cls, target)
         if kind == "self":
             methods = self._dispatch(cls, target)
             if methods:
@@ -553,12 +558,101 @@ class Project:
         return self._built
 
     def _loop_owner(self, module: Module, loop: int) -> int:
-        """The innermost step loop at or around `loop`, or -1."""
-        steps = self.step_loops(module)
+        """The innermost step or inference loop at or around `loop`, or -1."""
+        steps = self.step_loops(module) | self._inference_loops.get(id(module), frozenset())
         loops = module.summary.loops
         while loop >= 0 and loop not in steps:
             loop = loops[loop].parent
         return loop
+
+    def inference_loops(self, module: Module) -> frozenset[int]:
+        """Loops outside training and outside hot code whose body calls a model once per
+        iteration (RULES.md, hot code item 4): generation, sampling, evaluation, a predictor's
+        stream. Each is a hot root of its own; training-only rules do not look there."""
+        self.hot()
+        return self._inference_loops.get(id(module), frozenset())
+
+    def _find_inference_loops(self, hot: dict[tuple[int, int], ExternalReason]) -> dict[int, frozenset[int]]:
+        found: dict[int, frozenset[int]] = {}
+        for module in self.modules.values():
+            if module.is_test:
+                continue
+            cuda, loops = self.shows_cuda(module), module.summary.loops
+            # an epoch loop around a training loop runs its own statements once per epoch
+            epochs: set[int] = set()
+            for step in self.step_loops(module):
+                outer = loops[step].parent
+                while outer >= 0:
+                    epochs.add(outer)
+                    outer = loops[outer].parent
+            chosen: set[int] = set()
+            for index in range(-1, len(module.summary.functions)):
+                function = FunctionRef(module, index)
+                if function.key() in hot or (function.index < 0 and not cuda):
+                    continue  # already per step; a module-level loop without CUDA is a CPU demo
+                if self._in_rare_function(function):
+                    continue  # a dataset's one-off process(), a visualisation helper
+                for position, call in self._function_calls(function):
+                    if call.loop < 0 or call.loop in chosen or call.loop in epochs:
+                        continue
+                    if self._loop_owner(module, call.loop) >= 0:
+                        continue
+                    if any(self._runs_model(callee) for callee in self.callees(function, position)):
+                        chosen.add(call.loop)
+            if chosen:
+                found[id(module)] = frozenset(chosen)
+        return found
+
+    @staticmethod
+    def _in_rare_function(function: FunctionRef) -> bool:
+        """`function`, or one it is nested in, runs once or rarely (summary.py's `rare`)."""
+        functions = function.module.summary.functions
+        index = function.index
+        while index >= 0:
+            if functions[index].rare:
+                return True
+            index = functions[index].parent
+        return False
+
+    def _composed(self, cls: ClassRef) -> bool:
+        """A model is made of parts: it builds layers, keeps objects it builds, or its forward
+        calls one of its attributes. A module with none of these (MONAI's GaussianFilter, which
+        applies `F.conv` with its own kernels) is an operation a transform applies, not a model."""
+        lineage = list(self.lineage(cls))
+        if any(c.info.attributes for c in lineage) or any(dataclasses.astuple(self.layers.of_class(cls))):
+            return True
+        entry = self.entry_point(cls)
+        return entry is not None and any(
+            call.kind == "selfattr" or (call.kind == "self" and self.find_method(cls, call.target) is None)
+            for call in entry.info.calls
+        )
+
+    def _runs_model(self, function: FunctionRef) -> bool:
+        """Calling `function` runs a model once: it is a model's forward (or `__call__`), or it
+        calls one outside its own loops, directly or through helpers (a predictor's `inference`
+        running `self.model(im)`). A function that loops over a model (`generate`) runs it many
+        times: its own loop is the inference step, not its caller's."""
+        key = function.key()
+        known = self._runs_model_memo.get(key)
+        if known is not None:
+            return known
+        cls = function.info.cls
+        if function.index >= 0 and cls >= 0 and function.info.name in MODULE_ENTRY_POINTS:
+            owner = ClassRef(function.module, cls)
+            if self.is_module_class(owner) and self._composed(owner):
+                self._runs_model_memo[key] = True
+                return True
+        self._runs_model_memo[key] = False  # a recursive call proves nothing
+        # a layer a helper builds and applies in one call (a transform's `GaussianFilter(...)(x)`)
+        # is an operation, not a model
+        result = not function.info.rare and any(
+            call.loop < 0
+            and call.kind != "instance"
+            and any(self._runs_model(c) for c in self.callees(function, position))
+            for position, call in self._function_calls(function)
+        )
+        self._runs_model_memo[key] = result
+        return result
 
     def hot(self) -> dict[tuple[int, int], ExternalReason]:
         """Every hot function of the project, with why; computed once. A first spread finds the
@@ -588,12 +682,30 @@ class Project:
             if function.key() not in hot:
                 hot[function.key()] = reason
                 queue.append((function, None, reason))
+        self._inference_loops = {}
         for module in self.modules.values():
             if module.is_test:
                 continue  # a test's loop does not make the code it calls run per step
             for index in sorted(self.step_loops(module)):
                 owner = FunctionRef(module, module.summary.loops[index].function)
                 queue.append((owner, index, ExternalReason("loop", "")))
+        self._drain(queue, hot, arguments, sites)
+        # then the inference steps, where training and model code did not reach already
+        self._inference_loops = self._find_inference_loops(hot)
+        for module in self.modules.values():
+            for index in sorted(self._inference_loops.get(id(module), ())):
+                owner = FunctionRef(module, module.summary.loops[index].function)
+                queue.append((owner, index, ExternalReason("inference", "")))
+        self._drain(queue, hot, arguments, sites)
+        return hot
+
+    def _drain(
+        self,
+        queue: deque[tuple[FunctionRef, Optional[int], ExternalReason]],
+        hot: dict[tuple[int, int], ExternalReason],
+        arguments: dict[tuple[int, int], Values],
+        sites: Sites,
+    ) -> None:
         while queue:
             function, loop, reason = queue.popleft()
             module = function.module
@@ -613,7 +725,6 @@ class Project:
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
                     hot[callee.key()] = ExternalReason(reason.origin, text)
                     queue.append((callee, None, hot[callee.key()]))
-        return hot
 
     @staticmethod
     def _leaves(module: Module, call: Call, loop: int) -> bool:
@@ -629,12 +740,13 @@ class Project:
         loops = function.module.summary.loops
         return any(loops[i].function == function.index for i in self.step_loops(function.module))
 
-    @staticmethod
-    def _describe_caller(function: FunctionRef, loop: Optional[int]) -> str:
+    def _describe_caller(self, function: FunctionRef, loop: Optional[int]) -> str:
         module = function.module
         if loop is not None:
             info = module.summary.loops[loop]
             what = f"loop over {info.loader}" if info.loader else "training loop"
+            if loop in self._inference_loops.get(id(module), ()):
+                what = INFERENCE_LOOP
             return f"{what} ({module.display}:{info.line})"
         return f"{function.info.qualname} ({module.display}:{function.info.line})"
 
@@ -719,7 +831,7 @@ class Project:
             if module.is_test or not self.shows_cuda(module):
                 continue
             why = f"called per step from {module.display}, which shows CUDA use"
-            for index in sorted(self.step_loops(module)):
+            for index in sorted(self.step_loops(module) | self.inference_loops(module)):
                 queue.append((FunctionRef(module, module.summary.loops[index].function), index, why))
             for index, _ in hot.get(id(module), ()):
                 queue.append((FunctionRef(module, index), None, why))
@@ -1047,6 +1159,7 @@ class Project:
             entry_points=tuple(sorted(set(entry_points))),
             idle_entry_points=idle,
             step_loops=self.step_loops(module),
+            inference_loops=self.inference_loops(module),
             no_grad_callables=no_grad,
             host_parameters=host,
             host_read_keys=self.host_read_keys(module),

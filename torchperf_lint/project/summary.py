@@ -24,6 +24,7 @@ from ..analysis.vocabulary import (
     DEFAULT_DTYPES,
     GRADIENT_SYNC_WRAPPERS,
     LAYOUT_READS,
+    LOG_LEVEL_CHECKS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
     NON_CUDA_DEVICE_TYPES,
@@ -356,7 +357,7 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
             return any(b for b, _ in sides), all(o for _, o in sides)
         return all(b for b, _ in sides), any(o for _, o in sides)
     name = (dotted(test.func if isinstance(test, ast.Call) else test) or "").split(".")[-1]
-    if isinstance(test, ast.Call) and name in SPECIAL_MODES:
+    if isinstance(test, ast.Call) and (name in SPECIAL_MODES or name in LOG_LEVEL_CHECKS):
         return True, False
     if isinstance(test, ast.Call) and name in COMPILING:
         return False, True
@@ -1350,6 +1351,8 @@ class _Summarizer:
 
     def _describe(self, func: ast.AST, scopes: tuple[_Locals, ...], cls: int) -> Optional[tuple[str, str]]:
         local = scopes[0]
+        if isinstance(func, ast.Name) and func.id == "self" and cls >= 0:
+            return "self", "__call__"  # a module calling itself runs its forward (`self(idx)` in `generate`)
         if isinstance(func, ast.Name):
             name = func.id
             for scope in scopes:

@@ -63,9 +63,9 @@ class Rule:
 
 
 def hot_place(node: cst.CSTNode, ctx: Context) -> str:
-    """`forward()` or `the step loop`: where in the message."""
+    """`forward()`, `the step loop` or `the inference loop`: where in the message."""
     reason = ctx.hot_reason(node)
     if reason is not None and reason.loop is not None and reason.caller is None:
-        return "the step loop"
+        return "the inference loop" if reason.inference_only else "the step loop"
     function = ctx.enclosing_function(node)
     return f"{function.name.value}()" if function is not None else "hot code"

@@ -70,7 +70,10 @@ class CatInLoop(Rule):
     """## What it does
     Flags `acc = torch.cat([acc, y])` (or `torch.stack`, `torch.vstack`, `torch.hstack`...)
     inside a loop, where `acc` carries over from the previous iteration: the accumulator is
-    re-grown by one piece per iteration. Looks in every loop, hot or not.
+    re-grown by one piece per iteration. Looks in hot code, and outside it in loops whose trip
+    count grows with the data: over a loader, a dataset, the rows or pieces of a tensor, a range
+    counted by a tensor dimension or by a number that is not a small constant (`range(n)`), or a
+    `while` loop (analysis/trip_counts.py).
 
     ## Why it is slow
     Each `torch.cat` allocates a new tensor and copies everything accumulated so far, so n
@@ -95,7 +98,10 @@ class CatInLoop(Rule):
     `range(len(self.blocks))`: a handful of iterations fixed when the model is built; and loops
     over the classes or channels of a map (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`); and
     loops that run only while scripting, tracing or exporting (under `if torch.jit.is_tracing():`,
-    or in a private helper only such a branch calls): an export runs them once.
+    or in a private helper only such a branch calls): an export runs them once. Outside hot code,
+    loops of a handful of iterations: a pipeline's set-up that concatenates the keyframes or
+    reference latents it was handed once per call (`for frame in keyframes:`, `range(3)`) copies a
+    few pieces, once.
     """
 
     code = "TPL202"
@@ -106,11 +112,21 @@ class CatInLoop(Rule):
         "append the pieces to a list and call {func}() once after the loop"
     )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
-    where = "any loop"
+    where = "hot code, or a data-sized loop"
     node_types = (cst.Call,)
     benchmark = "TPL202"
 
     BAD = {
+        "features-over-a-loader": """
+            import torch
+
+            @torch.no_grad()
+            def extract_features(backbone, loader):
+                feats = torch.empty(0, 512, device="cuda")
+                for images, _ in loader:
+                    feats = torch.cat([feats, backbone(images.cuda())])  # expect: TPL202
+                return feats
+            """,
         "collect-predictions-in-eval-loop": """
             import torch
 
@@ -167,6 +183,21 @@ class CatInLoop(Rule):
             """,
     }
     GOOD = {
+        # set-up of a video pipeline, once per call: a few keyframes, a fixed number of references
+        "keyframes-once-per-call": """
+            import torch
+
+            @torch.no_grad()
+            def prepare_conditions(vae, keyframes, reference):
+                latents = None
+                for frame in keyframes:
+                    z = vae.encode(frame.cuda())
+                    latents = z if latents is None else torch.cat([latents, z], dim=2)
+                refs = reference[:, :0]
+                for i in range(3):
+                    refs = torch.cat([refs, vae.encode(reference[:, i])], dim=1)
+                return latents, refs
+            """,
         "one-feature-pass-per-image-channel": """
             import torch
             from torch import nn
@@ -291,4 +322,6 @@ class CatInLoop(Rule):
         for read in facts.uses(acc):
             if read.node not in own and not _size_query(read, acc, ctx):
                 return
+        if not ctx.is_hot(node) and ctx.data_sized(loop) is None:
+            return  # outside hot code, a handful of pieces once per call (keyframes) costs nothing
         yield self.report(node, reason=ctx.hot_reason(node), func=ctx.code(node.func), acc=acc)

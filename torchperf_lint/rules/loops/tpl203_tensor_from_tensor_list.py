@@ -91,13 +91,47 @@ def _appended_tensors(name: cst.Name, ctx: Context) -> Optional[str]:
     return found
 
 
+def _data_sized(data: cst.BaseExpression, ctx: Context) -> bool:
+    """The list's length grows with the data: a comprehension over a loader, a dataset or a
+    tensor's rows, or a list appended to in such a loop (analysis/trip_counts.py); a literal list
+    is a handful."""
+    if isinstance(data, (cst.ListComp, cst.GeneratorExp)):
+        comp: Optional[cst.CompFor] = data.for_in
+        while comp is not None:
+            if ctx.trip_counts.iteration(comp.iter) is not None or _data_sized(comp.iter, ctx):
+                return True
+            comp = comp.inner_for_in
+        return False
+    if not isinstance(data, cst.Name):
+        return False
+    bindings = ctx.bindings(data.value, data)
+    for binding in bindings:
+        if isinstance(binding.node, (cst.ListComp, cst.GeneratorExp)) and _data_sized(binding.node, ctx):
+            return True
+    for call in ctx.facts.method_calls.get("append", ()):
+        assert isinstance(call.func, cst.Attribute)
+        receiver = call.func.value
+        if (
+            isinstance(receiver, cst.Name)
+            and receiver.value == data.value
+            and ctx.bindings(data.value, call) is bindings
+        ):
+            loops = ctx.hot.loops_around(call)
+            if loops and ctx.data_sized(loops[0]) is not None:
+                return True
+    return False
+
+
 class TensorFromTensorList(Rule):
     """## What it does
     Flags `torch.tensor(...)` (also `torch.as_tensor`, `torch.Tensor` and the legacy
     `torch.FloatTensor`-style constructors) applied to a Python list of tensors or of their
     `.item()` values: `torch.tensor([t.item() for t in losses])`,
     `torch.tensor([loss_a.detach(), loss_b.detach()])`, or a list filled by
-    `vals.append(loss.detach())` in the same function. Looks everywhere.
+    `vals.append(loss.detach())` in the same function. Looks in hot code, and outside it where
+    the list grows with the data: a comprehension over, or a list appended to in a loop over, a
+    loader, a dataset, a tensor's rows or a range that is not a small constant
+    (analysis/trip_counts.py).
 
     ## Why it is slow
     `torch.tensor` reads a list element by element on the host: every CUDA tensor in it is
@@ -116,6 +150,9 @@ class TensorFromTensorList(Rule):
     tensors (a parameter that may hold floats), and a named list of numbers that `.item()` read
     in other statements (`tokens.append(tok.item())` while decoding, lengths also handed to
     `split`): it holds Python numbers by then, and the syncs are where `.item()` is called.
+    Outside hot code, a handful of values read once per call (a literal list of three
+    `.item()`s, a comprehension over a collection of unknown size such as the keyframes a
+    pipeline was handed).
     """
 
     code = "TPL203"
@@ -126,7 +163,7 @@ class TensorFromTensorList(Rule):
         "use torch.stack() on the tensors to keep them on the device"
     )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
-    where = "anywhere"
+    where = "hot code, or a data-sized loop"
     node_types = (cst.Call,)
     benchmark = "TPL203"
 
@@ -134,16 +171,19 @@ class TensorFromTensorList(Rule):
         "device-values-beside-host-ones": """
             import torch
 
-            def suggestion(history, scores):
+            def suggestions(model, loader, history):
                 losses = torch.tensor(history)
-                on_host = scores.detach().cpu()
-                return torch.tensor([on_host[0].item(), scores[1].item(), losses[0]])  # expect: TPL203
+                for x in loader:
+                    scores = model(x)
+                    on_host = scores.detach().cpu()
+                    yield torch.tensor([on_host[0].item(), scores[1].item(), losses[0]])  # expect: TPL203
             """,
-        "item-comprehension": """
+        "item-comprehension-over-a-loader": """
             import torch
 
-            def epoch_summary(step_losses):
-                history = torch.tensor([loss.item() for loss in step_losses])  # expect: TPL203
+            @torch.no_grad()
+            def batch_losses(model, loader):
+                history = torch.tensor([model(x).mean().item() for x in loader])  # expect: TPL203
                 return history.mean(), history.std()
             """,
         "list-of-scalar-tensors": """
@@ -170,6 +210,14 @@ class TensorFromTensorList(Rule):
             """,
     }
     GOOD = {
+        # outside hot code, a handful of values read once per call
+        "a-handful-once-per-call": """
+            import torch
+
+            def suggestion(history, scores):
+                losses = torch.tensor(history)
+                return torch.tensor([scores[0].item(), scores[1].item(), losses[0]])
+            """,
         "values-of-host-tensors": """
             import torch
 
@@ -257,4 +305,7 @@ class TensorFromTensorList(Rule):
         what = _tensor_elements(data, ctx) if data is not None else None
         if what is None:
             return
+        assert data is not None
+        if not ctx.is_hot(node) and not _data_sized(data, ctx):
+            return  # outside hot code, a handful of values read once per call costs little
         yield self.report(node, reason=ctx.hot_reason(node), func=ctx.code(node.func), what=what)

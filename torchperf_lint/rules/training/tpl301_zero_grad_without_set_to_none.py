@@ -137,8 +137,9 @@ class ZeroGradWithoutSetToNone(Rule):
     `set_to_none=` given a variable; methods that merely end in `zero_grad`; manual zeroing that
     is not in a loop over parameters, that already sits behind a `set_to_none` choice, or that
     follows `if p.grad is None:` (a gradient being created, e.g. as a view into a flat buffer);
-    `p.grad = torch.zeros_like(p)` outside hot code and outside functions named for zeroing
-    (`zero_grads`, `reset_gradients`): in `__init__` or setup it creates gradients; files that
+    `p.grad = torch.zeros_like(p)` outside the training step (in an inference step, a generation
+    or evaluation loop, too) and outside functions named for zeroing (`zero_grads`,
+    `reset_gradients`): in `__init__` or setup it creates gradients; files that
     add into gradients in place (`p.grad += g`, an RPC parameter server), which need the zeros.
     """
 
@@ -435,8 +436,10 @@ class ZeroGradWithoutSetToNone(Rule):
     @staticmethod
     def _zeroing_place(node: cst.CSTNode, ctx: Context) -> bool:
         """`p.grad = torch.zeros_like(p)` zeroes gradients in hot code or in a function named for
-        it (`zero_grads`, `reset_gradients`); elsewhere (`__init__`, setup) it creates them."""
-        if ctx.is_hot(node):
+        it (`zero_grads`, `reset_gradients`); elsewhere (`__init__`, setup) it creates them. An
+        inference step (generation, evaluation) is not the training step this rule is about."""
+        reason = ctx.hot_reason(node)
+        if reason is not None and not reason.inference_only:
             return True
         function = ctx.enclosing_function(node)
         name = function.name.value.lower() if function is not None else ""

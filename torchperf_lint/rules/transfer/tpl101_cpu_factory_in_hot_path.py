@@ -70,7 +70,7 @@ class CpuFactoryInHotPath(Rule):
     sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`), also as an entry of a
     returned dict that the project reads only on the host (`return {"order": torch.randperm(4)}`
     for `params["order"].tolist()`); empty tensors (a literal 0 in the size: `torch.empty(0)`,
-    `torch.zeros(0, 4)`); CPU-only files.
+    `torch.zeros(0, 4)`, `torch.arange(0)`); CPU-only files.
     """
 
     code = "TPL101"
@@ -194,7 +194,7 @@ class CpuFactoryInHotPath(Rule):
             class Boxes(nn.Module):
                 def forward(self, boxes: list):
                     if not boxes:  # nothing to generate or copy
-                        return torch.zeros(0, 4, 2).to(self.anchor.device)
+                        return torch.zeros(0, 4, 2).to(self.anchor.device), torch.arange(0)
                     placeholder = torch.empty(0)
                     return torch.cat([b.cuda() for b in boxes]) + placeholder.sum()
             """,

@@ -221,9 +221,12 @@ class Advice:
 class PythonRangeIndexing(Rule):
     """## What it does
     Flags a tensor subscript that contains `range(...)`, `list(range(...))`, a list display of
-    ints or a list comprehension: `pred[range(n), target]`, `x[:, [2, 1, 0]]`, `v[:, [-1]]`; and
-    one indexed with a NumPy array of indices or a slice of one (`b_obs[inds[start:end]]` after
-    `inds = np.arange(n); np.random.shuffle(inds)`, the minibatches of a PPO update).
+    ints or a list comprehension: `pred[range(n), target]`, `x[:, [2, 1, 0]]`, `v[:, [-1]]`, in
+    hot code; and one indexed with a NumPy array of indices or a slice of one (`b_obs[inds[start:end]]`
+    after `inds = np.arange(n); np.random.shuffle(inds)`, the minibatches of a PPO update). Inference
+    steps are hot too: a loop that runs the model once per iteration outside training (a `generate`
+    that samples one token per iteration, a predictor's stream over images) pays one sync per
+    generated token or per image (`v[:, [-1]]` in a top-k sampler).
 
     ## Why it is slow
     The index is a Python object: PyTorch turns it into a CPU tensor element by element and
@@ -283,7 +286,8 @@ class PythonRangeIndexing(Rule):
 
     ## When it stays silent
     Cold code (an index built once costs nothing per step), including branches a step does not
-    take (`if x.device.type == "cpu":`, an `except` handler); tensors on the host (a
+    take, a loop over layers (each iteration calls another module: not a step) and a loop that
+    calls a model's own `generate` once per sample (the per-token loop inside is the step) (`if x.device.type == "cpu":`, an `except` handler); tensors on the host (a
     `torch.tensor(shape)` indexed by a list copies nothing to the device); subscripts of lists,
     dicts and NumPy arrays; `range` rebound by the file; single ints and slices; one element of a
     NumPy array (`inds[0]`, an int).
@@ -340,6 +344,25 @@ class PythonRangeIndexing(Rule):
                 def forward(self, logits):
                     last = logits[:, [-1]]  # expect: TPL103
                     return torch.softmax(last, dim=-1)
+            """,
+        # nanoGPT's top-k sampling: the generation loop runs the model once per token
+        "top-k-in-generation-loop": """
+            import torch
+            from torch import nn
+
+            class GPT(nn.Module):
+                def forward(self, idx):
+                    return self.head(self.embed(idx))
+
+                @torch.no_grad()
+                def generate(self, idx, max_new_tokens, top_k):
+                    for _ in range(max_new_tokens):
+                        logits = self(idx)[:, -1, :]
+                        v, _ = torch.topk(logits, top_k)
+                        logits = logits.masked_fill(logits < v[:, [-1]], -float("inf"))  # expect: TPL103
+                        next_token = torch.multinomial(logits.softmax(-1), num_samples=1)
+                        idx = torch.cat((idx, next_token), dim=1)
+                    return idx
             """,
         # MONAI's perceptual loss, RGB to BGR at every training step
         "reversed-channels-in-loss": """
@@ -435,6 +458,24 @@ class PythonRangeIndexing(Rule):
                 def forward(self, logits):
                     last = logits[:, -1:]
                     return torch.softmax(last, dim=-1)
+            """,
+        "top-k-in-generation-loop": """
+            import torch
+            from torch import nn
+
+            class GPT(nn.Module):
+                def forward(self, idx):
+                    return self.head(self.embed(idx))
+
+                @torch.no_grad()
+                def generate(self, idx, max_new_tokens, top_k):
+                    for _ in range(max_new_tokens):
+                        logits = self(idx)[:, -1, :]
+                        v, _ = torch.topk(logits, top_k)
+                        logits = logits.masked_fill(logits < v[:, -1:], -float("inf"))
+                        next_token = torch.multinomial(logits.softmax(-1), num_samples=1)
+                        idx = torch.cat((idx, next_token), dim=1)
+                    return idx
             """,
         "reversed-channels-in-loss": """
             import torch
@@ -550,6 +591,37 @@ class PythonRangeIndexing(Rule):
                         return self.body(x)
                     except RuntimeError:
                         return x[:, [-1]]
+            """,
+        # a loop over layers calls a different module each iteration: not a step (the shape probe
+        # runs once, at construction); a loop that calls the model's generate once per sample
+        # leaves the per-token loop inside generate to be the step, not itself
+        "layers-probed-and-samples-drawn": """
+            import torch
+            from torch import nn
+
+            class GPT(nn.Module):
+                def __init__(self, blocks):
+                    super().__init__()
+                    self.blocks = blocks
+                    x = torch.zeros(2, 8, 4).cuda()
+                    widths = []
+                    for block in self.blocks:
+                        x = block(x)
+                        widths.append(x[:, [-1]].shape[-1])
+
+                def forward(self, idx):
+                    return self.head(idx)
+
+                def generate(self, idx, steps):
+                    for _ in range(steps):
+                        idx = torch.cat((idx, self(idx)[:, -1:].argmax(-1)), dim=1)
+                    return idx
+
+            def sample(blocks, prompts):
+                model = GPT(blocks).cuda()
+                for prompt in prompts:
+                    out = model.generate(prompt, 16)
+                    print(out[:, [0, 1, 2]].sum())
             """,
         "slice-flip-and-index-buffer": """
             import torch
