@@ -770,6 +770,12 @@ class Project:
                         found.add(call.target)
         return frozenset(found)
 
+    def signal_convnet_constructors(self, module: Module) -> frozenset[str]:
+        """Those of convnet_constructors whose model also works on a signal or a volume."""
+        return frozenset(
+            written for written in self.convnet_constructors(module) if self.layers.takes_signal(module, written)
+        )
+
     def _moved_models(self, module: Module) -> Iterator[ClassRef]:
         """The project's model classes `module` constructs and moves (`Net().to(device)`)."""
         for info in [module.summary.toplevel, *module.summary.functions]:
@@ -987,6 +993,7 @@ class Project:
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
+            signal_convnet_constructors=self.signal_convnet_constructors(module),
             stepped_model_builders=self.stepped_model_builders(module),
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),

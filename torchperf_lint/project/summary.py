@@ -306,20 +306,32 @@ def _annotated_class(annotation: Optional[ast.AST]) -> str:
 
 def built(call: ast.Call) -> list[str]:
     """What a call may construct, as written: its callee (`nn.Conv2d#grouped` for a conv with
-    `groups=` other than 1), then the classes it is handed (`ResNet(Bottleneck, [3, 4, 6, 3])`,
+    `groups=` other than 1, `nn.Conv2d#folded` for a `(k, 1)`/`(1, k)` kernel), then the classes it is handed (`ResNet(Bottleneck, [3, 4, 6, 3])`,
     `self._make_layer(BasicBlock, 64)`): CapWords names, which a project pass resolves."""
     callee = dotted(call.func)
     found = []
     if callee:
         groups = next((k.value for k in call.keywords if k.arg == "groups"), None)
         grouped = groups is not None and not (isinstance(groups, ast.Constant) and groups.value == 1)
-        found.append(callee + ("#grouped" if grouped else ""))
+        tag = "#folded" if _folded_kernel(call) else "#grouped" if grouped else ""
+        found.append(callee + tag)
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         name = dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
         last = name.split(".")[-1] if name else ""
         if last[:1].isupper() and not last.isupper():
             found.append(name)  # type: ignore[arg-type]  # last is non-empty, so name is set
     return found
+
+
+def _folded_kernel(call: ast.Call) -> bool:
+    """A `(k, 1)` or `(1, k)` kernel (the third positional argument or `kernel_size=`): a 1-D
+    signal folded into 2-D (a period discriminator over a waveform), not an image."""
+    kernel = call.args[2] if len(call.args) > 2 else None
+    kernel = next((k.value for k in call.keywords if k.arg == "kernel_size"), kernel)
+    if not isinstance(kernel, ast.Tuple) or len(kernel.elts) != 2:
+        return False
+    ones = [isinstance(e, ast.Constant) and e.value == 1 for e in kernel.elts]
+    return ones.count(True) == 1
 
 
 def _is_class_like(name: str) -> bool:
