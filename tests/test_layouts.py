@@ -193,6 +193,36 @@ def test_the_message_names_the_padded_size_and_where_the_size_was_read() -> None
     )
 
 
+ENCODER_BY_KEYWORD = """
+    import torch
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def __init__(self, vocab_size, d=256):
+            super().__init__()
+            self.tok = nn.Embedding(vocab_size, d)
+            self.out = nn.Linear(d, 4)
+
+        def forward(self, idx):
+            return self.out(self.tok(idx).mean(1))
+
+    model = Encoder(vocab_size=30001).cuda()
+    for x, y in loader:
+        model(x.cuda()).sum().backward()
+    """
+
+
+def test_a_vocabulary_keyword_that_reaches_only_a_lookup_is_silent() -> None:
+    assert _tpl405(ENCODER_BY_KEYWORD) == []
+
+
+def test_a_vocabulary_keyword_that_reaches_a_linear_head_or_a_tied_embedding_is_reported() -> None:
+    head = ENCODER_BY_KEYWORD.replace("nn.Linear(d, 4)", "nn.Linear(d, vocab_size)")
+    assert _tpl405(head) == [13]
+    tied = ENCODER_BY_KEYWORD.replace("self.out(self.tok(idx).mean(1))", "self.tok(idx) @ self.tok.weight.T")
+    assert _tpl405(tied) == [13]
+
+
 DARKNET = """
     import torch.nn as nn
 
