@@ -42,6 +42,7 @@ from ..analysis.vocabulary import (
     shows_cuda_use,
 )
 from .datasets import items_in_memory
+from .precision import reduced_precision
 
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 _HOST_FUNCTIONS = frozenset({"torch.from_numpy"})
@@ -146,6 +147,8 @@ class Class:
     attributes: dict[str, str] = dataclasses.field(default_factory=dict)  # self.x = Callee(...)
     builds: list[str] = dataclasses.field(default_factory=list)  # built() by each call of its methods
     items_in_memory: Optional[bool] = None  # its own __getitem__ only indexes __init__'s attributes
+    # how it runs reduced precision by itself on its default configuration (project/precision.py)
+    reduced_precision: str = ""
 
 
 @dataclasses.dataclass
@@ -790,6 +793,7 @@ class _Summarizer:
         bases = [d for d in (dotted(b) for b in node.bases) if d]
         self.summary.classes.append(Class(node.name, outer + node.name, node.lineno, bases))
         self.summary.classes[index].items_in_memory = items_in_memory(node)
+        self.summary.classes[index].reduced_precision = reduced_precision(node)
         if not self.function_stack and not self.class_stack:
             self.summary.globals[node.name] = ["class", index]
         self.class_stack.append(index)
