@@ -33,6 +33,7 @@ from ..analysis.torch_version import Declared, bounded_by_imports, target_versio
 from ..analysis.vocabulary import cuda_prefixes, names_rpc_device_map, shows_cuda_use
 from ..paths import matches_path
 from ..settings import Settings
+from ..syntax.positions import node_ranges
 from ..syntax.walker import Binding, FileFacts, Loop
 
 
@@ -75,6 +76,11 @@ class Context:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        """The 1-based line `node` starts on, for a message that names another statement ("the
+        loop at line 12"). A code generation up to the node: ask only when reporting."""
+        return node_ranges(self.module, [node])[node].start.line
 
     def nodes(self, kind: type) -> list[cst.CSTNode]:
         """Every node of `kind` in the file; only types that some enabled rule declared."""
