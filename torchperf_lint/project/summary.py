@@ -31,6 +31,7 @@ from ..analysis.vocabulary import (
     cuda_prefixes,
     is_cudnn_decision,
     is_cudnn_decision_call,
+    is_export_flag,
     is_loader_name,
     is_optimizer_class,
     is_optimizer_name,
@@ -360,7 +361,9 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Call) and name in COMPILING:
         return False, True
-    if isinstance(test, (ast.Name, ast.Attribute)) and (name in DEBUG_FLAGS or name in ONCE_FLAGS):
+    if isinstance(test, (ast.Name, ast.Attribute)) and (
+        name in DEBUG_FLAGS or name in ONCE_FLAGS or is_export_flag(name)
+    ):
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cpu":
         return True, False
