@@ -54,7 +54,7 @@ def run_suite(
         name = torch.cuda.get_device_name(device)
     started = time.perf_counter()
     work = [(case, size) for case in cases for size in (case.smoke_sizes if smoke else case.sizes)]
-    budget = Budget(budget_s, sum(2 + len(case.alternatives) for case, _ in work))
+    budget = Budget(budget_s, sum(case.rounds * (2 + len(case.alternatives)) for case, _ in work))
     results = {
         "device": name,
         "torch": torch.__version__,

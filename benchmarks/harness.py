@@ -61,6 +61,10 @@ class Case:
     `warmup=False`: the checked call is the warm-up (a call is a whole epoch with fresh worker processes).
     `gpus`: GPUs the case needs; `distributed`: variants that run as one process per GPU (DistributedDataParallel).
     `requires`: modules a variant imports beyond torch (pillow's `PIL`): without them the case is skipped.
+    `sampling_s`: seconds of timed calls each variant asks for (more where the gain is small beside the noise of
+    a launch-bound step), granted while the run's budget allows. `rounds=2` runs the variants in order, then in
+    reverse order (bad, good, good, bad), their samples pooled: a host whose speed drifts during the case (seen
+    on an H200 host: the variant timed second ~10% slower, whichever it was) favours neither.
     """
 
     name: str
@@ -87,6 +91,8 @@ class Case:
     gpus: int = 1
     distributed: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
+    sampling_s: float = 1.0
+    rounds: int = 1
 
     def __post_init__(self) -> None:
         self.bad = self.bad.lstrip("\n")
@@ -415,11 +421,11 @@ class Budget:
     per_variant_s: float = 1.0
     started: float = dataclasses.field(default_factory=time.perf_counter)
 
-    def next_variant(self) -> float:
+    def next_variant(self, wanted_s: float | None = None) -> float:
         left = self.total_s - (time.perf_counter() - self.started)
         share = left / max(self.variants_left, 1)
         self.skip(1)
-        return max(0.0, min(self.per_variant_s, share))
+        return max(0.0, min(wanted_s or self.per_variant_s, share))
 
     def skip(self, variants: int) -> None:
         self.variants_left = max(self.variants_left - variants, 0)
@@ -517,15 +523,27 @@ def run_size(case: Case, size: dict, device: torch.device, smoke: bool, budget: 
         return row
     reference: list[Any] | None = None
     timings: dict[str, Timing] = {}
-    for done, (name, (source, filename)) in enumerate(variants.items()):
+    order = list(variants.items())
+    if case.rounds == 2 and not smoke:
+        order += order[::-1]
+    for done, (name, (source, filename)) in enumerate(order):
         try:
             runner = run_variant
             if name in case.distributed:
                 from .distributed import run_variant as runner  # imports torch.distributed only here
-            result, timing = runner(case, name, source, filename, size, device, smoke, budget.next_variant())
+            result, timing = runner(
+                case,
+                name,
+                source,
+                filename,
+                size,
+                device,
+                smoke,
+                budget.next_variant(case.sampling_s / len(order) * len(variants)),
+            )
             if reference is None:
                 reference = result
-            else:
+            elif name != order[0][0]:  # the bad variant's second round is the reference run again
                 tol = size.get("tolerance") or case.tolerance_for(name)
                 row["tolerance"][name] = tol.as_json()
                 problem = (case.compare or allclose)(reference, result, tol)
@@ -538,8 +556,12 @@ def run_size(case: Case, size: dict, device: torch.device, smoke: bool, budget: 
         except Exception:  # noqa: BLE001 (one broken case must not cost the rest of the run)
             row.update(status="error", detail=f"{name}: {traceback.format_exc(limit=-8)}")
         if row["status"] != "ok":
-            budget.skip(len(variants) - done - 1)
+            budget.skip(len(order) - done - 1)
             return row
+        if name in timings:  # the second round: pool its samples with the first's
+            timing = dataclasses.replace(
+                timings[name], samples_ms=timings[name].samples_ms + timing.samples_ms
+            )
         timings[name] = timing
         row["variants"][name] = timing.as_json()
     for baseline, improved in case.comparisons:

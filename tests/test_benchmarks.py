@@ -211,7 +211,10 @@ def test_publish_replaces_the_cases_it_measured_and_keeps_the_others(tmp_path: P
     table = json.loads(out.read_text())
     assert sorted(table) == ["TPL101", "TPL103", "TPL304"]
     assert table["TPL101"] == [{"case": "kept [n=1]"}]
-    assert [row["case"] for row in table["TPL103"]] == ["another case of the rule [n=8]", "range index [n=4096]"]
+    assert [row["case"] for row in table["TPL103"]] == [
+        "another case of the rule [n=8]",
+        "range index [n=4096]",
+    ]
 
 
 def test_publish_refuses_a_smoke_run() -> None:
@@ -288,3 +291,41 @@ def test_every_process_of_a_group_makes_the_first_ones_timed_calls() -> None:
         lambda: calls.append(1), torch.device("cpu"), 1.0, smoke=False, share=lambda values: next(decisions)
     )
     assert len(calls) == 1 + 2 * 3 and timing.inner == 2 and len(timing.samples_ms) == 3
+
+
+def test_two_rounds_time_bad_good_good_bad_and_pool_their_samples(monkeypatch) -> None:
+    from benchmarks import harness
+
+    calls: list[str] = []
+
+    def make(module, size, device):
+        return lambda: calls.append(module.NAME) or module.NAME
+
+    case = Case(
+        name="rounds_probe",
+        code="TPL101",
+        title="probe",
+        bad="NAME = 'bad'\n",
+        good="NAME = 'good'\n",
+        make=make,
+        sizes=[{"label": "one", "regime": "probe"}],
+        smoke_sizes=[],
+        rounds=2,
+        compare=lambda reference, other, tol: None,
+    )
+    built: list[str] = []
+    real_load = harness.load_module
+    monkeypatch.setattr(
+        harness,
+        "load_module",
+        lambda source, filename, name: built.append(name) or real_load(source, filename, name),
+    )
+    row = harness.run_size(
+        case, case.sizes[0], torch.device("cpu"), smoke=False, budget=harness.Budget(0.2, 4)
+    )
+    assert row["status"] == "ok", row
+    assert built == ["rounds_probe_bad", "rounds_probe_good", "rounds_probe_good", "rounds_probe_bad"]
+    first_round_samples = harness.MIN_SAMPLES
+    assert row["variants"]["bad"]["samples"] >= 2 * first_round_samples
+    assert row["variants"]["good"]["samples"] >= 2 * first_round_samples
+    assert "bad" not in row["tolerance"]

@@ -547,11 +547,15 @@ def test_a_training_repository_is_copied_writable_with_its_own_pyproject_kept(tm
     assert root == tmp_path / "cache" / "training" / f"some-repo-{'a' * 12}"
     assert (root / "pkg" / "train.py").read_text(encoding="utf-8") == "import torch\n"
     config = (root / "pyproject.toml").read_text(encoding="utf-8")
-    assert config.startswith('[project]\ndependencies = ["torch>=1.8"]\n') and "[tool.torchperf-lint]" in config
+    assert (
+        config.startswith('[project]\ndependencies = ["torch>=1.8"]\n') and "[tool.torchperf-lint]" in config
+    )
     (root / "pkg" / "new.py").write_text("", encoding="utf-8")  # writable, for the fix check
 
 
-def test_a_missing_training_corpus_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_training_corpus_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     status = ecosystem_main.main(["--training-corpus", str(tmp_path / "nowhere"), "--no-fix-check"])
     assert status == 2
     assert "PINS.tsv: not found; pass --training-corpus DIR" in capsys.readouterr().err
@@ -565,7 +569,12 @@ def test_report_shows_each_population_in_its_own_tables() -> None:
     )
     report.fix_checks = None
     text = render(report)
-    for title in ("Projects", "Findings per rule", "Changes since the snapshot", "Precision per rule (labels.csv)"):
+    for title in (
+        "Projects",
+        "Findings per rule",
+        "Changes since the snapshot",
+        "Precision per rule (labels.csv)",
+    ):
         assert text.index(f"{title}: training code") < text.index(f"{title}: libraries")
     training = text[text.index("Projects: training code") : text.index("Projects: libraries")]
     assert "trainer" in training and "tiny" not in training
@@ -605,3 +614,47 @@ def test_an_added_training_repository_is_read_from_its_clone_at_the_pinned_commi
 def test_the_added_training_list_rejects_a_short_commit() -> None:
     with pytest.raises(ValueError, match="commit 40 hex digits"):
         parse_added_training('[[repository]]\nrepo = "a/b"\ncommit = "abc"\n')
+
+
+def test_reading_set_recall_counts_a_problem_reported_by_its_rule_on_its_line(tmp_path: Path) -> None:
+    from benchmarks.ecosystem.misses import load_problems
+
+    reading = tmp_path / "misses.csv"
+    reading.write_text(
+        "project,path,line,code,problem,reader\n"
+        "tiny,tiny/a.py,3,TPL101,a CPU factory in forward,me\n"
+        "tiny,tiny/a.py,3,TPL102,the same line under another rule,me\n"
+        "tiny,tiny/b.py,7,TPL502,the loader without pin_memory,me\n"
+        "elsewhere,x.py,1,TPL101,a project this run did not lint,me\n",
+        encoding="utf-8",
+    )
+    report = dataclasses.replace(sample_report(None), problems=load_problems(reading))
+    text = render(report)
+    assert "Every rule on: 2 of 3 problems reported (67%)." in text
+    # TPL502 is off by default in the sample: the default run reports only the TPL101 line
+    assert "Default run: 1 of 3 reported (33%)." in text
+    assert "- TPL102 tiny:tiny/a.py:3  the same line under another rule" in text
+    assert "elsewhere" not in text.split("Recall over the reading set")[1]
+
+
+def test_reading_set_rejects_a_row_without_a_line_number(tmp_path: Path) -> None:
+    from benchmarks.ecosystem.misses import load_problems
+
+    reading = tmp_path / "misses.csv"
+    reading.write_text(
+        "project,path,line,code,problem,reader\ntiny,a.py,three,TPL101,x,me\n", encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match=r"misses.csv:2:"):
+        load_problems(reading)
+
+
+def test_committed_reading_set_names_known_rules_and_training_projects() -> None:
+    from benchmarks.ecosystem.__main__ import MISSES
+    from benchmarks.ecosystem.misses import load_problems
+    from torchperf_lint.rules import ALL_RULES
+
+    problems = load_problems(MISSES)
+    codes = {rule.code for rule in ALL_RULES}
+    assert len(problems) >= 40
+    assert {p.code for p in problems} <= codes
+    assert len({p.place for p in problems}) == len(problems)

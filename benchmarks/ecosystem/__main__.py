@@ -24,6 +24,7 @@ from .lint import (
     selection,
     tracked_rules,
 )
+from .misses import load_problems
 from .projects import (
     FetchError,
     Project,
@@ -40,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 PROJECTS = HERE / "projects.toml"
 SNAPSHOT = HERE / "snapshot.jsonl"
 LABELS = HERE / "labels.csv"
+MISSES = HERE / "misses.csv"  # the reading set: per-step problems read by hand, for recall
 DEFAULT_CACHE = REPO_ROOT / ".ecosystem_cache"
 # The training-code population: the shared corpus beside the checkout (../shared/training-corpus).
 DEFAULT_TRAINING_CORPUS = REPO_ROOT.parent / "shared" / "training-corpus"
@@ -119,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             listed_projects = [p for p in listed_projects if p.population == args.population]
         projects = choose(listed_projects, args.only)
         labels = labels_module.load_labels(LABELS)
+        problems = load_problems(MISSES)
         old = snapshot.read(SNAPSHOT)
     except ValueError as error:
         print(f"ecosystem: error: {error}", file=sys.stderr)
@@ -159,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         time.perf_counter() - start,
         describe_checkout(),
         frozenset(code for code, _, on in listed if on),
+        problems=problems,
     )
     sys.stdout.write(render(report))
     if args.markdown:

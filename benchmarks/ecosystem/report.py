@@ -13,6 +13,7 @@ from torchperf_lint.evidence import POPULATION_NAMES, POPULATIONS, TRAINING, bar
 from .fixcheck import FixCheck
 from .labels import Label, precision_per_rule
 from .lint import Finding
+from .misses import Problem, recall
 from .projects import Project
 from .snapshot import diff
 
@@ -41,6 +42,7 @@ class Report:
     checkout: str = ""  # which linter produced the findings
     default_on: frozenset[str] | None = None  # codes on by default; None: not known
     population: str = ""  # the population this report is a part of; "" for a whole run
+    problems: list[Problem] = dataclasses.field(default_factory=list)  # the reading set (misses.csv)
 
     def part(self, population: str) -> Report:
         """The runs, snapshot, labels and fix checks of one population's projects."""
@@ -56,6 +58,7 @@ class Report:
             if self.fix_checks is None
             else [c for c in self.fix_checks if c.project in names],
             population=population,
+            problems=[p for p in self.problems if p.project in names],
         )
 
     @property
@@ -233,6 +236,38 @@ def fix_check(report: Report, markdown: bool) -> list[str]:
     return out + ["", verdict] + ([""] + block(failures, markdown) if failures else [])
 
 
+def reading_set(report: Report, markdown: bool) -> list[str]:
+    """Recall over misses.csv: the per-step problems read by hand that a finding of the expected rule reports,
+    with every rule on and in a default run."""
+    if not report.problems:
+        return []
+    ran = [run.project.name for run in report.runs if run.failure is None]
+    every = recall(report.problems, report.findings, ran)
+    default_on = report.default_on
+    by_default = None
+    if default_on is not None:
+        by_default = recall(report.problems, [f for f in report.findings if f.code in default_on], ran)
+    out = heading("Recall over the reading set (misses.csv)", markdown, report.population)
+    total = len(every.reported) + len(every.missed)
+    out.append(
+        f"Every rule on: {len(every.reported)} of {total} problems reported ({_percent(every.share)})."
+    )
+    if by_default is not None:
+        out.append(
+            f"Default run: {len(by_default.reported)} of {total} reported ({_percent(by_default.share)})."
+        )
+    rows = []
+    for project in sorted({p.project for p in every.reported + every.missed}):
+        found = sum(p.project == project for p in every.reported)
+        missed = sum(p.project == project for p in every.missed)
+        rows.append((project, found + missed, found, missed))
+    out += [""] + table(("project", "problems", "reported", "missed"), rows, markdown)
+    if every.missed:
+        missed_lines = [f"- {p.code} {p.project}:{p.path}:{p.line}  {p.problem}" for p in every.missed]
+        out += ["", "Missed:", ""] + block(missed_lines, markdown)
+    return out
+
+
 def render(report: Report, markdown: bool = False) -> str:
     """The header, then every table once per population (training code first), each population's
     findings, diff, precision and fix check on their own."""
@@ -241,6 +276,6 @@ def render(report: Report, markdown: bool = False) -> str:
         part = report.part(population)
         if not part.runs and not part.not_fetched:
             continue
-        for section in (projects, per_rule, snapshot_diff, precision, fix_check):
+        for section in (projects, per_rule, snapshot_diff, precision, reading_set, fix_check):
             lines += section(part, markdown)
     return "\n".join(lines) + "\n"
