@@ -15,6 +15,8 @@ from typing import Iterator, Optional, Union
 
 _REDUCED_DTYPES = frozenset({"float16", "half", "bfloat16"})
 _CAST_METHODS = frozenset({"half", "bfloat16"})
+_TORCH_NAMES = frozenset({"torch", "th", "pt"})
+_NOT_TORCH = frozenset({"self", "np", "numpy", "jnp", "cls"})
 _ENTRY_METHODS = ("__init__", "forward")
 Value = Union[bool, None]  # a guard's value on the default configuration; None: cannot be read
 
@@ -61,7 +63,10 @@ def _default_marker(
 
 def _marker(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute) and node.attr in _REDUCED_DTYPES and isinstance(node.value, ast.Name):
-        return f"casts to {'float16' if node.attr == 'half' else node.attr}"
+        # `torch.float16`, `th.half`; not `self.half = dim // 2` nor NumPy's dtypes
+        owner = node.value.id
+        if owner in _TORCH_NAMES or (node.attr != "half" and owner not in _NOT_TORCH):
+            return f"casts to {'float16' if node.attr == 'half' else node.attr}"
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in _CAST_METHODS and not node.args:
