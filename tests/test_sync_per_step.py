@@ -86,3 +86,23 @@ def test_a_read_after_synchronize_with_work_between_is_reported() -> None:
         """
     ).lstrip("\n")
     assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [8]
+
+
+def test_a_read_of_a_value_computed_from_a_rebound_name_is_a_new_read() -> None:
+    """DCGAN: `D_x = output.mean().item()`, then `output = model(fake)`, then
+    `D_G_z1 = output.mean().item()` reads new values."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, optimizer, fake):
+            for x, y in loader:
+                output = model(x.cuda())
+                d_x = output.mean().item()
+                output = model(fake)
+                d_g = output.mean().item()
+                output.sum().backward()
+                optimizer.step()
+        """
+    ).lstrip("\n")
+    assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [6, 8]

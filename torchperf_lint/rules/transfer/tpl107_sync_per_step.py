@@ -398,10 +398,12 @@ def _subjects(call: cst.Call, ctx: Context) -> set[str]:
 
 def _read_before(node: cst.Call, ctx: Context) -> bool:
     """Every value `node` reads was read on the host earlier in the same iteration (`v = loss.item()`
-    then `print(loss.item())`) and not reassigned since: the second read waits for nothing."""
+    then `print(loss.item())`) and no name it is computed from was bound again since
+    (`output = netD(fake)` makes `output.mean().item()` a new read): the second read waits for nothing."""
     wanted = _subjects(node, ctx)
     if not wanted:
         return False
+    names = {n.value for n in _names_in(node) if isinstance(n, cst.Name)}
     read: set[str] = set()
     child: cst.CSTNode = node
     for ancestor in ctx.ancestors(node):
@@ -410,8 +412,8 @@ def _read_before(node: cst.Call, ctx: Context) -> bool:
         if isinstance(ancestor, cst.IndentedBlock) and isinstance(child, cst.BaseStatement):
             index = next(i for i, s in enumerate(ancestor.body) if s is child)
             for earlier in ancestor.body[:index]:
-                if _assigns_any(earlier, wanted, ctx):
-                    read -= wanted
+                if _binds_any(earlier, names):
+                    read.clear()
                 for call in (n for n in _names_in(earlier) if isinstance(n, cst.Call)):
                     if host_sync(call, ctx) is not None:
                         read |= _subjects(call, ctx)
@@ -421,12 +423,21 @@ def _read_before(node: cst.Call, ctx: Context) -> bool:
     return wanted <= read
 
 
-def _assigns_any(statement: cst.CSTNode, names: set[str], ctx: Context) -> bool:
+def _binds_any(statement: cst.CSTNode, names: set[str]) -> bool:
+    """The statement binds one of `names` again (an assignment, an augmented one, a loop target)."""
     for node in _names_in(statement):
-        if isinstance(node, cst.AssignTarget) and ctx.code(node.target) in names:
-            return True
-        if isinstance(node, cst.AugAssign) and ctx.code(node.target) in names:
-            return True
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.AssignTarget):
+            targets = [node.target]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            targets = [node.target]
+        elif isinstance(node, cst.NamedExpr):
+            targets = [node.target]
+        for target in targets:
+            if any(isinstance(n, cst.Name) and n.value in names for n in _names_in(target)):
+                return True
     return False
 
 
