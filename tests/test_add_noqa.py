@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from torchperf_lint.cli import main
+from torchperf_lint.engine.runner import EXCLUDE_HINT
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,7 +106,7 @@ def test_a_file_that_does_not_parse_is_never_touched(tmp_path: Path, capsys) -> 
     good.write_text(SOURCE)
     code, out, err = run(capsys, "--add-noqa", broken, good)
     assert code == 2
-    assert out.splitlines()[0] == f"{broken}:2:7: TPL000 could not parse: invalid syntax"
+    assert out.splitlines()[0] == f"{broken}:2:7: TPL000 could not parse: invalid syntax{EXCLUDE_HINT}"
     assert err == "Added 5 noqa comments to 1 file.\n"
     assert broken.read_bytes() == b"import torch\ndef f(:\n    return torch.zeros(3).cuda()\n"
     assert good.read_text() == EXPECTED

@@ -14,8 +14,8 @@ import pytest
 from torchperf_lint import cli, command
 from torchperf_lint.config import Settings
 from torchperf_lint.engine import errors, fixer, runner
-from torchperf_lint.engine.errors import ISSUES_URL
-from torchperf_lint.engine.runner import lint_bytes
+from torchperf_lint.engine.errors import REPORT_IT
+from torchperf_lint.engine.runner import EXCLUDE_HINT, lint_bytes
 from torchperf_lint.flake8_plugin import TorchPerfPlugin
 from torchperf_lint.rules import select_rules
 from torchperf_lint.rules.transfer.tpl101_cpu_factory_in_hot_path import CpuFactoryInHotPath
@@ -54,22 +54,22 @@ def tpl000(lines: list[str]) -> list[str]:
 BAD_FILES = {
     "syntax-error": (
         b"import torch\n\ndef f(x:\n    return x\n",
-        "3:6: TPL000 could not parse: '(' was never closed",
+        f"3:6: TPL000 could not parse: '(' was never closed{EXCLUDE_HINT}",
     ),
     "python-2-print": (
         b'import torch\nprint "tensor"\n',
-        "2:1: TPL000 could not parse: Missing parentheses in call to 'print'. Did you mean print(...)?",
+        f"2:1: TPL000 could not parse: Missing parentheses in call to 'print'. Did you mean print(...)?{EXCLUDE_HINT}",
     ),
     "python-2-octal": (
         b"import torch\nmode = 0755\n",
         (
             "2:8: TPL000 could not parse: leading zeros in decimal integer literals are not permitted; "
-            "use an 0o prefix for octal integers"
+            f"use an 0o prefix for octal integers{EXCLUDE_HINT}"
         ),
     ),
     "python-2-raise": (
         b"import torch\nraise ValueError, 'x'\n",
-        "2:17: TPL000 could not parse: invalid syntax",
+        f"2:17: TPL000 could not parse: invalid syntax{EXCLUDE_HINT}",
     ),
     "unknown-encoding": (
         b"# -*- coding: klingon -*-\nimport torch\n",
@@ -89,11 +89,11 @@ BAD_FILES = {
     ),
     "nul-byte": (
         b"import torch\nx = 1\x00\n",
-        "2:6: TPL000 could not parse: contains a NUL byte (a binary file?)",
+        f"2:6: TPL000 could not parse: contains a NUL byte (a binary file?){EXCLUDE_HINT}",
     ),
     "binary-file": (
         b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR torch \xff\xd8",
-        "3:1: TPL000 could not parse: contains a NUL byte (a binary file?)",
+        f"3:1: TPL000 could not parse: contains a NUL byte (a binary file?){EXCLUDE_HINT}",
     ),
 }
 
@@ -121,7 +121,7 @@ def test_a_file_that_cannot_be_checked_gets_one_line_and_the_run_goes_on(
     [
         (
             b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe",
-            "1:8: TPL000 could not parse: contains a NUL byte (a binary file?)",
+            f"1:8: TPL000 could not parse: contains a NUL byte (a binary file?){EXCLUDE_HINT}",
         ),
         (
             b"x = 1\nname = 'caf\xe9'\n",
@@ -143,7 +143,7 @@ def test_a_file_that_is_not_text_is_named_even_when_it_never_mentions_torch(
     for args in ((), ("--fix",), ("--lint-all-files", "--fix")):
         code, lines = run(capsys, *args, path)
         assert code == 2
-        assert lines == [f"{path}:{expected}", "Found 1 finding."]
+        assert lines == [f"{path}:{expected}", "1 file could not be checked."]
         assert path.read_bytes() == data
 
 
@@ -202,7 +202,7 @@ def test_a_symlink_loop_is_reported_and_a_directory_loop_is_not_followed(tmp_pat
     code, lines = run(capsys, *SELECT, loop)  # named explicitly
     assert (code, lines) == (
         2,
-        [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links", "Found 1 finding."],
+        [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links", "1 file could not be checked."],
     )
 
 
@@ -288,7 +288,7 @@ def test_read_only_and_broken_files_under_fix_are_reported_and_left_alone(tmp_pa
     assert code == 2
     assert tpl000(lines) == [
         f"{read_only}:1:1: TPL000 file is read-only; not written",
-        f"{broken}:2:1: TPL000 could not parse: Missing parentheses in call to 'print'. Did you mean print(...)?",
+        f"{broken}:2:1: TPL000 could not parse: Missing parentheses in call to 'print'. Did you mean print(...)?{EXCLUDE_HINT}",
     ]
     assert read_only.read_bytes() == GOOD and broken.read_bytes() == broken_data
     assert good.read_bytes() == GOOD_FIXED
@@ -315,8 +315,10 @@ def broken_check(self, node, ctx):
     raise ValueError("boom\nsecond line")
 
 
-REPORT_IT = f"please report it at {ISSUES_URL}"
-INTERNAL = f"1:1: TPL000 internal error in TPL101 (ValueError: boom); please report it at {ISSUES_URL}"
+INTERNAL = (
+    f"1:1: TPL000 internal error in TPL101 (ValueError: boom); {REPORT_IT} "
+    "(the rule: `torchperf-lint --explain TPL101`)"
+)
 
 
 def test_a_rule_that_raises_is_reported_once_and_the_other_findings_stand(
@@ -356,7 +358,7 @@ def test_an_engine_failure_costs_one_file_not_the_run(tmp_path: Path, capsys, mo
     code, lines = run(capsys, *SELECT, victim, good)
     assert code == 2
     assert tpl000(lines) == [
-        f"{victim}:1:1: TPL000 internal error in the engine (KeyError: 'lost node'); please report it at {ISSUES_URL}"
+        f"{victim}:1:1: TPL000 internal error in the engine (KeyError: 'lost node'); {REPORT_IT}"
     ]
     assert any(line.startswith(f"{good}:{GOOD_LINE}") for line in lines)
 
@@ -377,7 +379,7 @@ def test_a_fixer_failure_leaves_the_file_and_the_run_goes_on(tmp_path: Path, cap
     assert tpl000(lines) == [
         (
             f"{first}:1:1: TPL000 internal error in torchperf-lint (RuntimeError: transform failed); "
-            f"please report it at {ISSUES_URL}"
+            f"{REPORT_IT}"
         )
     ]
     assert first.read_bytes() == GOOD and second.read_bytes() == GOOD_FIXED

@@ -16,6 +16,8 @@ import pytest
 from tests import probes
 from torchperf_lint import __version__
 from torchperf_lint.cli import main
+from torchperf_lint.engine.runner import EXCLUDE_HINT
+from torchperf_lint.evidence import LIBRARY, precision_of
 from torchperf_lint.rules import ALL_RULES
 
 SELECT = ("--select", "TPL101,TPL103")
@@ -137,8 +139,38 @@ def test_statistics_counts_findings_per_rule(tmp_path: Path, capsys) -> None:
     two = write(tmp_path / "b.py", HOT)
     code, out, _ = run(capsys, *SELECT, "--statistics", one, two)
     assert code == 1
-    assert "2     TPL101 cpu-factory-in-hot-path" in out.splitlines()
-    assert "2     TPL103 python-range-indexing" in out.splitlines()
+    # the table alone, as ruff prints it: no finding lines before it, no summary after it
+    assert out.splitlines() == ["2     TPL101 cpu-factory-in-hot-path", "2     TPL103 python-range-indexing"]
+
+
+def test_statistics_still_name_a_file_that_could_not_be_checked(tmp_path: Path, capsys) -> None:
+    hot, broken = write(tmp_path / "a.py", HOT), write(tmp_path / "b.py", BROKEN)
+    code, out, _ = run(capsys, *SELECT, "--statistics", hot, broken)
+    assert code == 2
+    assert out.splitlines() == [
+        f"{broken}:2:7: TPL000 could not parse: invalid syntax{EXCLUDE_HINT}",
+        "1     TPL101 cpu-factory-in-hot-path",
+        "1     TPL103 python-range-indexing",
+    ]
+
+
+def test_help_describes_every_output_format(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    start = text.rindex("--format {github,json,sarif,text}")  # the option, after the usage line
+    described = text[start : text.index("--show-context", start)]
+    for said in ("text: path:line:col: CODE message", "json: a list of findings", "sarif: SARIF 2.1.0", "github:"):
+        assert said in described
+
+
+def test_a_file_that_cannot_be_parsed_says_how_to_skip_it(tmp_path: Path, capsys) -> None:
+    write(tmp_path / "template.py", b"import torch\n{% if cookiecutter.gpu %}x = 1{% endif %}\n")
+    hot = write(tmp_path / "hot.py", HOT)
+    code, out, _ = run(capsys, *SELECT, tmp_path)
+    assert code == 2 and "add it to extend-exclude" in out
+    code, out, _ = run(capsys, *SELECT, "--extend-exclude", "template.py", tmp_path)
+    assert code == 1 and "TPL000" not in out and str(hot) in out
 
 
 def test_statistics_as_json_counts_per_rule_instead_of_listing(tmp_path: Path, capsys) -> None:
@@ -181,14 +213,21 @@ def test_exit_code_is_0_without_findings_1_with_findings_2_when_a_file_could_not
     assert len(finding_lines(out)) == 3  # the other files were still checked
 
 
-def test_the_summary_counts_the_tpl000_lines_it_printed(tmp_path: Path, capsys) -> None:
+def test_the_summary_says_apart_the_files_that_could_not_be_checked(tmp_path: Path, capsys) -> None:
     hot = write(tmp_path / "hot.py", HOT)
     broken = write(tmp_path / "broken.py", BROKEN)
+    other = write(tmp_path / "other.py", BROKEN)
+    write(tmp_path / "requirements.txt", b"torch>=2.3\n")  # no line about the torch fixes assume
     _, out, _ = run(capsys, *SELECT, hot, broken)
-    assert len(finding_lines(out)) == 3
-    assert "Found 3 findings (1 fixable with --fix)." in out.splitlines()
-    _, out, _ = run(capsys, broken)
-    assert out.splitlines()[-1] == "Found 1 finding."
+    assert len(finding_lines(out)) == 3  # two findings and one TPL000 line
+    assert out.splitlines()[-3:] == [
+        "Found 2 findings (1 fixable with --fix).",
+        "1 more fixable with --fix --unsafe-fixes.",
+        "1 file could not be checked.",
+    ]
+    _, out, _ = run(capsys, broken, other)
+    assert out.splitlines()[-1] == "2 files could not be checked."
+    assert "Found" not in out
 
 
 def test_exit_zero_turns_1_into_0_but_never_hides_2(tmp_path: Path, capsys) -> None:
@@ -289,7 +328,7 @@ def test_selection_never_hides_tpl000(tmp_path: Path, capsys, args: tuple[str, .
     broken = write(tmp_path / "broken.py", BROKEN)
     code, out, _ = run(capsys, *args, broken)
     assert code == 2
-    assert finding_lines(out) == [f"{broken}:2:7: TPL000 could not parse: invalid syntax"]
+    assert finding_lines(out) == [f"{broken}:2:7: TPL000 could not parse: invalid syntax{EXCLUDE_HINT}"]
 
 
 def test_per_file_ignores_and_noqa_never_hide_tpl000(tmp_path: Path, capsys) -> None:
@@ -298,7 +337,7 @@ def test_per_file_ignores_and_noqa_never_hide_tpl000(tmp_path: Path, capsys) -> 
     hot = write(tmp_path / "hot.py", HOT)
     code, out, _ = run(capsys, broken, hot)
     assert code == 2
-    assert finding_lines(out) == [f"{broken}:2:7: TPL000 could not parse: invalid syntax"]
+    assert finding_lines(out) == [f"{broken}:2:7: TPL000 could not parse: invalid syntax{EXCLUDE_HINT}"]
 
 
 # -- information ----------------------------------------------------------------------------
@@ -329,7 +368,20 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "off"]
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
     assert out.splitlines()[0].split()[4:6] == ["training", "library"]
-    assert re.fullmatch(r"\d+%/\d+%|-", rows["TPL101"][5])  # right / FALSE share on libraries
+
+
+def test_list_rules_gives_each_share_with_its_sample_size(capsys, monkeypatch) -> None:
+    probes.install(monkeypatch)
+    _, out, _ = run(capsys, "--list-rules")
+    line = next(line for line in out.splitlines() if line.startswith("TPL101 "))
+    share = r"(\d+)%/(\d+)% of (\d+)|-"
+    cells = re.search(rf"(?:safe|unsafe|none)\s+({share})\s+({share})\s", line)
+    assert cells is not None, line
+    library = precision_of("TPL101", LIBRARY)
+    assert library is not None and library.labelled
+    right, false, labelled = (int(cells.group(i)) for i in (6, 7, 8))
+    assert labelled == library.labelled
+    assert (right, false) == (round(100 * library.good_share), round(100 * library.false_share))
 
 
 def test_list_rules_as_json(capsys, monkeypatch) -> None:

@@ -16,6 +16,7 @@ import pytest
 from tests import probes
 from torchperf_lint.cli import main
 from torchperf_lint.config import ConfigError, Settings, load_settings
+from torchperf_lint.engine.runner import EXCLUDE_HINT
 from torchperf_lint.flake8_plugin import TorchPerfPlugin
 
 pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # conftest.PRECISION_OFF
@@ -319,7 +320,7 @@ def test_lint_all_files_key(tmp_path: Path, capsys) -> None:
     assert main([str(no_torch)]) == 0  # never mentions torch: not parsed
     write(tmp_path / "setup.cfg", "[torchperf-lint]\nlint-all-files = true\n")
     assert main([str(no_torch)]) == 2
-    assert f"{no_torch}:1:7: TPL000 could not parse: invalid syntax" in capsys.readouterr().out
+    assert f"{no_torch}:1:7: TPL000 could not parse: invalid syntax{EXCLUDE_HINT}" in capsys.readouterr().out
 
 
 def test_torch_version_and_test_file_patterns_keys(tmp_path: Path) -> None:

@@ -118,6 +118,13 @@ def test_persistent_workers_message_names_the_loader_and_workers() -> None:
     )
 
 
+@pytest.mark.parametrize("workers, said", [("1", "1 worker process"), ("2", "2 worker processes")])
+def test_persistent_workers_message_counts_one_worker_in_the_singular(workers: str, said: str) -> None:
+    source = textwrap.dedent(EPOCHS.format(workers=workers)).lstrip("\n")
+    (finding,) = lint_source(source, path="train.py", select=["TPL503"])
+    assert finding.message.startswith(f"loader starts its {said} again on every pass")
+
+
 def test_persistent_workers_through_a_method_that_takes_the_loader() -> None:
     source = """
         import torch

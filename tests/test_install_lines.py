@@ -1,6 +1,7 @@
 """Every `pip install` line the README and the command's messages show must work: no release of
-torchperf-lint is on a package index, so it installs from a clone, a path or the repository URL,
-and each extra it names exists."""
+torchperf-lint is on a package index and the project has no published home, so it installs from a
+clone or a path, and each extra it names exists. Nor does the project name an address it does not
+own, in the README, the package or its messages."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 from packaging.requirements import InvalidRequirement, Requirement
 
-from torchperf_lint.cli import REPOSITORY, SERVER_INSTALL
-from torchperf_lint.reporting.sarif import INFORMATION_URI
+from torchperf_lint.cli import SERVER_INSTALL
+from torchperf_lint.reporting import ReportOptions
+from torchperf_lint.reporting.sarif import render_sarif
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONS_WITH_VALUE = {"--index-url", "--extra-index-url", "-i", "-r", "--requirement", "-c"}
@@ -48,14 +50,13 @@ def problems_of(command: str) -> list[str]:
             continue
         if word.startswith("-"):
             continue
-        local = re.fullmatch(r"(\.|/[\w/.-]+)(\[([\w,]+)\])?", word)
+        local = re.fullmatch(r"(\.|\.{0,2}/[\w/.-]+)(\[([\w,]+)\])?", word)
         if local:
             unknown = set((local.group(3) or "").split(",")) - {""} - _extras()
             problems += [f"{word}: no extra {extra!r}" for extra in sorted(unknown)]
             continue
-        if word.startswith("git+"):
-            if word != f"git+{REPOSITORY}":
-                problems.append(f"{word}: not the repository")
+        if "://" in word:
+            problems.append(f"{word}: the project has no published home; install from a clone")
             continue
         try:
             requirement = Requirement(word)
@@ -64,8 +65,7 @@ def problems_of(command: str) -> list[str]:
             continue
         if requirement.name != "torchperf-lint":
             continue  # a dependency from its index (torch, ruff)
-        if requirement.url != f"git+{REPOSITORY}":
-            problems.append(f"{word}: no release is on a package index; name the repository")
+        problems.append(f"{word}: no release is on a package index; install from a clone")
         unknown = requirement.extras - _extras()
         problems += [f"{word}: no extra {extra!r}" for extra in sorted(unknown)]
     return problems
@@ -74,11 +74,32 @@ def problems_of(command: str) -> list[str]:
 def test_the_checker_rejects_an_install_from_the_index() -> None:
     assert problems_of("'torchperf-lint[server]'")
     assert problems_of("-e '.[servers]'")
-    assert not problems_of(f'"torchperf-lint[server] @ git+{REPOSITORY}"')
+    assert problems_of('"torchperf-lint[server] @ git+https://example.org/torchperf-lint"')
+    assert not problems_of("-e '.[server]'")
 
 
-def test_the_repository_is_the_one_the_reports_link_to() -> None:
-    assert REPOSITORY == INFORMATION_URI
+# an address that claims a home for the project: any URL naming it
+PROJECT_ADDRESS = re.compile(r"[a-z+]+://\S*torchperf", re.IGNORECASE)
+
+
+def _shipped_texts() -> dict[str, str]:
+    paths = [ROOT / "README.md", ROOT / ".pre-commit-hooks.yaml", ROOT / "setup.cfg"]
+    paths += sorted((ROOT / "torchperf_lint").rglob("*.py")) + sorted((ROOT / "docs").rglob("*"))
+    return {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8") for path in paths if path.is_file()}
+
+
+def test_no_address_the_project_does_not_own() -> None:
+    found = {name: PROJECT_ADDRESS.findall(text) for name, text in _shipped_texts().items()}
+    assert {name: urls for name, urls in found.items() if urls} == {}
+
+
+def test_the_address_check_sees_one() -> None:
+    assert PROJECT_ADDRESS.findall('pip install "git+https://github.com/someone/torchperf-lint"')
+
+
+def test_sarif_output_names_no_address() -> None:
+    sarif = render_sarif([], ReportOptions())
+    assert "Uri" not in sarif and not PROJECT_ADDRESS.findall(sarif)
 
 
 def test_every_install_line_of_the_readme_works() -> None:
@@ -100,5 +121,5 @@ def test_server_without_pygls_names_commands_that_work() -> None:
     )
     assert result.returncode == 2
     commands = _install_commands(result.stderr)
-    assert len(commands) == 2
+    assert len(commands) == 1
     assert all(problems_of(command) == [] for command in commands)

@@ -139,3 +139,57 @@ def test_shell_lines_and_magics_continued_with_a_backslash_are_masked_whole() ->
     fixed = json.loads(write_back(notebook, fix_source(source)))["cells"][0]["source"]
     assert fixed[:9] == EXPORT_CELL[:9]
     assert fixed[9] == '    loss = model(xb + torch.randn(4, device="cuda")).sum()\n'
+
+
+def _timed_loop(magic: str) -> list[str]:
+    return [
+        f"{magic}\n",
+        "model = Net()\n",
+        "for xb, yb in train_loader:\n",
+        "    loss = model(xb)[[0, 1]].sum()\n",
+        "    loss.backward()\n",
+        "    optimizer.step()",
+    ]
+
+
+@pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 1 -r 1", "%%capture output", "%%prun -s cumtime"])
+def test_a_cell_magic_with_a_python_body_is_linted_at_the_cells_lines(magic: str) -> None:
+    text = _notebook(("code", MODEL_CELL), ("code", _timed_loop(magic)))
+    notebook = read_notebook(text)
+    source = notebook.module_source()
+    located = sorted((notebook.locate(f.line), f.code) for f in lint_source(source))
+    assert located == [((1, 7), "TPL101"), ((2, 4), "TPL103"), ((2, 5), "TPL701")]
+    assert write_back(notebook, source) == text
+    fixed = json.loads(write_back(notebook, fix_source(source)))["cells"][1]["source"]
+    assert fixed[0] == f"{magic}\n"
+
+
+@pytest.mark.parametrize("magic", ["%%bash", "%%html", "%%writefile train.py", "%%javascript", "%%sh"])
+def test_a_cell_magic_whose_body_is_not_python_is_skipped_without_a_finding(magic: str) -> None:
+    text = _notebook(("code", MODEL_CELL), ("code", _timed_loop(magic)[:-1] + ["    optimizer.step()\n", "echo 'not (python'"]))
+    notebook = read_notebook(text)
+    source = notebook.module_source()
+    assert [(notebook.locate(f.line), f.code) for f in lint_source(source)] == [((1, 7), "TPL101")]
+    assert write_back(notebook, source) == text
+
+
+HELP_CELL = [
+    "?model\n",
+    "model??\n",
+    "model.fit?\n",
+    "??torch.nn.Linear\n",
+    "for xb, yb in train_loader:\n",
+    "    loss = model(xb)[[0, 1]].sum()\n",
+    "    loss.backward()\n",
+    "    optimizer.step()",
+]
+
+
+def test_help_lines_are_masked_like_other_magics() -> None:
+    text = _notebook(("code", MODEL_CELL), ("code", HELP_CELL))
+    notebook = read_notebook(text)
+    source = notebook.module_source()
+    assert "?" not in source.replace("# torchperf-lint", "")
+    located = sorted((notebook.locate(f.line), f.code) for f in lint_source(source))
+    assert located == [((1, 7), "TPL101"), ((2, 6), "TPL103"), ((2, 7), "TPL701")]
+    assert write_back(notebook, source) == text

@@ -109,7 +109,7 @@ def test_broken_notebook_is_a_one_line_error(tmp_path: Path, capsys) -> None:
     path.write_text('{"cells": [torch')
     assert main([str(path)]) == 2
     line, summary = capsys.readouterr().out.splitlines()
-    assert summary == "Found 1 finding."
+    assert summary == "1 file could not be checked."
     assert line.startswith(f"{path}:1:1: TPL000 could not read notebook: not valid notebook JSON")
 
 
@@ -178,3 +178,29 @@ def test_diff_reports_later_cells_where_they_are_on_disk(tmp_path: Path, capsys)
         f"{path}:cell {cell}:{line}:{col}" for _, cell, line, col in linted
     ]
     assert path.read_text() == before
+
+
+def test_help_lines_and_timed_cells_are_checked_not_errors(tmp_path: Path, capsys) -> None:
+    timed = {
+        "cell_type": "code",
+        "execution_count": 4,
+        "metadata": {},
+        "outputs": [],
+        "source": [
+            "%%time\n",
+            "model.fit?\n",
+            "?pick\n",
+            "for xb, yb in train_loader:\n",
+            "    y = model(xb)[[0, 1]]\n",
+            "    y.sum().backward()\n",
+        ],
+    }
+    path = tmp_path / "train.ipynb"
+    notebook = {"cells": [*CELLS, timed], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    assert main(["--select", "TPL103", str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": TPL")[0] for line in out if ": TPL" in line] == [
+        f"{path}:cell 3:3:12",
+        f"{path}:cell 5:5:9",
+    ]

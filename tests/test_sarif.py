@@ -39,16 +39,13 @@ def test_sarif_document_has_the_structure_code_scanning_reads() -> None:
     assert document["$schema"].endswith("sarif-2.1.0.json")
     (run,) = document["runs"]
     driver = run["tool"]["driver"]
-    assert (
-        driver["name"] == "torchperf-lint"
-        and driver["version"]
-        and driver["informationUri"].startswith("https://")
-    )
+    # no address: the project has no published home, and each rule's help is its whole page
+    assert driver["name"] == "torchperf-lint" and driver["version"] and "informationUri" not in driver
     ids = [rule["id"] for rule in driver["rules"]]
     assert ids == ["TPL000"] + [rule.code for rule in ALL_RULES]
     for descriptor in driver["rules"]:
         assert descriptor["name"] and descriptor["shortDescription"]["text"] and descriptor["help"]["text"]
-        assert descriptor["helpUri"].startswith("https://")
+        assert "helpUri" not in descriptor
     first, second = run["results"]
     assert first["ruleId"] == "TPL103" and ids[first["ruleIndex"]] == "TPL103"
     assert first["level"] == "warning" and first["message"]["text"].startswith("range()")

@@ -275,7 +275,9 @@ def test_diagnostics_match_the_cli_json_on_the_example(server: Client) -> None:
     for diagnostic in diagnostics:
         assert diagnostic["severity"] == 2  # Warning
         assert diagnostic["source"] == "torchperf-lint"
-        assert diagnostic["codeDescription"]["href"].endswith(f"docs/rules/{diagnostic['code']}.md")
+        # the page in this checkout: the project has no published home to link to
+        href = diagnostic["codeDescription"]["href"]
+        assert href == (ROOT / "docs" / "rules" / f"{diagnostic['code']}.md").as_uri()
     contexts = {(f["code"], f["line"] - 1, f["col"] - 1): f["context"] for f in cli}
     for diagnostic in diagnostics:
         start = diagnostic["range"]["start"]

@@ -59,6 +59,9 @@ class FileOutcome:
     applied: int = 0  # fixes written (--fix), printed (stdin) or shown (--diff)
     hidden: list[Finding] = dataclasses.field(default_factory=list)  # of the job's hidden rules
     notes: list[Finding] = dataclasses.field(default_factory=list)  # why rules stayed silent (--show-context)
+    # what the project's torch requirement hides, of the rules that are on (Settings.newer_torch)
+    newer_torch: list[Finding] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0  # how long the check took (0 when it came from the cache)
 
 
 def light(finding: Finding) -> Finding:
@@ -169,13 +172,16 @@ class Checker:
 
     def _hidden_apart(self, outcome: FileOutcome) -> FileOutcome:
         """The findings of the job's hidden rules (off by default, only counted) set apart, and
-        notes apart from findings, so that they never count; a hidden rule's notes are dropped."""
+        notes and what the torch requirement hides apart from findings, so that they never count;
+        a hidden rule's notes, and what the requirement hides of it, are dropped."""
         hidden = set(self.job.hidden_codes)
-        if hidden or self.job.settings.notes:
-            found = outcome.findings
-            outcome.notes = [f for f in found if f.note and f.code not in hidden]
-            outcome.hidden = [f for f in found if not f.note and f.code in hidden]
-            outcome.findings = [f for f in found if not f.note and f.code not in hidden]
+        if hidden or self.job.settings.notes or self.job.settings.newer_torch:
+            found = [f for f in outcome.findings if f.code not in hidden or not (f.note or f.newer_torch)]
+            outcome.notes = [f for f in found if f.note]
+            outcome.newer_torch = [f for f in found if f.newer_torch]
+            shown = [f for f in found if not (f.note or f.newer_torch)]
+            outcome.hidden = [f for f in shown if f.code in hidden]
+            outcome.findings = [f for f in shown if f.code not in hidden]
         return outcome
 
     # -- Python files -----------------------------------------------------------------

@@ -14,11 +14,9 @@ from .console import EXIT_CLOSED_PIPE, emit, usage_error
 from .reporting import FORMATS
 from .settings import DEFAULT_CACHE_DIRECTORY, NO_CACHE_VARIABLE
 
-REPOSITORY = "https://github.com/torchperf-lint/torchperf-lint"
-# no release is on a package index: the extra installs from a clone or from the repository
-SERVER_INSTALL = (
-    f"pip install -e '.[server]' in a clone, or pip install \"torchperf-lint[server] @ git+{REPOSITORY}\""
-)
+# no release is on a package index and the project has no published home: the extra installs
+# from a clone
+SERVER_INSTALL = "pip install -e '.[server]' in a clone of torchperf-lint"
 
 
 def _codes(text: str) -> list[str]:
@@ -41,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the PyTorch code that makes GPUs wait, and fix it.",
         epilog="Exit status: 0 no findings, 1 findings (or a --diff to show), 2 usage error or a "
         "file that could not be checked, 141 the reader closed the output pipe early (| head). "
-        "`torchperf-lint server` runs the language server for editors.",
+        "`torchperf-lint server` runs the language server for editors; `torchperf-lint confirm -- python "
+        "train.py` runs a training script a few steps and says which findings it saw (see confirm --help).",
     )
     parser.add_argument(
         "paths",
@@ -109,7 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="add '# noqa: TPLxxx' to every line with a finding (a clean baseline to adopt the linter)",
     )
     output = parser.add_argument_group("output")
-    output.add_argument("--format", choices=FORMATS, default="text")
+    output.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text: path:line:col: CODE message and a summary (the default); json: a list of findings "
+        "(docs/json-output.schema.json); sarif: SARIF 2.1.0 for code scanning; github: workflow "
+        "annotations",
+    )
     output.add_argument(
         "--show-context",
         action="store_true",
@@ -169,6 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["server"]:
         return _server(argv[1:])
+    if argv[:1] == ["confirm"]:
+        from .confirm.command import run as confirm  # torch-free here; the program's torch runs it
+
+        return confirm(argv[1:])
     try:
         try:
             return _main(argv)

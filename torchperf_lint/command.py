@@ -8,8 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
-from .analysis.torch_version import declared_version
+from .analysis.torch_apis import EVERY_API, shown
+from .analysis.torch_version import Declared, declared_version
 from .checking import Checker, FileOutcome, Job, read_file
 from .config import ConfigError, ConfigFinder, Settings, parse_version, read_config_file, settings_from
 from .console import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, usage_error
@@ -52,6 +54,10 @@ def _over_command_line(args: argparse.Namespace, settings: Settings) -> Settings
         changes["respect_gitignore"] = False
     if args.format == "sarif":
         changes["text_edits"] = True  # SARIF carries safe fixes as text replacements
+    if not (args.fix or args.diff):
+        # the text summary says what the torch requirement hides; every format asks, so that they
+        # share cache entries, and a fix never sees it
+        changes["newer_torch"] = True
     return settings.replace(**changes)
 
 
@@ -260,6 +266,51 @@ def _fix_summary(outcomes: Sequence[FileOutcome], remaining: int, would: bool) -
     return f"{'Would fix' if would else 'Fixed'} {_count(applied, 'finding')}{where}; {left}.\n"
 
 
+# a file that takes longer than this to check is named on stderr, so that a CI log says where the
+# time went (a large generated module costs about as long as libcst's parse of it)
+SLOW_FILE_SECONDS = 10.0
+
+
+def slow_file_lines(checked: Sequence[tuple[str, FileOutcome]], threshold: float) -> list[str]:
+    return [
+        f"torchperf-lint: {path} took {outcome.seconds:.0f} s to check (most of it libcst's parse of a "
+        "large module; extend-exclude skips generated code)\n"
+        for path, outcome in checked
+        if outcome.seconds > threshold
+    ]
+
+
+def _torch_lines(
+    jobs: JobsByConfig, checked: Sequence[tuple[str, FileOutcome]], newer: Sequence[Finding]
+) -> list[str]:
+    """What the run assumed about torch, for the text summary: that a file with fixes runs on torch
+    2.x when nothing says which torch it runs on, and how many findings its pinned torch hides."""
+
+    def declared(path: str) -> Optional[Declared]:
+        return declared_version(Path(path).resolve().parent)
+
+    def assumed_newest(path: str) -> bool:
+        given = jobs.jobs[jobs.index(path)].settings.torch_version is not None
+        return not given and declared(path) is None
+
+    lines = []
+    fixes = [path for path, outcome in checked if outcome.applied or any(f.fix for f in outcome.findings)]
+    if any(assumed_newest(path) for path in fixes):
+        lines.append(
+            "No torch requirement found: fixes assume torch 2.x; "
+            "set torch-version in the config (or pass --torch-version X.Y)."
+        )
+    if newer:
+        pins = sorted({d.requirement for f in newer if (d := declared(f.path)) is not None and d.requirement})
+        pinned = f" ({', '.join(pins)})" if pins else ""
+        verb = "needs" if len(newer) == 1 else "need"
+        lines.append(
+            f"{_count(len(newer), 'finding')} {verb} a newer torch than the project's pin{pinned}; "
+            f"`--torch-version {shown(EVERY_API)}` shows {'it' if len(newer) == 1 else 'them'}."
+        )
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Check, fix or inform, as the parsed command line asks; the exit status."""
     out = sys.stdout
@@ -326,27 +377,36 @@ def run(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     diffs: list[str] = []
     outcomes: list[FileOutcome] = []
+    checked_paths: list[str] = []  # the path of each outcome
     if "-" in files:
         stdin = files.index("-")
         del files[stdin]
         job = jobs.jobs[job_of.pop(stdin)]
         outcome = Checker(job).data(args.stdin_filename or "-", sys.stdin.buffer.read(), stdin=True)
         outcomes.append(outcome)
+        checked_paths.append(args.stdin_filename or "-")
         stdin_output = outcome.output
     outcomes.extend(check_paths(jobs.jobs, files, args.jobs or default_jobs(), job_of))
+    checked_paths += files
     hidden: list[Finding] = []
     notes: list[Finding] = []
+    newer: list[Finding] = []
     for outcome in outcomes:
         findings.extend(outcome.findings)
         hidden.extend(outcome.hidden)
         notes.extend(outcome.notes)
+        newer.extend(outcome.newer_torch)
         diffs.append(outcome.diff)
     findings.extend(error_finding(path, message) for path, message in discovery_errors)
     if args.add_noqa:
         return _add_noqa(args, files, outcomes, findings)
     findings.sort(key=Finding.sort_key)
     notes.sort(key=Finding.sort_key)
-    options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics, hidden, notes)
+    checked = list(zip(checked_paths, outcomes, strict=True))
+    for line in slow_file_lines(checked, SLOW_FILE_SECONDS):
+        emit(sys.stderr, line)
+    torch_lines = _torch_lines(jobs, checked, newer)
+    options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics, hidden, notes, torch_lines)
     report = reporter(args.format)(findings, options)
     if stdin_output is not None and args.fix:
         sys.stdout.buffer.write(stdin_output)

@@ -7,11 +7,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+_SHARE_WIDTH = 18  # "100%/100% of 1234" and a space
+
 
 def rule_table(as_json: bool) -> str:
     """--list-rules: every rule with its default, the best safety of its fixes, and its precision on the
     ecosystem check's two populations: right (TRUE+SMALL) / FALSE shares of the labelled findings on
-    training code and on libraries (`--explain CODE` gives the counts)."""
+    training code and on libraries, each with the number of labelled findings it is a share of
+    (`75%/25% of 4`; `--explain CODE` gives the counts)."""
     from .evidence import POPULATIONS, precision_of
     from .rules import ALL_RULES  # the rule classes: only --list-rules needs them here
 
@@ -35,15 +38,17 @@ def rule_table(as_json: bool) -> str:
 
     def cell(code: str, population: str) -> str:
         row = precision_of(code, population)
-        return "-" if row is None or not row.labelled else f"{row.good_share:.0%}/{row.false_share:.0%}"
+        if row is None or not row.labelled:
+            return "-"
+        return f"{row.good_share:.0%}/{row.false_share:.0%} of {row.labelled}"
 
-    shares = "".join(f"{population:<10}" for population in POPULATIONS)
+    shares = "".join(f"{population:<{_SHARE_WIDTH}}" for population in POPULATIONS)
     lines = [f"{'code':<8}{'name':<38}{'default':<9}{'fix':<8}{shares}summary"]
     for rule in ALL_RULES:
         default = "on" if rule.default_on else "off"
         lines.append(
             f"{rule.code:<8}{rule.name:<38}{default:<9}{rule.fix_safety.value:<8}"
-            + "".join(f"{cell(rule.code, population):<10}" for population in POPULATIONS)
+            + "".join(f"{cell(rule.code, population):<{_SHARE_WIDTH}}" for population in POPULATIONS)
             + rule.summary
         )
     return "\n".join(lines) + "\n"

@@ -1,9 +1,12 @@
 """Jupyter notebooks: the code cells are analysed as one module (a loop in one cell calls a model
 defined in another) and findings are reported per cell.
 
-IPython syntax is masked before parsing: `%magic`, `!shell`, `x = !cmd`, `%%cell` magics and
-`obj?` help lines, and the lines a magic or shell line continues onto with a trailing backslash,
-become `pass` statements carrying a marker, and come back unchanged after a fix.
+IPython syntax is masked before parsing: `%magic`, `!shell`, `x = !cmd`, help lines (`?obj`,
+`obj??`, `obj.method?`), and the lines a magic or shell line continues onto with a trailing
+backslash, become `pass` statements carrying a marker, and come back unchanged after a fix. A cell
+magic whose body is Python (`%%time`, `%%timeit`, `%%capture`, `%%prun`) masks its own line only,
+so its body is linted at the cell's own lines; any other (`%%bash`, `%%html`, `%%writefile`) masks
+the whole cell.
 Cells are joined with boundary comments, so fixed code splits back into the same cells.
 """
 
@@ -16,7 +19,9 @@ from typing import Any, Callable, Optional
 
 BOUNDARY = "# torchperf-lint: cell boundary"
 _MAGIC_MARK = "# torchperf-lint: masked "
-_MAGIC = re.compile(r"^(\s*)(%|!|[\w.]+\s*=\s*[!%]|.*\?\s*$)")
+_MAGIC = re.compile(r"^(\s*)(%|!|\?|[\w.]+\s*=\s*[!%]|.*\?\s*$)")
+# cell magics that run their body as Python in the kernel: the body is linted
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 
 
 class NotebookError(Exception):
@@ -86,7 +91,7 @@ def _source_lines(cell: dict[str, Any]) -> list[str]:
 def _mask(lines: list[str], counter: list[int]) -> tuple[list[str], dict[str, str]]:
     masked: dict[str, str] = {}
     out: list[str] = []
-    whole_cell = bool(lines) and lines[0].lstrip().startswith("%%")
+    whole_cell = bool(lines) and _cell_magic(lines[0]) not in (None, *PYTHON_CELL_MAGICS)
     continued: Optional[str] = None  # the indent of a masked line that ends with a backslash
     for line in lines:
         match = _MAGIC.match(line)
@@ -103,6 +108,12 @@ def _mask(lines: list[str], counter: list[int]) -> tuple[list[str], dict[str, st
         else:
             out.append(line)
     return out, masked
+
+
+def _cell_magic(line: str) -> Optional[str]:
+    """The name of the cell magic a cell's first line starts (`%%timeit -n 10` is timeit), or None."""
+    match = re.match(r"\s*%%(\w*)", line)
+    return match.group(1) if match else None
 
 
 def read_notebook(text: str) -> Notebook:

@@ -6,6 +6,7 @@ import contextlib
 import gc
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import Optional
 
@@ -101,14 +102,20 @@ def collected_between_files() -> Iterator[None]:
 
 
 def _check(checker: Checker, path: str, facts: EntryFacts) -> FileOutcome:
+    start = time.perf_counter()
     try:
-        return checker.path(path, facts)
+        outcome = checker.path(path, facts)
     finally:
         gc.collect(1)
+    outcome.seconds = time.perf_counter() - start
+    return outcome
 
 
 def _check_in_worker(path: str, which: int, facts: EntryFacts) -> FileOutcome:
+    start = time.perf_counter()
     try:
-        return check_in_worker(path, which, facts)
+        outcome = check_in_worker(path, which, facts)
     finally:
         gc.collect(1)
+    outcome.seconds = time.perf_counter() - start
+    return outcome

@@ -22,7 +22,6 @@ from . import __version__, api
 from .config import ConfigError, Settings, load_settings
 from .engine.findings import Finding, Safety
 from .evidence import measured
-from .reporting.sarif import DOCS_URI, ERROR_RULE
 from .rules import lookup
 
 SOURCE = "torchperf-lint"
@@ -113,11 +112,18 @@ class Lint:
     fixed_all: Optional[str] = None  # computed when first asked for
 
 
-def _help_uri(code: str) -> str:
-    return str(ERROR_RULE["helpUri"]) if code == ERROR_CODE else DOCS_URI.format(code=code)
+RULE_PAGES = Path(__file__).resolve().parent.parent / "docs" / "rules"
+
+
+def rule_page_uri(code: str) -> Optional[str]:
+    """The rule's page in the checkout the server runs from (an editable install of a clone), or
+    None: the project has no published home to link to, and the hover carries the page's gist."""
+    page = RULE_PAGES / f"{code}.md"
+    return page.as_uri() if code != ERROR_CODE and page.is_file() else None
 
 
 def diagnostic(finding: Finding, where: types.Range, uri: str) -> types.Diagnostic:
+    href = rule_page_uri(finding.code)
     related = None
     if finding.context:
         location = types.Location(uri, where)
@@ -129,7 +135,7 @@ def diagnostic(finding: Finding, where: types.Range, uri: str) -> types.Diagnost
         if finding.code == ERROR_CODE
         else types.DiagnosticSeverity.Warning,
         code=finding.code,
-        code_description=types.CodeDescription(href=_help_uri(finding.code)),
+        code_description=None if href is None else types.CodeDescription(href=href),
         source=SOURCE,
         related_information=related,
         data={"name": finding.name},
@@ -268,7 +274,9 @@ def hover_text(finding: Finding) -> str:
     safety = _section(rule.explanation(), "Fix safety")
     if safety:
         parts.append(safety)
-    parts.append(f"[{rule.code} documentation]({_help_uri(rule.code)})")
+    href = rule_page_uri(rule.code)
+    explain = f"`torchperf-lint --explain {rule.code}` prints the rule's page"
+    parts.append(f"[{rule.code} documentation]({href}); {explain}" if href else f"{explain}.")
     return "\n\n".join(parts)
 
 

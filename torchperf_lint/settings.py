@@ -64,6 +64,8 @@ class Settings:
     text_edits: bool = False  # express safe fixes as text edits too (SARIF output asks for them)
     noqa: bool = True  # honour noqa comments; the flake8 plugin leaves them to flake8 (--disable-noqa)
     notes: bool = False  # report rules' notes on candidates they stay silent on (--show-context)
+    # also find what a declared torch requirement hides, to count it (a text run's summary)
+    newer_torch: bool = False
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

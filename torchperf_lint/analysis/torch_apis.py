@@ -37,6 +37,9 @@ FIRST_RELEASE: dict[str, Version] = {
     "_foreach_lerp_": (2, 0),
 }
 
+# the first torch that has every API above: a run targeting it can give every advice
+EVERY_API: Version = max(FIRST_RELEASE.values())
+
 
 def shown(version: Version) -> str:
     return f"{version[0]}.{version[1]}"

@@ -49,6 +49,7 @@ class Declared:
     version: Optional[Version]
     source: str
     below: Optional[Version] = None
+    requirement: str = ""  # as the project writes it (`torch==1.4.0`), when it wrote one
 
     def has(self, first: Version) -> bool:
         """An API that arrived in `first` exists in the oldest supported torch: a fix may write it."""
@@ -137,7 +138,7 @@ def _declared(requirement: str, specifier: str, where: str) -> Optional[Declared
     shown = requirement.strip()
     if version is None:
         return Declared(None, f"`{shown}` in {where} sets no lower bound: assuming the newest")
-    return Declared(version, f"{where} (`{shown}`)", below)
+    return Declared(version, f"{where} (`{shown}`)", below, shown)
 
 
 def _from_lines(lines: Iterator[str], where: str) -> Optional[Declared]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Iterator, Optional
 
@@ -49,6 +50,7 @@ class Context:
         self.names = Names(facts)
         self.entry = entry
         self._shows_cuda: Optional[bool] = None
+        self.torch_questions = 0
         self.hot = HotPaths(facts, self.names, entry, self.shows_cuda_use)
         self.tensors = TensorInference(facts, self.names, self.hot)
 
@@ -170,6 +172,7 @@ class Context:
         """The torch the file targets: the oldest supported release (`.version`, None: the
         newest), the release the runtime is older than (`.below`, None: no upper bound) and
         where that comes from (`.source`): --torch-version/config, else the project's requirement."""
+        self.torch_questions += 1  # the runner asks again, with a newer torch, the rules that asked
         return self._target_torch_version
 
     @functools.cached_property
@@ -178,6 +181,22 @@ class Context:
         if self.settings.torch_version is not None:
             return declared  # --torch-version says which torch it is
         return bounded_by_imports(declared, self.facts.imports.values())
+
+    def limited_by_declared_torch(self) -> bool:
+        """The torch the file targets comes from its project (or its imports), not from
+        --torch-version, and is older than the newest: what some rules say depends on it."""
+        if self.settings.torch_version is not None:
+            return False
+        declared = self._target_torch_version
+        return declared.version is not None or declared.below is not None
+
+    def on_torch(self, version: tuple[int, int], source: str) -> Context:
+        """This context for the same file on another torch: the analyses are shared (none of them
+        depends on the version), the version is asked again."""
+        other = copy.copy(self)
+        other.settings = self.settings.replace(torch_version=version, torch_version_source=source)
+        other.__dict__.pop("_target_torch_version", None)
+        return other
 
     def api(self, name: str) -> ApiSupport:
         """An API of analysis/torch_apis.py's table against the torch this file targets: whether

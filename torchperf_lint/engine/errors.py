@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from .findings import Finding
 
 ERROR_CODE = "TPL000"
-ISSUES_URL = "https://github.com/torchperf-lint/torchperf-lint/issues"
+# the project has no published home yet: a report needs the version and the code, not an address
+REPORT_IT = "a bug in torchperf-lint: report it with the output of `torchperf-lint --version` and the code that triggered it"
 RECURSION_LIMIT = 20_000
 
 
@@ -20,10 +21,12 @@ def error_finding(path: str, what: str, line: int = 1, col: int = 1) -> Finding:
 
 
 def internal_error(where: str, error: BaseException) -> str:
-    """One line naming the failing rule (or the engine) and asking for a report."""
+    """One line naming the failing rule (or the engine) and asking for a report; a rule's own page
+    is local (`--explain`)."""
     detail = str(error).strip().splitlines()
     what = f"{type(error).__name__}: {detail[0]}" if detail else type(error).__name__
-    return f"internal error in {where} ({what}); please report it at {ISSUES_URL}"
+    page = f" (the rule: `torchperf-lint --explain {where}`)" if where.startswith("TPL") else ""
+    return f"internal error in {where} ({what}); {REPORT_IT}{page}"
 
 
 @contextlib.contextmanager

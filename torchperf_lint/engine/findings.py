@@ -74,6 +74,7 @@ class Report:
     reason: object | None = None  # an analysis.hotpath.Reason, rendered once positions exist
     fix: Fix | None = None
     note: bool = False
+    newer_torch: bool = False  # see `Finding.newer_torch`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,9 @@ class Finding:
     A note is no problem: it says why a rule stays silent on a candidate (TPL401 keeps the bias of a
     model whose weights are published). The engine drops notes unless `Settings.notes` asks for them
     (`--show-context`); the command line sets them apart from findings, so they never count.
+
+    A `newer_torch` finding is one the project's torch requirement hides (the API its advice needs
+    is newer than the pin): found only where `Settings.newer_torch` asks, and only counted.
     """
 
     code: str
@@ -99,6 +103,7 @@ class Finding:
     cell: int | None = None  # notebooks: the cell (1-based); line and col are within it
     edits: tuple[TextEdit, ...] = ()  # the fix as text edits, when it can be expressed as such
     note: bool = False
+    newer_torch: bool = False
 
     @property
     def fixable(self) -> bool:

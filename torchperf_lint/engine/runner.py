@@ -12,10 +12,11 @@ from typing import Any, ClassVar, Protocol
 import libcst as cst
 
 from ..analysis.entry import NO_FACTS, EntryFacts
+from ..analysis.torch_apis import EVERY_API, shown
 from ..paths import matches_path
 from ..settings import Settings
 from ..syntax.positions import node_ranges
-from ..syntax.walker import walk
+from ..syntax.walker import FileFacts, walk
 from .context import Context
 from .errors import ERROR_CODE, deep_recursion, error_finding, internal_error
 from .findings import Finding, Fix, Report, Safety, TextEdit
@@ -56,6 +57,17 @@ def parse(data: bytes | str, path: str) -> tuple[cst.Module | None, Finding | No
         return None, error_finding(path, "could not parse: nesting too deep for the parser")
     except (UnicodeError, LookupError, SyntaxError, ValueError) as error:
         return None, _decode_error(data, path, error)
+
+
+EXCLUDE_HINT = "; if it is not meant to be checked, add it to extend-exclude"
+
+
+def _with_exclude_hint(error: Finding) -> Finding:
+    """A file that cannot be parsed is often no Python at all (a template, a Python 2 script):
+    its TPL000 line says how to skip it."""
+    if not error.message.startswith("could not parse"):
+        return error
+    return dataclasses.replace(error, message=error.message + EXCLUDE_HINT)
 
 
 def _position(data: bytes | str, offset: int) -> tuple[int, int]:
@@ -178,21 +190,53 @@ def run_rules(
         return [], facts.parents
     reports: list[Report] = []
     failures: list[Report] = []
+    asked: list[RunnableRule] = []  # the rules that asked which torch the file runs on
     for rule in rules:
+        questions = ctx.torch_questions
         try:
-            for kind in rule.node_types:
-                for node in facts.collected.get(kind, ()):
-                    reports.extend(rule.check(node, ctx))
-            reports.extend(rule.check_file(ctx))
+            _run_rule(rule, facts, ctx, reports)
         except RecursionError:
             raise  # the file is too deeply nested for every rule, not a bug in this one
         except Exception as error:  # noqa: BLE001 - a bug in one rule must not hide the others
             failures.append(Report(ERROR_CODE, "internal-error", module, internal_error(rule.code, error)))
+            continue
+        if ctx.torch_questions > questions:
+            asked.append(rule)
+    if settings.newer_torch and asked and ctx.limited_by_declared_torch():
+        reports += _hidden_by_torch(asked, facts, ctx, reports)
     if not settings.notes:
         reports = [report for report in reports if not report.note]  # before positions are paid for
     if not reports and not failures:
         return [], facts.parents
     return _place(module, source, path, reports + failures, settings), facts.parents
+
+
+def _run_rule(rule: RunnableRule, facts: FileFacts, ctx: Context, reports: list[Report]) -> None:
+    for kind in rule.node_types:
+        for node in facts.collected.get(kind, ()):
+            reports.extend(rule.check(node, ctx))
+    reports.extend(rule.check_file(ctx))
+
+
+def _hidden_by_torch(
+    rules: Sequence[RunnableRule], facts: FileFacts, ctx: Context, found: Sequence[Report]
+) -> list[Report]:
+    """What `rules` report on the torch that has every API they recommend, and not on the torch
+    the project declares: the findings its requirement hides, marked to be counted, never shown.
+    A rule that fails on that torch hides nothing (its failure is the one reported already)."""
+    newest = ctx.on_torch(EVERY_API, f"--torch-version {shown(EVERY_API)}")
+    seen = {(report.code, report.node) for report in found if not report.note}
+    newer: list[Report] = []
+    for rule in rules:
+        try:
+            _run_rule(rule, facts, newest, newer)
+        except Exception:  # noqa: BLE001 - a count, not a check: the first run reported the failure
+            continue
+    return [
+        dataclasses.replace(report, newer_torch=True)
+        for report in newer
+        if not report.note and (report.code, report.node) not in seen
+    ]
 
 
 def _place(
@@ -230,7 +274,7 @@ def _place(
                 continue
             if ignored and report.code.startswith(ignored):
                 continue
-        key = (report.code, start_line, start_col, report.note)
+        key = (report.code, start_line, start_col, report.note or report.newer_torch)
         if key in seen:
             continue
         seen.add(key)
@@ -250,6 +294,7 @@ def _place(
                 report.node,
                 edits=_text_edits(report.fix, module, source) if settings.text_edits else (),
                 note=report.note,
+                newer_torch=report.newer_torch,
             )
         )
     findings.sort(key=Finding.sort_key)
@@ -302,13 +347,13 @@ def lint_bytes(
         # cannot hold a PyTorch pattern, unless the project runs its code per step: skip the
         # parse, but still name a file that is not text
         unreadable = _not_text(data, path)
-        return FileResult(path, [unreadable] if unreadable else [])
+        return FileResult(path, [_with_exclude_hint(unreadable)] if unreadable else [])
     with deep_recursion():
         try:
             module, error = parse(data, path)
             if module is None:
                 assert error is not None
-                return FileResult(path, [error])
+                return FileResult(path, [_with_exclude_hint(error)])
             source = data.decode(module.encoding) if isinstance(data, bytes) else data
             findings, parents = run_rules(module, source, path, rules, settings, entry)
         except RecursionError:

@@ -20,6 +20,7 @@ class ReportOptions:
         statistics: bool = False,
         hidden: Sequence[Finding] = (),
         notes: Sequence[Finding] = (),
+        torch_lines: Sequence[str] = (),
     ) -> None:
         self.show_context = show_context
         self.unsafe_fixes = unsafe_fixes
@@ -28,6 +29,8 @@ class ReportOptions:
         # why rules stayed silent (--show-context): text and JSON show them among the findings,
         # never counted; SARIF and GitHub annotations leave them out
         self.notes = notes
+        # which torch the run assumed, and what the project's pin hides: the text summary says it
+        self.torch_lines = torch_lines
 
 
 FORMATS = ("github", "json", "sarif", "text")

@@ -1,4 +1,5 @@
-"""SARIF 2.1.0, as GitHub code scanning reads it."""
+"""SARIF 2.1.0, as GitHub code scanning reads it. No `informationUri` or `helpUri`: the project has
+no published home to link to, and each rule's `help` carries its whole page."""
 
 from __future__ import annotations
 
@@ -14,14 +15,11 @@ if TYPE_CHECKING:
     from . import ReportOptions
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/torchperf-lint/torchperf-lint"
-DOCS_URI = f"{INFORMATION_URI}/blob/main/docs/rules/{{code}}.md"
 ERROR_RULE = {
     "id": "TPL000",
     "name": "CouldNotCheck",
     "shortDescription": {"text": "A file that could not be checked"},
     "help": {"text": "The file could not be read, decoded or parsed, or a rule failed on it."},
-    "helpUri": f"{INFORMATION_URI}#usage",
     "defaultConfiguration": {"level": "error"},
 }
 
@@ -48,7 +46,6 @@ def _rule_descriptors() -> list[dict[str, Any]]:
                     else rule.summary
                 },
                 "help": {"text": page, "markdown": page},
-                "helpUri": DOCS_URI.format(code=rule.code),
                 "defaultConfiguration": {"level": "warning", "enabled": rule.default_on},
             }
         )
@@ -139,7 +136,6 @@ def render_sarif(findings: Sequence[Finding], options: ReportOptions) -> str:
                     "driver": {
                         "name": "torchperf-lint",
                         "version": __version__,
-                        "informationUri": INFORMATION_URI,
                         "rules": descriptors,
                     }
                 },

@@ -44,7 +44,7 @@ class DataloaderPersistentWorkers(Rule):
     name = "dataloader-persistent-workers"
     summary = "DataLoader re-spawns its workers every epoch"
     message = (
-        "{loader} starts its {workers} worker processes again on every pass of an enclosing loop; "
+        "{loader} starts its {workers} again on every pass of an enclosing loop; "
         "pass persistent_workers={value}{needs}"
     )
     fix_safety = Safety.UNSAFE
@@ -268,7 +268,7 @@ class DataloaderPersistentWorkers(Rule):
             node,
             fix=fix,
             loader=repeated.target,
-            workers=ctx.code(workers),
+            workers=f"{ctx.code(workers)} worker process{'' if count == 1 else 'es'}",
             value=ctx.module.code_for_node(value),
             needs="" if persistent.writable else f" ({persistent.needs()})",
         )
