@@ -106,3 +106,22 @@ def test_a_read_of_a_value_computed_from_a_rebound_name_is_a_new_read() -> None:
         """
     ).lstrip("\n")
     assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [6, 8]
+
+
+def test_a_second_read_after_the_backward_and_the_step_waits_for_them() -> None:
+    """pytorch/examples' super_resolution: `epoch_loss += loss.item()` before the backward, then
+    `print(... loss.item())` after `optimizer.step()`: the second read waits for both."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                loss = criterion(model(x.cuda()), y.cuda())
+                total = loss.item()
+                loss.backward()
+                optimizer.step()
+                print("loss", loss.item())
+        """
+    ).lstrip("\n")
+    assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [6, 9]

@@ -80,8 +80,8 @@ class SyncPerStep(Rule):
     are still on the host; code after the loop; forward and loss code (TPL105's); what the body
     of an `if` whose test syncs does (the `if` is reported); a read right after an explicit
     `torch.cuda.synchronize()` in the same block (the host already waited: a timer); a second
-    read of a value already read on the host in the same iteration (`v = loss.item()`, then
-    `print(loss.item())`).
+    read of a value already read on the host in the same iteration with no device work queued
+    between (`v = loss.item()`, then `print(loss.item())`; not after `loss.backward()`).
     """
 
     code = "TPL107"
@@ -398,8 +398,10 @@ def _subjects(call: cst.Call, ctx: Context) -> set[str]:
 
 def _read_before(node: cst.Call, ctx: Context) -> bool:
     """Every value `node` reads was read on the host earlier in the same iteration (`v = loss.item()`
-    then `print(loss.item())`) and no name it is computed from was bound again since
-    (`output = netD(fake)` makes `output.mean().item()` a new read): the second read waits for nothing."""
+    then `print(loss.item())`), no name it is computed from was bound again since (`output =
+    netD(fake)` makes `output.mean().item()` a new read) and no device work was queued since (a
+    read after `loss.backward()` and `optimizer.step()` waits for them): the second read waits for
+    nothing."""
     wanted = _subjects(node, ctx)
     if not wanted:
         return False
@@ -412,15 +414,25 @@ def _read_before(node: cst.Call, ctx: Context) -> bool:
         if isinstance(ancestor, cst.IndentedBlock) and isinstance(child, cst.BaseStatement):
             index = next(i for i, s in enumerate(ancestor.body) if s is child)
             for earlier in ancestor.body[:index]:
-                if _binds_any(earlier, names):
+                calls = [n for n in _names_in(earlier) if isinstance(n, cst.Call)]
+                if _binds_any(earlier, names) or any(_queues_device_work(c, ctx) for c in calls):
                     read.clear()
-                for call in (n for n in _names_in(earlier) if isinstance(n, cst.Call)):
+                for call in calls:
                     if host_sync(call, ctx) is not None:
                         read |= _subjects(call, ctx)
         if isinstance(ancestor, (cst.For, cst.While)) and ctx.step_loop(ancestor.body) is ancestor:
             break
         child = ancestor
     return wanted <= read
+
+
+def _queues_device_work(call: cst.Call, ctx: Context) -> bool:
+    """`loss.backward()`, `optimizer.step()` or a call whose result is a device tensor: a read after
+    it waits for that work again, whatever was read before."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "step"):
+        return True
+    return on_device(call, ctx)
 
 
 def _binds_any(statement: cst.CSTNode, names: set[str]) -> bool:
