@@ -70,6 +70,8 @@ def _process(
         device = torch.device("cuda", rank)
         torch.cuda.set_device(device)
         os.environ["NCCL_NVLS_ENABLE"] = "0"  # never NVLink multicast on the lent machines
+        # a size may name a transport regime (TPL406's NCCL over sockets): set before the group starts
+        os.environ.update(size.get("env", {}))
         backend = "nccl"
     dist.init_process_group(
         backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT

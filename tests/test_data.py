@@ -184,3 +184,18 @@ def test_other_dataloader_classes_stay_silent_for_every_rule() -> None:
         """
     for code in ("TPL501", "TPL502", "TPL503"):
         assert _lint(source, code) == [], code
+
+
+def test_a_loader_beside_an_nccl_process_group_runs_on_cuda():
+    """NCCL is GPU-only: a DDP script that sets it up trains on CUDA though it never says "cuda"."""
+    script = """
+        import os
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader
+
+        dist.init_process_group(backend="nccl")
+        local_rank = int(os.environ["LOCAL_RANK"])
+        loader = DataLoader(ds, batch_size=32)
+        """
+    assert _lint(script, "TPL501") == [7]
+    assert _lint(script.replace('"nccl"', '"gloo"'), "TPL501") == []

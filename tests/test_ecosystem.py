@@ -352,6 +352,7 @@ def test_lint_project_reports_paths_relative_to_the_root_with_their_line(tmp_pat
         ("tiny/train.py", 6, "TPL502", "loader = DataLoader(dataset, batch_size=32, num_workers=4)"),
         ("tiny/train.py", 8, "TPL106", "x = x.cuda()"),
         ("tiny/train.py", 11, "TPL701", "loss.backward()"),
+        ("tiny/train.py", 11, "TPL703", "loss.backward()"),  # every rule on: the step is never compiled
     ]
 
 
@@ -433,7 +434,7 @@ def test_whole_run_over_a_cached_project_writes_markdown_and_template(
     status = ecosystem_main.main([*args, "--markdown", str(markdown), "--labels-template", str(template)])
     assert status == 0
     out = capsys.readouterr().out
-    assert "1 projects, 1 files, 12 lines; 3 findings" in out
+    assert "1 projects, 1 files, 12 lines; 4 findings" in out
     assert "Linter: this checkout at " in out
     assert "Passed: every fixed file compiles" in out
     assert "## Fix check" in markdown.read_text(encoding="utf-8")
@@ -442,6 +443,7 @@ def test_whole_run_over_a_cached_project_writes_markdown_and_template(
         ["x-transformers", listed.version, "tiny/train.py", "6", "TPL502"],
         ["x-transformers", listed.version, "tiny/train.py", "8", "TPL106"],
         ["x-transformers", listed.version, "tiny/train.py", "11", "TPL701"],
+        ["x-transformers", listed.version, "tiny/train.py", "11", "TPL703"],
     ]
 
 
@@ -466,7 +468,7 @@ def test_a_failed_download_is_one_line_and_the_other_projects_still_run(
     error = f"ecosystem: error: timm {timm}: pip download timm=={timm} failed: ERROR: No matching distribution found for timm"
     assert error in captured.err.splitlines()
     assert f"timm {timm}: not fetched: pip download" in captured.out
-    assert "1 projects, 1 files, 12 lines; 3 findings" in captured.out
+    assert "1 projects, 1 files, 12 lines; 4 findings" in captured.out
     assert not (tmp_path / "cache" / "projects" / f"timm-{timm}").exists()
 
 

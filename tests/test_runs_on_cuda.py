@@ -44,6 +44,12 @@ def _facts(root: Path, target: str):  # type: ignore[no-untyped-def]
         ("import torch as th\nx = th.zeros(1)\n", False),
         ("import numpy as np\nok = np.cuda.is_available()\n", False),  # np is not torch
         ("import torch\nnote = 'on the GPU'\n", False),
+        # NCCL runs only between GPUs: a process group over it is CUDA use.
+        ('import torch.distributed as dist\ndist.init_process_group("nccl")\n', True),
+        ("import torch.distributed as dist\ndist.init_process_group(backend='nccl', rank=0)\n", True),
+        ('import torch.distributed as dist\ndist.init_process_group(backend="gloo")\n', False),
+        # A device nobody names and a local rank say nothing about which accelerator runs.
+        ('import os, torch\nrank = int(os.environ["LOCAL_RANK"])\nmodel.to(device)\n', False),
     ],
 )
 def test_both_readers_see_cuda_use_through_import_aliases(source: str, shows: bool) -> None:

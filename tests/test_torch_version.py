@@ -11,6 +11,7 @@ import pytest
 
 from torchperf_lint.analysis.torch_version import (
     admitted_range,
+    conda_torch_specifier,
     declared_version,
     lowest_admitted,
     target_version,
@@ -431,3 +432,68 @@ def test_a_bound_read_from_the_imports_alone_does_not_make_zero_grad_old(tmp_pat
     source = "import torch\nfrom torchtext.legacy import data\n\n" + PLAIN_ZERO_GRAD.split("\n", 1)[1]
     findings = lint_source(source, path=_file_in(tmp_path), select=["TPL301"])
     assert [f.code for f in findings] == []
+
+CONDA_ENVIRONMENT = """\
+name: ldm
+channels:
+  - pytorch
+  - defaults
+dependencies:
+  - python=3.8.5
+  - cudatoolkit=11.0
+  - {torch}
+  - torchvision=0.8.1
+  - pip:
+    - pytorch-lightning==1.4.2
+"""
+
+
+@pytest.mark.parametrize(
+    "line, specifier",
+    [
+        ("  - pytorch=1.7.0", "==1.7.0"),
+        ("  - pytorch==1.7.0", "==1.7.0"),
+        ("  - pytorch=1.7.0=py3.8_cuda11.0_0", "==1.7.0"),
+        ("  - pytorch 1.7.0 py3.8_cuda11.0_0", "==1.7.0"),
+        ("  - pytorch::pytorch>=1.8,<2", ">=1.8,<2"),
+        ("    - torch==1.13.1", "==1.13.1"),
+        ("  - pytorch", ""),
+    ],
+)
+def test_conda_dependency_lines_give_their_specifier(line: str, specifier: str) -> None:
+    assert conda_torch_specifier(line) == specifier
+
+
+@pytest.mark.parametrize(
+    "line", ["  - pytorch-lightning==1.4.2", "  - torchvision=0.8.1", "  - pytorch-cuda=11.8", "name: torch"]
+)
+def test_other_conda_packages_are_not_torch(line: str) -> None:
+    assert conda_torch_specifier(line) is None
+
+
+@pytest.mark.parametrize(
+    "name", ["environment.yaml", "environment.yml", "environment-gpu.yml", "conda.yaml"]
+)
+def test_a_conda_pin_bounds_the_runtime_like_a_requirement(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text(CONDA_ENVIRONMENT.format(torch="pytorch=1.7.0"))
+    found = target_version(_file_in(tmp_path), None, NEWEST)
+    assert (found.version, found.below) == ((1, 7), (1, 8))
+    assert found.source == f"{name} (`pytorch=1.7.0`)"
+
+
+def test_a_conda_file_naming_pytorch_without_a_version_changes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "environment.yaml").write_text(CONDA_ENVIRONMENT.format(torch="pytorch"))
+    found = target_version(_file_in(tmp_path), None, NEWEST)
+    assert (found.version, found.below) == (None, None)
+    assert lint_source(ATTENTION, path=_file_in(tmp_path), select=["TPL306"])[0].fix is not None
+
+
+def test_attention_is_not_advised_under_a_conda_pinned_torch_without_sdpa(tmp_path: Path) -> None:
+    (tmp_path / "environment.yaml").write_text(CONDA_ENVIRONMENT.format(torch="pytorch=1.7.0"))
+    assert lint_source(ATTENTION, path=_file_in(tmp_path), select=["TPL306"]) == []
+
+
+def test_a_conda_pin_is_read_beside_a_pyproject_without_torch(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["numpy"]\n')
+    (tmp_path / "environment.yaml").write_text(CONDA_ENVIRONMENT.format(torch="pytorch==1.7.0"))
+    assert target_version(_file_in(tmp_path), None, NEWEST).version == (1, 7)

@@ -203,6 +203,26 @@ def test_parenthesised_composition_keeps_its_parentheses() -> None:
     assert "return (torch.log_softmax(x, 1)) * 2" in _fix(source, "TPL303")
 
 
+def test_log_sum_exp_by_hand_in_its_spellings() -> None:
+    source = """
+        import torch
+
+        def energies(x):
+            a = x.exp().sum(-1).log()
+            b = torch.log(torch.exp(x).sum(dim=1, keepdim=True))
+            c = torch.log(torch.exp(x).sum())
+            d = x - x.exp().sum(1, keepdim=True).log()
+            return a, b, c, d
+        """
+    findings = lint_source(textwrap.dedent(source), path="train.py", select=["TPL303"])
+    assert [(f.line, "logsumexp" in f.message) for f in findings] == [(5, True), (6, True), (7, True), (8, False)]
+    fixed = _fix(source, "TPL303")
+    assert "a = torch.logsumexp(x, -1)" in fixed
+    assert "b = torch.logsumexp(x, dim=1, keepdim=True)" in fixed
+    assert "c = torch.log(torch.exp(x).sum())" in fixed  # logsumexp needs a dim: the message says what to do
+    assert "d = torch.log_softmax(x, 1)" in fixed
+
+
 # -- TPL304 ---------------------------------------------------------------------------------
 
 
@@ -270,6 +290,47 @@ def test_host_values_are_silent() -> None:
     assert _lint(source, "TPL304") == []
 
 
+def test_extend_and_insert_keep_the_graph_like_append() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, optimizer, criterion):
+            first, last = [], []
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                last.extend([loss])
+                first.insert(0, loss)
+                last.extend(loss.tolist())
+            return first, last
+        """
+    assert _lint(source, "TPL304") == [10, 11]
+    fixed = _fix(source, "TPL304")
+    assert "last.extend([loss.detach()])" in fixed and "first.insert(0, loss.detach())" in fixed
+
+
+def test_a_helpers_returned_tuple_is_not_read_as_a_graph() -> None:
+    """The caller keeps one element of what a helper returns; which one is not followed."""
+    source = """
+        import torch
+
+        def train_once(rnn, criterion, x, y):
+            output = rnn(x)
+            loss = criterion(output, y)
+            loss.backward()
+            return output, loss.item()
+
+        def main(rnn, criterion, loader):
+            total = 0
+            for x, y in loader:
+                output, loss = train_once(rnn, criterion, x, y)
+                total += loss
+            return total
+        """
+    assert _lint(source, "TPL304") == []
+
+
 # -- TPL305 ---------------------------------------------------------------------------------
 
 
@@ -319,6 +380,59 @@ def test_test_files_are_silent() -> None:
         """
     assert _lint(source, "TPL305", path="tests/test_model.py") == []
     assert _lint(source, "TPL305") == [7]
+
+
+@pytest.mark.parametrize(
+    ("name", "held_out"),
+    [
+        ("val_loader", True),
+        ("self.testloader", True),
+        ("valid_dataloader", True),
+        ("holdout_set", True),
+        ("data_loader_val", True),  # DETR's spelling: the word sits beside a data word
+        ("dev_loader", True),
+        ("train_loader", False),
+        ("loader", False),
+        ("models_to_test", False),  # models, not data
+        ("device", False),
+        ("x_test", False),
+    ],
+)
+def test_data_kept_out_of_training_is_read_from_its_name(name: str, held_out: bool) -> None:
+    from torchperf_lint.analysis.vocabulary import names_held_out_data
+
+    assert names_held_out_data(name) is held_out
+
+
+def test_a_loop_over_a_validation_loader_says_so() -> None:
+    source = """
+        import torch
+
+        def fit(model, train_loader, valid_loader, optimizer):
+            model.train()
+            for x, y in train_loader:
+                model(x).sum().backward()
+                optimizer.step()
+            scores = [model(x) for x, _ in tqdm(valid_loader)]
+            return scores
+        """
+    findings = lint_source(textwrap.dedent(source), path="train.py", select=["TPL305"])
+    assert [f.line for f in findings] == [9]
+    assert findings[0].context == "in loop at line 9 over valid_loader"
+    assert "in the loop over valid_loader" in findings[0].message
+
+
+def test_a_lightning_hook_over_a_validation_loader_stays_silent() -> None:
+    source = """
+        import torch
+        import lightning as L
+
+        class Model(L.LightningModule):
+            def on_validation_epoch_end(self):
+                for x in self.val_loader:
+                    self.model(x)
+        """
+    assert _lint(source, "TPL305") == []
 
 
 def test_message_names_memory() -> None:

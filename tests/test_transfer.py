@@ -901,3 +901,77 @@ def test_values_sent_over_rpc_with_a_device_map_stay_device_candidates(tmp_path:
         """
     root = write_project(tmp_path, {"master.py": _RPC_PIPELINE_MASTER, "launch.py": launch})
     assert finding_lines(root, "master.py", "TPL101") == [23, 24, 27, 29, 31]
+
+
+def _lines(source: str, code: str) -> list[int]:
+    findings = lint_source(textwrap.dedent(source).lstrip("\n"), path="train.py", select=[code])
+    return [f.line for f in findings if f.code == code]
+
+
+def test_a_value_read_again_in_the_same_step_is_one_sync() -> None:
+    """RULES.md: TPL107 is silent on the second read of a value already read on the host."""
+    source = """
+        import torch
+
+        def train(model, loader, optimizer):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                optimizer.step()
+                value = loss.item()
+                print(loss.item(), float(loss.detach()))
+        """
+    assert _lines(source, "TPL107") == [8]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "if step % 10 == 0:\n            print(loss.item())",  # not every step: the later read is the sync
+        "seen = loss.item()\n        loss = model(x.cuda(), y.cuda())",  # rebound: new values to wait for
+        "seen = loss.item()\n        optimizer.step()",  # the read waits again, for the step queued since
+    ],
+)
+def test_a_read_that_may_not_run_or_another_value_keeps_the_finding(first: str) -> None:
+    source = f"""
+        import torch
+
+        def train(model, loader, optimizer):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                optimizer.step()
+        {textwrap.indent(first, "        ")}
+                history.append(loss.item())
+        """
+    assert _lines(source, "TPL107")[-1] == 10
+
+
+def test_a_factory_in_a_file_that_never_uses_cuda_is_silent() -> None:
+    """RULES.md: TPL101 needs the result to meet a CUDA tensor: chained with a move, combined right
+    away with a tensor of the hot function, or anywhere in a file that shows CUDA use. A CPU-only
+    script whose factories do none of these is silent."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                noise = torch.randn(x.shape[0], 8)
+                return self.fc(x + noise)
+
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                order = torch.randperm(x.shape[0])
+                loss = (model(x[order]) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+        """
+    assert _lines(source, "TPL101") == []
+    assert _lines(source + 'DEVICE = "cuda"\n', "TPL101") == [10, 15]  # the same code once the file uses CUDA
+    combined = source.replace("self.fc(x + noise)", "self.fc(x + torch.randn(x.shape[0], 8))")
+    assert _lines(combined, "TPL101") == [11]  # met right away: the argument's device decides

@@ -28,11 +28,25 @@ SOURCE = "torchperf-lint"
 ERROR_CODE = "TPL000"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 DEBOUNCE_SECONDS = 0.3
-WATCHED_FILES = ("**/pyproject.toml", "**/setup.cfg", "**/tox.ini", "**/requirements*.txt")
+WATCHED_FILES = (
+    "**/pyproject.toml",
+    "**/setup.cfg",
+    "**/tox.ini",
+    "**/requirements*.txt",
+    "**/environment*.y*ml",
+    "**/conda.y*ml",
+)
 # A client that cannot watch files for the server (Neovim on Linux) gets these polled instead: the
-# config files (config.py) and the requirements that declare a torch version, beside each open
+# config files (config.py) and the requirements (pip, conda) that declare a torch version, beside each open
 # document and above it
-POLLED_NAMES = ("pyproject.toml", "setup.cfg", "tox.ini", "requirements.txt")
+POLLED_NAMES = (
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "requirements.txt",
+    "environment.yml",
+    "environment.yaml",
+)
 POLL_SECONDS = 1.0
 _LINE_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")  # LSP and Python end lines at \n, \r\n and \r
 # flake8's noqa comment; `codes` ends where the last code does

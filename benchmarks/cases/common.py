@@ -188,3 +188,25 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
     loss.backward()
     optimizer.step()
     return loss.detach(), state_summary(model)
+
+
+class TinyGPT(nn.Module):
+    """Token and position embeddings, pre-norm causal transformer layers, a head tied to the embedding."""
+
+    def __init__(self, vocab: int, width: int, depth: int, heads: int, tokens: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.position = nn.Parameter(torch.zeros(tokens, width))
+        layer = nn.TransformerEncoderLayer(
+            width, heads, 4 * width, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.layers = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.embed.weight
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(tokens), persistent=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        h = self.embed(tokens) + self.position[: tokens.shape[1]]
+        h = self.layers(h, mask=self.mask, is_causal=True)
+        return self.head(self.norm(h))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from operator import ge, gt, le, lt
 from typing import Mapping, Optional
 
 NOT_NONE = "!None"
@@ -25,6 +26,9 @@ ABSENT = "!absent"
 # what a call passes when it hands on its caller's own parameter (`g(x, size)` in `f(x, size)`):
 # the project pass replaces it by the caller's value for that parameter, when it has one
 PARAM_PREFIX = "@"
+# the parsed command-line options (analysis/options.py): a test reads their attributes
+# (`args.prefetcher`), whose values the project pass knows when the default run decides them
+OPTIONS = "!options"
 
 
 def value_token(node: ast.AST) -> Optional[str]:
@@ -87,6 +91,20 @@ def subject(node: ast.AST) -> Optional[str]:
     return None
 
 
+def _read(node: ast.AST) -> Optional[str]:
+    """What a test reads that a value may be known for: a `subject`, or an attribute of the
+    parsed options (`args.prefetcher`), known only where a name holds them."""
+    name = subject(node)
+    if name is None and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return name
+
+
+def is_option_read(read: str) -> bool:
+    """`args.prefetcher`: a value key that reads the parsed options, not a parameter or `self.`."""
+    return "." in read and not read.startswith("self.")
+
+
 def mentions(test: ast.AST, names: Mapping[str, object] | frozenset[str] | set[str]) -> bool:
     """`test` reads a parameter among `names`, or a `self.` attribute."""
     for node in ast.walk(test):
@@ -119,7 +137,7 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
     probed = _probe(test, values)
     if probed is not None:
         return bool(probed[0])
-    name = subject(test)
+    name = _read(test)
     if name is not None:
         token = values.get(name)
         if token == ABSENT:
@@ -139,7 +157,7 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
             ):
                 return isinstance(operator, ast.Is) == (got[0] is None)
             return None
-        name = subject(test.left)
+        name = _read(test.left)
         token = values.get(name) if name is not None else None
         if token == ABSENT:
             return None
@@ -152,7 +170,16 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
         if known and type(value) is type(right.value) and isinstance(operator, (ast.Eq, ast.NotEq)):
             equal = value == right.value
             return equal if isinstance(operator, ast.Eq) else not equal
+        if known and _number(value) and _number(right.value) and type(operator) in _ORDERS:
+            return bool(_ORDERS[type(operator)](value, right.value))  # `args.num_gpu > 1`
     return None
+
+
+_ORDERS = {ast.Lt: lt, ast.LtE: le, ast.Gt: gt, ast.GtE: ge}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _probe(node: ast.AST, values: Mapping[str, str]) -> Optional[tuple[object]]:

@@ -45,6 +45,13 @@ class EntryFacts:
     # why the module already offers DistributedDataParallel (it builds one, or calls a project
     # helper that returns one): a DataParallel beside it is the single-process fallback (TPL402)
     offers_ddp: Optional[str] = None
+    # project functions, as this module calls them, that return a model wrapped in DDP or FSDP:
+    # callee -> the wrapper's qualified name (project/graph.py, wrapper_builders)
+    wrapper_builders: tuple[tuple[str, str], ...] = ()
+    compiles: Optional[str] = None  # where some module of the project calls torch.compile (TPL703)
+    # per function, the parameters another call of the project passes a model wrapped by DDP or
+    # FSDP for: parameter -> the wrapper's qualified name (project/graph.py, wrapped_parameters)
+    wrapped_parameters: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
@@ -109,6 +116,12 @@ class EntryFacts:
             movers=tuple((str(name), bool(takes)) for name, takes in data["movers"]),
             unpinned_collates=frozenset(map(str, data["unpinned_collates"])),
             offers_ddp=_text(data["offers_ddp"]),
+            compiles=_text(data.get("compiles")),
+            wrapper_builders=tuple((str(name), str(wrapper)) for name, wrapper in data.get("wrapper_builders", ())),
+            wrapped_parameters=tuple(
+                (int(index), tuple((str(name), str(wrapper)) for name, wrapper in params))
+                for index, params in data.get("wrapped_parameters", ())
+            ),
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
@@ -148,6 +161,12 @@ class EntryFacts:
         for function, values in self.argument_values:
             if function == index:
                 return dict(values)
+        return {}
+
+    def wrapped_params_of(self, index: int) -> dict[str, str]:
+        for function, params in self.wrapped_parameters:
+            if function == index:
+                return dict(params)
         return {}
 
     def in_memory_params_of(self, index: int) -> frozenset[str]:

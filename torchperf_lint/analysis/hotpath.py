@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name, returned_values
+from .arguments import is_option_read
 from .cold import (
     argument_sides,
     cold_from,
@@ -32,6 +33,7 @@ from .vocabulary import (
     is_module_base,
     is_optimizer_class,
     is_optimizer_name,
+    names_held_out_data,
     prepares_dataset,
     runs_rarely,
 )
@@ -298,8 +300,17 @@ class HotPaths:
         """The loader's name when `loop` iterates a DataLoader, else None."""
         if not isinstance(loop, cst.For):
             return None
+        for candidate in self._iterated_candidates(loop.iter):
+            label = self.loader_label(candidate)
+            if label is not None:
+                return label
+        return None
+
+    def _iterated_candidates(self, iterable: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """What a loop over `iterable` may draw from: the expression, the arguments of a call it
+        iterates, and what a name it iterates was bound to."""
         candidates: list[cst.BaseExpression] = []
-        todo: list[cst.BaseExpression] = [loop.iter]
+        todo: list[cst.BaseExpression] = [iterable]
         while todo:
             expr = todo.pop()
             if expr in candidates:
@@ -314,10 +325,21 @@ class HotPaths:
                     value = binding.node
                     if binding.kind == "assign" and isinstance(value, cst.Call):
                         todo.append(value)
-        for candidate in candidates:
+        return candidates
+
+    def held_out_loader(self, iterable: cst.BaseExpression) -> Optional[str]:
+        """The loader's name when a loop over `iterable` draws from a DataLoader over data kept out
+        of training: named so (`val_loader`, `testloader`) or built from a dataset named so
+        (`DataLoader(test_set)`, `DataLoader(dataset=holdout)`). An evaluation loop, whatever its
+        function is called and whether or not the model was put in eval mode."""
+        for candidate in self._iterated_candidates(iterable):
             label = self.loader_label(candidate)
-            if label is not None:
+            if label is not None and names_held_out_data(label):
                 return label
+            dataset = _loader_dataset(candidate)
+            shown = dotted_name(dataset) if dataset is not None else None
+            if shown is not None and names_held_out_data(shown):
+                return f"a DataLoader over {shown}"
         return None
 
     def loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -507,6 +529,27 @@ class HotPaths:
         exited = loops[:1] if isinstance(left, cst.Break) else loops
         return any(loop in self.step_loops for loop in exited)
 
+    def runs_by_default(self, node: cst.CSTNode) -> bool:
+        """False when `node` is in a branch the default run never takes, hot or cold: a test on
+        the command-line options that their defaults decide (`if args.num_gpu > 1:` with
+        `--num-gpu` 1 by default; project/options.py)."""
+        child, current = node, self._facts.parents.get(node)
+        while current is not None:
+            if isinstance(current, (cst.If, cst.IfExp)) or (
+                isinstance(current, cst.BooleanOperation) and child is current.right
+            ):
+                options = {k: v for k, v in self._arguments_around(current).items() if is_option_read(k)}
+                if isinstance(current, cst.BooleanOperation):
+                    body, orelse = argument_sides(current.left, options)
+                    if body if isinstance(current.operator, cst.And) else orelse:
+                        return False
+                else:
+                    body, orelse = argument_sides(current.test, options)
+                    if (body and child is current.body) or (orelse and child is current.orelse):
+                        return False
+            child, current = current, self._facts.parents.get(current)
+        return True
+
     def _arguments_around(self, node: cst.CSTNode) -> dict[str, str]:
         """What every call made per step passes the function around `node` (its parameters,
         and `self.` attributes only `__init__` sets from one): project/arguments.py."""
@@ -515,6 +558,8 @@ class HotPaths:
         current = self._facts.parents.get(node)
         while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             current = self._facts.parents.get(current)
+        if current is None:
+            return self.entry.arguments_of(-1)  # the module's own statements: a script's options
         index = self._function_index.get(current) if isinstance(current, cst.FunctionDef) else None
         return self.entry.arguments_of(index) if index is not None else {}
 
@@ -660,10 +705,12 @@ class HotPaths:
         return result
 
     def step_loop(self, node: cst.CSTNode) -> Optional[Loop]:
-        """The step loop whose body holds `node` in the same function, if any."""
+        """The step loop whose body holds `node` in the same function, if any, and runs it: not
+        when `node` is in a branch a step does not take (analysis/cold.py, or an option off by
+        default: `if not args.prefetcher:`)."""
         for loop in self.loops_around(node):
             if loop in self.step_loops:
-                return loop
+                return loop if self._owner(node) is loop else None
         return None
 
 
@@ -678,3 +725,15 @@ def _prepares_dataset(info: FunctionInfo) -> bool:
     return info.cls is not None and prepares_dataset(
         info.name, (dotted_name(base.value) for base in info.cls.node.bases)
     )
+
+
+def _loader_dataset(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The dataset a `DataLoader(...)` call reads: its first positional argument or `dataset=`."""
+    if not isinstance(expr, cst.Call) or (dotted_name(expr.func) or "").split(".")[-1] != "DataLoader":
+        return None
+    for arg in expr.args:
+        if arg.star:
+            return None
+        if arg.keyword is None or arg.keyword.value == "dataset":
+            return arg.value
+    return None

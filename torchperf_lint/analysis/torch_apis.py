@@ -16,6 +16,7 @@ the finding names the release it needs. Advice is dropped where the runtime cann
 | F.scaled_dot_product_attention | 2.0 | its docs page; beta in the 2.0 release                                |
 | scaled_dot_product_attention(scale=) | 2.1 | keyword-only `scale` in the 2.1 signature                      |
 | torch._foreach_lerp_        | 2.0   | pytorch/pytorch#87562 (Oct 2022, after the 1.13 branch cut)            |
+| torch.compile               | 2.0   | the 2.0 release notes: torch.compile is 2.0's headline feature         |
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ FIRST_RELEASE: dict[str, Version] = {
     "scaled_dot_product_attention": (2, 0),
     "scaled_dot_product_attention(scale=)": (2, 1),
     "_foreach_lerp_": (2, 0),
+    "torch.compile": (2, 0),
 }
 
 # the first torch that has every API above: a run targeting it can give every advice

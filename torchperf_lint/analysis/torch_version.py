@@ -8,8 +8,11 @@ applies only where the runtime may be older than the change. Without an upper bo
 runtime is the newest release. `--torch-version` / config `torch-version` fixes both to one
 release.
 
-The nearest directory at or above the linted file that holds a `pyproject.toml`, `setup.cfg` or
-`requirements*.txt` is the project root. A requirement with no bound at all (`torch`,
+The nearest directory at or above the linted file that holds a `pyproject.toml`, `setup.cfg`,
+`requirements*.txt` or a conda environment file (`environment*.yml`/`.yaml`, `conda.yml`/`.yaml`) is
+the project root. A conda file pins torch as a requirements file does: `pytorch=1.7.0` (conda's
+`=` admits 1.7.0 and its patch builds), `pytorch==1.7.0`, `pytorch 1.7.0`, or `torch==...` under
+its `pip:` list. A requirement with no bound at all (`torch`,
 `torch!=2.0.1`, a URL) installs the newest release, and so does a project that declares nothing.
 
 Specifiers are parsed by hand: `packaging` is not among the linter's dependencies.
@@ -35,6 +38,8 @@ Version = tuple[int, int]
 # The first torch release that anyone still targets; an upper bound alone admits it.
 OLDEST = (1, 0)
 _NAME = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?=[<>=!~(;@]|$)", re.IGNORECASE)
+# a conda dependency line: `- pytorch=1.7.0`, `- pytorch::pytorch>=1.8,<2`, `- pytorch 1.7.0 py3.8_0`
+_CONDA_TORCH = re.compile(r"^\s*-\s*(?:[\w.-]+::)?(?:py)?torch(?=[\s<>=!~]|$)(.*)$", re.IGNORECASE)
 _CLAUSE = re.compile(
     r"^\s*(===|==|~=|!=|<=|>=|<|>|\^|~|=)?\s*v?(\d+)(?:\.(\d+|\*))?(?:\.(\d+|\*))?[\w.*+!-]*\s*$"
 )
@@ -188,6 +193,43 @@ def _read_requirements(path: Path) -> Optional[Declared]:
     return _from_lines(iter(text.splitlines()), path.name)
 
 
+def conda_torch_specifier(line: str) -> Optional[str]:
+    """The specifier of a conda environment file's `pytorch` (or pip `torch`) dependency line, in
+    PEP 440 words (`""` when unversioned), else None. Conda's `=1.7.0` admits 1.7.0.*, which
+    admitted_range reads the same way; a build string after a second `=` or a space is dropped."""
+    match = _CONDA_TORCH.match(line.split("#", 1)[0])
+    if match is None:
+        return None
+    spec = match.group(1).strip()
+    if not spec:
+        return ""
+    head = spec.split()[0]
+    if head[0].isdigit():  # `pytorch 1.7.0 py3.8_cuda11.0_0`: a version, then a build
+        return "==" + head
+    if head.startswith("="):  # `=1.7.0`, `==1.7.0`, `=1.7.0=py3.8_0`
+        return "==" + head.lstrip("=").split("=")[0]
+    return head
+
+
+def _read_conda(path: Path) -> Optional[Declared]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    in_dependencies = False  # `channels:` lists `pytorch` too, as a channel
+    for line in text.splitlines():
+        if line[:1].isalpha():
+            in_dependencies = line.split(":", 1)[0].strip() == "dependencies"
+            continue
+        specifier = conda_torch_specifier(line) if in_dependencies else None
+        if specifier is not None:
+            return _declared(line.strip().lstrip("-").strip(), specifier, path.name)
+    return None
+
+
+_CONDA_FILES = ("environment*.yml", "environment*.yaml", "conda.yml", "conda.yaml")
+
+
 def _project_files(directory: Path) -> list[tuple[Path, Callable[[Path], Optional[Declared]]]]:
     files: list[tuple[Path, Callable[[Path], Optional[Declared]]]] = []
     if (directory / "pyproject.toml").is_file():
@@ -198,6 +240,8 @@ def _project_files(directory: Path) -> list[tuple[Path, Callable[[Path], Optiona
         directory.glob("requirements*.txt"), key=lambda p: (p.name != "requirements.txt", p.name)
     )
     files.extend((path, _read_requirements) for path in requirements if path.is_file())
+    conda = sorted({path for pattern in _CONDA_FILES for path in directory.glob(pattern)})
+    files.extend((path, _read_conda) for path in conda if path.is_file())
     return files
 
 

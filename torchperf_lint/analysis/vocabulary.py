@@ -10,7 +10,9 @@ from typing import Iterable, Optional
 # A file shows CUDA use: `.cuda(`, `torch.cuda.`, a string literal starting with "cuda", or
 # `torch.accelerator.` (the device-generic API of torch 2.6+, which picks CUDA on an NVIDIA machine:
 # pytorch/examples choose their device with `torch.accelerator.current_accelerator()`).
-CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda|torch\.accelerator\.""")
+# The NCCL backend runs only between GPUs: a process group over it (`init_process_group("nccl")`,
+# `backend="nccl"`) says the file trains on CUDA as plainly as the word "cuda" does.
+CUDA_USE = re.compile(r"""\.cuda\(|torch\.cuda\.|["']cuda|["']nccl["']|torch\.accelerator\.""")
 
 
 def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
@@ -26,10 +28,10 @@ def cuda_prefixes(imports: Iterable[tuple[str, str]]) -> tuple[str, ...]:
 
 
 def shows_cuda_use(source: str, prefixes: tuple[str, ...] = ()) -> bool:
-    """`.cuda(`, `torch.cuda.` (or its spelling under an import alias, `prefixes`) or a string
-    literal starting with "cuda" in `source`. The plain substring test first: most files never
-    say cuda, and it costs a fraction of the pattern's scan."""
-    if "cuda" not in source and "accelerator" not in source:
+    """`.cuda(`, `torch.cuda.` (or its spelling under an import alias, `prefixes`), a string
+    literal starting with "cuda" or the string "nccl" in `source`. The plain substring test first:
+    most files never say cuda, and it costs a fraction of the pattern's scan."""
+    if "cuda" not in source and "accelerator" not in source and "nccl" not in source:
         return False
     if CUDA_USE.search(source) is not None:
         return True
@@ -119,6 +121,25 @@ DISTRIBUTED_DATA_PARALLEL = frozenset(
     }
 )
 
+# Wrappers that all-reduce (or reduce-scatter) gradients during every backward() unless told not
+# to: `no_sync()` on DDP and FSDP1; FSDP2's `fully_shard` takes `set_requires_gradient_sync(False)`.
+FULLY_SHARDED_DATA_PARALLEL = frozenset(
+    {
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    }
+)
+FULLY_SHARD = frozenset(
+    {
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed.fsdp._fully_shard.fully_shard",
+        "torch.distributed.fsdp._fully_shard._fully_shard.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
+    }
+)
+GRADIENT_SYNC_WRAPPERS = DISTRIBUTED_DATA_PARALLEL | FULLY_SHARDED_DATA_PARALLEL | FULLY_SHARD
+
 NO_GRAD_CONTEXTS = frozenset(
     {
         "torch.no_grad",
@@ -159,6 +180,25 @@ def extra_entry_points(qualified: Optional[str]) -> tuple[str, ...]:
 def is_loader_name(dotted: str) -> bool:
     """`train_loader`, `self.val_dataloader`, `loaders.train_loader`: named like a loader."""
     return "loader" in dotted.split(".")[-1].lower()
+
+
+_HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation", "holdout", "dev"})
+# What a word of a data name may end with: `valloader`, `testset`, `valdata` are `val`/`test` data.
+_DATA_SUFFIXES = ("dataloader", "loader", "dataset", "data", "set", "ds")
+
+
+def names_held_out_data(dotted: str) -> bool:
+    """`val_loader`, `self.testloader`, `holdout_set`, `eval_dataset`: named for data kept out of
+    training (validation, test, holdout, dev), by one of its words. `models_to_test` holds models,
+    not data: the word must be the name's first, carry a data suffix, or sit beside a data word
+    (`data_loader_val`)."""
+    words = [word for word in re.split(r"[_\d]+", dotted.split(".")[-1].lower()) if word]
+    beside_data = any(word in _DATA_SUFFIXES for word in words)
+    for position, word in enumerate(words):
+        stem = next((word[: -len(s)] for s in _DATA_SUFFIXES if word.endswith(s) and word != s), word)
+        if stem in _HELD_OUT_WORDS and (position == 0 or stem != word or beside_data):
+            return True
+    return False
 
 
 def is_optimizer_class(qualified: str) -> bool:

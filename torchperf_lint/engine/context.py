@@ -8,13 +8,16 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from ..analysis.accumulation import Accumulation, Accumulations
 from ..analysis.batches import Batches, Source, movers, unpinned_collate
 from ..analysis.caches import SlotCaches
+from ..analysis.compiled import Compiled
 from ..analysis.configuration import indexed_configuration, iterates_configuration
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
 from ..analysis.datasets import InMemoryData
 from ..analysis.devices import HostTensors
+from ..analysis.distributed import Wrapped, Wrappers
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..analysis.grad_mode import GradMode
 from ..analysis.gradients import accumulates_into_grad
@@ -95,6 +98,11 @@ class Context:
     def is_hot(self, node: cst.CSTNode) -> bool:
         return self.hot.reason(node) is not None
 
+    def runs_by_default(self, node: cst.CSTNode) -> bool:
+        """The default run may reach `node`: it is in no branch that the command-line options'
+        defaults never take (analysis/hotpath.py)."""
+        return self.hot.runs_by_default(node)
+
     def runs_only_in_special_mode(self, node: cst.CSTNode) -> bool:
         """`node` runs only while scripting, tracing or exporting (analysis/hotpath.py)."""
         return self.hot.runs_only_in_special_mode(node)
@@ -133,6 +141,40 @@ class Context:
         """A name assigned in the body is read by the next iteration before it is reassigned
         (`h = cell(x[t], h)`); list appends and reductions (`acc = acc + f(x[i])`) are not."""
         return self._loop_dependences.facts(loop).sequential
+
+    def lines_of(self, nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, int]:
+        """The first line of each node, for a message that names lines (a code generation of the
+        file: ask only once a finding is certain)."""
+        return {node: where.start.line for node, where in node_ranges(self.module, nodes).items()}
+
+    # -- gradient accumulation and data parallelism -----------------------------------------
+    @functools.cached_property
+    def _accumulations(self) -> Accumulations:
+        return Accumulations(self.facts, self.names, self.hot, self.hot._is_optimizer_step)
+
+    def accumulation(self, backward: cst.Call) -> Optional[Accumulation]:
+        """The gradient accumulation whose micro-steps run `backward` (analysis/accumulation.py)."""
+        return self._accumulations.of(backward)
+
+    @functools.cached_property
+    def _wrappers(self) -> Wrappers:
+        return Wrappers(self.facts, self.names, self.hot, self.entry)
+
+    def wrapped_model(self, expr: cst.BaseExpression) -> Optional[Wrapped]:
+        """The DDP or FSDP wrapper one of `expr`'s possible values comes from
+        (analysis/distributed.py), or None."""
+        return self._wrappers.of(expr)
+
+    # -- torch.compile -------------------------------------------------------------------
+    @functools.cached_property
+    def compiled(self) -> Compiled:
+        """What `torch.compile` reaches in the file, and whether it decides about compiling
+        (analysis/compiled.py)."""
+        return Compiled(self.facts, self.names, self.hot)
+
+    def graph_break(self, node: cst.CSTNode) -> str:
+        """What a sync finding's message adds when `node` runs inside compiled code."""
+        return "; inside torch.compile'd code it also breaks the graph" if self.compiled.holds(node) else ""
 
     # -- modules ------------------------------------------------------------------------
     @functools.cached_property
@@ -344,8 +386,8 @@ class Context:
 
     @property
     def shows_cuda_use(self) -> bool:
-        """`.cuda(`, `torch.cuda.` (as the imports spell it) or a string literal starting with
-        "cuda" in the file, or a call of a project helper that returns a CUDA device."""
+        """`.cuda(`, `torch.cuda.` (as the imports spell it), a string literal starting with
+        "cuda", an NCCL backend in the file, or a call of a project helper that returns a CUDA device."""
         if self._shows_cuda is None:
             prefixes = cuda_prefixes(self.facts.imports.items())
             self._shows_cuda = self.entry.cuda_helper is not None or shows_cuda_use(self.source, prefixes)

@@ -206,6 +206,8 @@ def run_rules(
         reports += _hidden_by_torch(asked, facts, ctx, reports)
     if not settings.notes:
         reports = [report for report in reports if not report.note]  # before positions are paid for
+    # what only an opt-in option runs is not the code users run (RULES.md, "Values that travel")
+    reports = [report for report in reports if ctx.runs_by_default(report.node)]
     if not reports and not failures:
         return [], facts.parents
     return _place(module, source, path, reports + failures, settings), facts.parents

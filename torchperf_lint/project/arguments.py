@@ -60,7 +60,7 @@ def _open(param: str, into: str) -> Optional[str]:
     return None
 
 
-def _passed(call: Call, callee: Function, bound: bool, handed: Handed = _open) -> dict[str, Optional[str]]:
+def passed_tokens(call: Call, callee: Function, bound: bool, handed: Handed = _open) -> dict[str, Optional[str]]:
     """The token each parameter gets from `call`; None when not known."""
     found: dict[str, Optional[str]] = {}
     for position, param in enumerate(callee.params):
@@ -105,7 +105,7 @@ def _agreed(callee: Function, calls: Iterable[tuple[Call, bool, Handed]]) -> Val
     size = ...` with `size` always given)."""
     merged: dict[str, Optional[str]] = {}
     for number, (call, bound, handed) in enumerate(calls):
-        passed = _passed(call, callee, bound, handed)
+        passed = passed_tokens(call, callee, bound, handed)
         merged = passed if number == 0 else {p: _merge(merged.get(p), t) for p, t in passed.items()}
     values = {
         param: token

@@ -17,6 +17,7 @@ from ..analysis.entry import EntryFacts, ExternalReason
 from ..analysis.vocabulary import (
     DATASET_BASES,
     DISTRIBUTED_DATA_PARALLEL,
+    GRADIENT_SYNC_WRAPPERS,
     MODULE_ENTRY_POINTS,
     STEP_HOOKS,
     extra_entry_points,
@@ -26,6 +27,7 @@ from .arguments import Sites, Values, argument_values, bound_self, guarded_off
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
+from .options import option_values
 from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
@@ -137,6 +139,9 @@ class Project:
         self._channels_last: Optional[dict[int, bool]] = None
         self._published: Optional[dict[tuple[int, int], str]] = None
         self._published_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._wrapped: Optional[dict[tuple[int, int], dict[str, str]]] = None
+        self._wrapped_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._compiles: Optional[str] = None  # "" once found to be nowhere
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -564,6 +569,9 @@ class Project:
             sites: Sites = {}
             self._spread_hot({}, sites)
             self._arguments = argument_values(self, sites)
+            for key, options in option_values(self).items():
+                values = self._arguments.setdefault(key, {})
+                values.update((read, token) for read, token in options.items() if read not in values)
             self._hot = self._spread_hot(self._arguments, {})
         return self._hot
 
@@ -837,6 +845,68 @@ class Project:
         self._host = host
         return self._host
 
+    def wrapped_parameters(self) -> dict[tuple[int, int], dict[str, str]]:
+        """Per function, the parameters some call of the project passes a model wrapped by DDP or
+        FSDP for (`train_one_epoch(model, ...)` after `model = DDP(model)`), with the wrapper: the
+        training loop that receives it all-reduces at every backward()."""
+        if self._wrapped is None:
+            self._wrapped = {}
+            for module in self.modules.values():
+                for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
+                    function = FunctionRef(module, offset - 1)
+                    for call in (*info.calls, *info.cold_calls):
+                        if call.wrapped and not call.star:
+                            self._record_wrapped(function, call)
+        return self._wrapped
+
+    def _record_wrapped(self, function: FunctionRef, call: Call) -> None:
+        assert self._wrapped is not None
+        for callee in self.resolve_call(function, call):
+            info = callee.info
+            bound = bound_self(call, info)
+            for slot, wrapper in call.wrapped.items():
+                if slot.isdigit():
+                    position = int(slot) + bound
+                    param = info.params[position] if position < min(info.positional, len(info.params)) else None
+                else:
+                    param = slot if slot in info.params else None
+                if param is not None:
+                    self._wrapped.setdefault(callee.key(), {})[param] = wrapper
+
+    def wrapper_builders(self, module: Module) -> dict[str, str]:
+        """The callees, as `module` writes them, that are project functions returning a model
+        they wrap in DDP or FSDP (yolov5's `smart_DDP`): callee -> the wrapper's qualified name."""
+        found: dict[str, str] = {}
+        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
+            function = FunctionRef(module, offset - 1)
+            for call in (*info.calls, *info.cold_calls):
+                if call.kind not in ("global", "dotted") or call.target in found:
+                    continue
+                for callee in self.resolve_call(function, call):
+                    for built in callee.info.returns:
+                        wrapper = self.resolve_dotted(callee.module, built[0]) if built else None
+                        if isinstance(wrapper, External) and wrapper.qualified in GRADIENT_SYNC_WRAPPERS:
+                            found[call.target] = wrapper.qualified
+        return found
+
+    def compiles(self) -> Optional[str]:
+        """Where some module of the project compiles (a `torch.compile` call or decorator): a
+        training script whose model another module compiles is compiled."""
+        if self._compiles is None:
+            self._compiles = ""
+            for module in self.modules.values():
+                if module.is_test:
+                    continue
+                for info in [module.summary.toplevel, *module.summary.functions]:
+                    names = [(c.target, c.line) for c in (*info.calls, *info.cold_calls) if c.kind in ("global", "dotted")]
+                    names.extend((d, info.line) for d in info.decorators)
+                    for name, line in names:
+                        found = self.resolve_dotted(module, name)
+                        if isinstance(found, External) and found.qualified == "torch.compile":
+                            self._compiles = f"{module.display}:{line} calls torch.compile"
+                            return self._compiles
+        return self._compiles or None
+
     def host_read_keys(self, module: Module) -> frozenset[str]:
         """The keys of the dict literals `module` returns that the project reads, and only ever
         reads on the host (`params["order"].tolist()`, `for i in params["order"]`): an entry
@@ -1010,6 +1080,14 @@ class Project:
             movers=self.movers(),
             unpinned_collates=self.unpinned_collates(module),
             offers_ddp=self.offers_ddp(module),
+            compiles=self.compiles(),
+            wrapper_builders=tuple(sorted(self.wrapper_builders(module).items())),
+            wrapped_parameters=tuple(
+                (index, tuple(sorted(params.items())))
+                for index, params in sorted(
+                    _of_module(self.wrapped_parameters(), self._wrapped_by_module).get(key, ()), key=_first
+                )
+            ),
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),

@@ -13,14 +13,16 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union, cast
 
-from ..analysis.arguments import PARAM_PREFIX, asserted_values, mentions, subject, value_token
+from ..analysis.arguments import OPTIONS, PARAM_PREFIX, asserted_values, mentions, subject, value_token
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
+from ..analysis.options import module_options
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
     DEFAULT_DEVICE_SETTERS,
     DEFAULT_DTYPES,
+    GRADIENT_SYNC_WRAPPERS,
     LAYOUT_READS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
@@ -76,6 +78,9 @@ class Call:
     param_args: dict[str, str] = dataclasses.field(default_factory=dict)
     # the datasets it passes, by slot as in `args`: project/datasets.py's tokens
     datasets: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the models it passes wrapped for data parallelism (`train(ddp_model)` with `ddp_model =
+    # DDP(model)` in the caller): slot as in `args` -> the wrapper's qualified name
+    wrapped: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -126,6 +131,8 @@ class Function:
     # module_list`, `return nn.Sequential(*layers)`): built() by each call of its body, a call in a
     # loop LOOP_REPEATS times; empty for any other function
     builds: list[str] = dataclasses.field(default_factory=list)
+    # the names that hold the parsed command-line options here (analysis/options.py)
+    namespaces: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -192,6 +199,11 @@ class Summary:
     key_reads: dict[str, bool] = dataclasses.field(default_factory=dict)
     # string keys of the dict literals its functions return (`return {"order": ...}`)
     returned_keys: list[str] = dataclasses.field(default_factory=list)
+    # command-line options (analysis/options.py): dest -> default token; stores on an attribute
+    # of a plain name (attribute -> [[receiver, value text]]); a store on them by a computed name
+    option_defaults: dict[str, str] = dataclasses.field(default_factory=dict)
+    option_stores: dict[str, list[list[str]]] = dataclasses.field(default_factory=dict)
+    option_computed_store: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -224,6 +236,9 @@ class Summary:
             rpc_device_map=data.get("rpc_device_map", False),
             key_reads=data.get("key_reads", {}),
             returned_keys=data.get("returned_keys", []),
+            option_defaults=data.get("option_defaults", {}),
+            option_stores=data.get("option_stores", {}),
+            option_computed_store=data.get("option_computed_store", False),
         )
 
 
@@ -678,6 +693,7 @@ class _Summarizer:
         self.conflicting_imports: set[str] = set()  # imported as different things by two functions
         self.comprehensions = 0  # comprehensions around the current node: their element repeats
         self.fills_container: set[int] = set()  # functions that return a container they fill
+        self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -835,6 +851,7 @@ class _Summarizer:
             cls >= 0 and prepares_dataset(node.name, self.summary.classes[cls].bases)
         )
         function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
+        function.namespaces = self.holders.get(id(node), [])
         function.varkw = args.kwarg is not None
         function.returns_annotation = _annotated_class(node.returns)
         registry = next((d for d in decorators if registers_model(d)), None)
@@ -919,7 +936,10 @@ class _Summarizer:
     def _guard(self, test: ast.expr, side: str) -> Optional[list[str]]:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
         one side of a branch, for the project pass to decide (analysis/arguments.py)."""
-        if not self.function_stack or not mentions(test, set(self.current().params)):
+        function = self.current()
+        if not mentions(test, {*function.params, *function.namespaces}) or not (
+            self.function_stack or function.namespaces
+        ):
             return None
         return [ast.unparse(test), side]
 
@@ -1224,6 +1244,8 @@ class _Summarizer:
         token = value_token(argument)
         if token is not None:
             return token
+        if isinstance(argument, ast.Name) and argument.id in self.current().namespaces:
+            return OPTIONS
         if (
             isinstance(argument, ast.Name)
             and self.function_stack
@@ -1322,6 +1344,7 @@ class _Summarizer:
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
+                call.wrapped = self._wrapped(node, scopes[0])
                 (function.cold_calls if cold else function.calls).append(call)
 
         self._later(describe)
@@ -1413,6 +1436,21 @@ class _Summarizer:
         passed.extend((k.arg, k.value) for k in node.keywords if k.arg)
         tokens = ((slot, _dataset_token(value, local)) for slot, value in passed)
         return {slot: token for slot, token in tokens if token}
+
+    def _wrapped(self, node: ast.Call, local: _Locals) -> dict[str, str]:
+        """The arguments that are a model wrapped by DDP or FSDP: the wrapper's call itself, or a
+        name the caller binds to one (on any of its paths: `if args.distributed: model = DDP(model)`)."""
+        passed = [(str(i), a) for i, a in enumerate(node.args)]
+        passed.extend((k.arg, k.value) for k in node.keywords if k.arg)
+        found: dict[str, str] = {}
+        for slot, value in passed:
+            values = local.values.get(value.id, ()) if isinstance(value, ast.Name) else (value,)
+            for each in values:
+                callee = _constructed(each)
+                qualified = self.qualify(callee) if callee else ""
+                if qualified in GRADIENT_SYNC_WRAPPERS:
+                    found[slot] = qualified
+        return found
 
     def _host_args(self, node: ast.Call, local: _Locals) -> list[str]:
         host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg, local)]
@@ -1523,6 +1561,12 @@ def summarize(source: str) -> Optional[Summary]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     summarizer = _Summarizer(source)
+    options = module_options(tree, source)
+    summarizer.holders = options.holders
+    summarizer.summary.toplevel.namespaces = options.holders.get(id(tree), [])
+    summarizer.summary.option_defaults = options.defaults
+    summarizer.summary.option_stores = options.stores
+    summarizer.summary.option_computed_store = options.computed_store
     for node in _own_nodes(tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             summarizer.module_locals.values.setdefault(node.targets[0].id, []).append(node.value)

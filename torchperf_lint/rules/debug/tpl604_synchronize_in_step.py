@@ -101,7 +101,7 @@ class SynchronizeInStep(Rule):
     default_on = False
     name = "synchronize-in-step"
     summary = "CUDA synchronize or empty_cache every step"
-    message = "{what} in {place} {cost}; remove it or move it out of {scope}"
+    message = "{what} in {place} {cost}; remove it or move it out of {scope}{graph}"
     fix_safety = Safety.NONE
     where = "step loop"
     node_types = (cst.Call,)
@@ -265,6 +265,7 @@ class SynchronizeInStep(Rule):
                 place="the step loop",
                 cost=cost,
                 scope="the loop",
+                graph=ctx.graph_break(node),
             )
             return
         # a function that runs per step (a loss's label assignment): the same cost, paid in a callee
@@ -281,6 +282,7 @@ class SynchronizeInStep(Rule):
             place=f"{function.name.value}(), which runs per step,",
             cost=cost,
             scope="the step",
+            graph=ctx.graph_break(node),
         )
 
     @staticmethod

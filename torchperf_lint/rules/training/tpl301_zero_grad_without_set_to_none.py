@@ -114,8 +114,8 @@ class ZeroGradWithoutSetToNone(Rule):
     A plain `zero_grad()` is flagged only where the runtime may be older than 2.0 and new enough
     to have `set_to_none` (1.7): `--torch-version` (or config `torch-version`) in that range, or
     an upper bound or pin in the linted project's own `torch` requirement (`pyproject.toml`,
-    `setup.cfg`, `requirements*.txt` of the nearest project root: `torch>=1.13,<2`,
-    `torch==1.12.1`). A lower bound alone (`torch>=1.8`) is the oldest torch the project
+    `setup.cfg`, `requirements*.txt` or a conda environment file of the nearest project root:
+    `torch>=1.13,<2`, `torch==1.12.1`, conda's `pytorch=1.12.1`). A lower bound alone (`torch>=1.8`) is the oldest torch the project
     supports, not the one it runs on, which is then the newest; an upper bound above 2.0
     (`torch<2.6`, with or without a lower bound) lets the runtime be 2.5, which already drops
     the gradients. `--show-context` says which

@@ -38,7 +38,8 @@ class HandWrittenFusedOp(Rule):
     """## What it does
     Flags hand-written compositions that have a fused, numerically stable built-in:
     `torch.log(torch.softmax(x, d))`, `torch.log(F.softmax(x, dim=d))`, `x.softmax(d).log()` and
-    `x - x.exp().sum(d, keepdim=True).log()` (log-softmax); `torch.log(torch.sigmoid(x))`
+    `x - x.exp().sum(d, keepdim=True).log()` (log-softmax); `torch.log(torch.sum(torch.exp(x), d))`
+    and `x.exp().sum(d).log()` (log-sum-exp); `torch.log(torch.sigmoid(x))`
     (log-sigmoid); `-(y * torch.log(p)).sum(...)` with `p` a softmax (cross-entropy); and
     `1 / (1 + torch.exp(-x))` (sigmoid).
 
@@ -54,7 +55,8 @@ class HandWrittenFusedOp(Rule):
     Mechanical rewrites only: `torch.log(torch.softmax(x, d))` -> `torch.log_softmax(x, d)`
     (keeping the namespace the softmax was called through, `F.` or `torch.`),
     `x.softmax(d).log()` -> `x.log_softmax(d)`, `x - x.exp().sum(d, keepdim=True).log()` ->
-    `torch.log_softmax(x, d)`, `torch.log(torch.sigmoid(x))` -> `F.logsigmoid(x)` and
+    `torch.log_softmax(x, d)`, `torch.log(torch.sum(torch.exp(x), d))` -> `torch.logsumexp(x, d)`
+    (where the sum names its dim), `torch.log(torch.sigmoid(x))` -> `F.logsigmoid(x)` and
     `1 / (1 + torch.exp(-x))` -> `torch.sigmoid(x)`. The hand-written cross-entropy has no
     automatic fix: `F.cross_entropy` takes the logits, not the probabilities.
 
@@ -101,6 +103,12 @@ class HandWrittenFusedOp(Rule):
                 gate = 1 / (1 + torch.exp(-x))  # expect: TPL303
                 return log_gate, gate
             """,
+        "log-sum-exp": """
+            import torch
+
+            def free_energy(logits, temperature):
+                return -temperature * torch.log(torch.sum(torch.exp(logits / temperature), dim=1))  # expect: TPL303
+            """,
         "hand-cross-entropy": """
             import torch
 
@@ -136,6 +144,12 @@ class HandWrittenFusedOp(Rule):
                 gate = torch.sigmoid(x)
                 return log_gate, gate
             """,
+        "log-sum-exp": """
+            import torch
+
+            def free_energy(logits, temperature):
+                return -temperature * torch.logsumexp(logits / temperature, dim=1)
+            """,
     }
     GOOD = {
         "built-ins": """
@@ -145,7 +159,8 @@ class HandWrittenFusedOp(Rule):
             def scores(x, target):
                 logp = F.log_softmax(x, dim=-1)
                 stable = x - torch.logsumexp(x, dim=1, keepdim=True)
-                return F.nll_loss(logp, target) + torch.sigmoid(x).sum() + stable.sum()
+                energy = torch.logsumexp(x, 1)
+                return F.nll_loss(logp, target) + torch.sigmoid(x).sum() + stable.sum() + energy.sum()
             """,
         "log-of-other-things": """
             import torch
@@ -153,7 +168,7 @@ class HandWrittenFusedOp(Rule):
             def stats(x, probs, eps):
                 entropy_floor = torch.log(probs + eps)
                 scale = torch.log(x.abs().sum(1))
-                ratio = x - torch.exp(probs).sum(1, keepdim=True).log()
+                ratio = x - torch.log(torch.exp(probs).sum(1, keepdim=True) + eps)
                 return entropy_floor, scale, ratio
             """,
         "numpy-and-math": """
@@ -236,6 +251,9 @@ class HandWrittenFusedOp(Rule):
         inner = self._log_argument(call, ctx)
         if inner is None:
             return None
+        summed = self._summed_exp(inner, ctx)
+        if summed is not None:
+            return self._logsumexp(call, *summed, ctx)
         softmax = self._softmax(inner, ctx)
         if softmax is not None:
             return _Composition(
@@ -295,25 +313,60 @@ class HandWrittenFusedOp(Rule):
             return call.func.value
         return None
 
+    def _summed_exp(
+        self, expr: cst.BaseExpression, ctx: Context
+    ) -> Optional[tuple[cst.BaseExpression, list[cst.Arg]]]:
+        """(x, the sum's dim arguments) for `torch.sum(torch.exp(x), ...)` or `x.exp().sum(...)`."""
+        if not isinstance(expr, cst.Call):
+            return None
+        if ctx.qualified_name(expr) == "torch.sum":
+            args = _positional(expr)
+            if not args or expr.args[0].keyword is not None:
+                return None
+            exp_of, dims = args[0], list(expr.args[1:])
+        elif method_call(expr, "sum") is not None and ctx.qualified_name(expr) is None:
+            assert isinstance(expr.func, cst.Attribute)
+            exp_of, dims = expr.func.value, list(expr.args)
+        else:
+            return None
+        argument = self._exp_argument(exp_of, ctx)
+        return None if argument is None else (argument, dims)
+
+    def _logsumexp(
+        self, call: cst.Call, argument: cst.BaseExpression, dims: list[cst.Arg], ctx: Context
+    ) -> Optional[_Composition]:
+        """`torch.log(torch.sum(torch.exp(x), d))` -> `torch.logsumexp(x, d)`: one pass that
+        subtracts the maximum first, where `exp` overflows for logits above about 88 (fp32). The
+        log-softmax form (`x - log(sum(exp(x)))`) is reported whole, by the subtraction."""
+        parent = ctx.facts.parents.get(call)
+        if isinstance(parent, cst.BinaryOperation) and parent.right is call and self._log_softmax_by_hand(parent, ctx):
+            return None
+        replacement, needs_import = None, False
+        if self._dims_only(dims):
+            func, needs_import = torch_attribute(ctx, "logsumexp")
+            args = [cst.Arg(without_parens(argument)), *dims]
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            replacement = cst.Call(func=func, args=args)
+        return _Composition(call, "log(sum(exp(x)))", "torch.logsumexp(x, dim)", replacement, needs_import)
+
+    @staticmethod
+    def _dims_only(dims: list[cst.Arg]) -> bool:
+        """The sum's arguments are a dim (logsumexp needs one) and perhaps keepdim, nothing else."""
+        if not dims or any(arg.star for arg in dims):
+            return False
+        names = [arg.keyword.value if arg.keyword else ("dim", "keepdim", "")[min(i, 2)] for i, arg in enumerate(dims)]
+        return names[0] == "dim" and set(names) <= {"dim", "keepdim"} and len(set(names)) == len(names)
+
     def _log_softmax_by_hand(self, node: cst.BinaryOperation, ctx: Context) -> Optional[_Composition]:
         """`x - x.exp().sum(d, keepdim=True).log()` and `x - torch.log(torch.exp(x).sum(...))`."""
         if not isinstance(node.right, cst.Call):
             return None
-        summed = self._log_argument(node.right, ctx)
-        if not isinstance(summed, cst.Call):
+        inner = self._log_argument(node.right, ctx)
+        summed = self._summed_exp(inner, ctx) if inner is not None else None
+        if summed is None:
             return None
-        if ctx.qualified_name(summed) == "torch.sum":
-            args = _positional(summed)
-            if not args:
-                return None
-            exp_of, dims = args[0], summed.args[1:]
-        elif method_call(summed, "sum") is not None and ctx.qualified_name(summed) is None:
-            assert isinstance(summed.func, cst.Attribute)
-            exp_of, dims = summed.func.value, summed.args
-        else:
-            return None
-        argument = self._exp_argument(exp_of, ctx)
-        if argument is None or ctx.code(without_parens(argument)) != ctx.code(without_parens(node.left)):
+        argument, dims = summed
+        if ctx.code(without_parens(argument)) != ctx.code(without_parens(node.left)):
             return None
         replacement = None
         needs_import = False

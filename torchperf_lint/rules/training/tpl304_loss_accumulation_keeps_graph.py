@@ -9,7 +9,7 @@ import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import Loop, dotted_name
+from ...syntax.walker import Loop, dotted_name, returned_values
 from ..base import Rule
 from .common import LOSS_NAME, is_name, method_call, without_parens
 
@@ -26,9 +26,12 @@ _CONDITIONAL = (cst.If, cst.Else, cst.For, cst.While, cst.ExceptHandler)
 
 class LossAccumulationKeepsGraph(Rule):
     """## What it does
-    Flags `total += loss`, `total = total + loss` and `losses.append(loss)` in a step loop when
-    `loss` is attached to the autograd graph: the result of a model, criterion or loss-function
-    call (or arithmetic on one), not of `.item()` or `.detach()`.
+    Flags `total += loss`, `total = total + loss`, `losses.append(loss)` (or `.extend([loss])`,
+    `.insert(i, loss)`) and `per_step[i] = loss` in a step loop, and the same on a `self` attribute in
+    Lightning's `training_step`, which outlives the call (`self.step_losses.append(loss)`, reduced at
+    epoch end), when `loss` is attached to the autograd graph: the result of a model, criterion or
+    loss-function call (or arithmetic on one), or of a helper of the file that returns one whatever
+    it is called, not of `.item()` or `.detach()`.
 
     ## Why it is slow
     The accumulator lives outside the loop, so it keeps a reference to every step's graph: its
@@ -52,7 +55,10 @@ class LossAccumulationKeepsGraph(Rule):
     feature network's statistics); outputs of a module whose every parameter the file freezes and
     never unfreezes (`net.requires_grad_(False)`, `Net().eval().requires_grad_(False)`, or each
     `p` of `net.parameters()`: a frozen network used as a metric). A `.detach()` before `.numpy()` proves nothing and keeps the
-    finding.
+    finding. A store under a literal key (`logs["loss"] = loss` holds one step at a time), into a
+    tensor buffer, in the evaluation hooks (Lightning runs them without grad) or into a list
+    `training_step` starts afresh; a `self` list that a method back-propagates later (a pipeline
+    schedule holding each micro-batch's loss); a helper's returned tuple.
     """
 
     code = "TPL304"
@@ -129,6 +135,55 @@ class LossAccumulationKeepsGraph(Rule):
                     epoch_loss = epoch_loss + loss * x.size(0)  # expect: TPL304
                 return epoch_loss
             """,
+        "stored-under-the-step-index": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                per_step = {}
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    per_step[step] = loss  # expect: TPL304
+                return per_step
+            """,
+        "kept-on-self-across-training-steps": """
+            import torch
+            import torch.nn.functional as F
+            import lightning as L
+
+            class Classifier(L.LightningModule):
+                def __init__(self, net):
+                    super().__init__()
+                    self.net = net
+                    self.step_losses = []
+
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = F.cross_entropy(self.net(x), y)
+                    self.step_losses.append(loss)  # expect: TPL304
+                    return loss
+
+                def on_train_epoch_end(self):
+                    self.log("epoch_loss", torch.stack(self.step_losses).mean())
+                    self.step_losses.clear()
+            """,
+        "returned-by-a-helper": """
+            import torch
+
+            def forward_and_score(net, batch, target, criterion):
+                return criterion(net(batch), target)
+
+            def train(net, loader, optimizer, criterion):
+                scores = []
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    score = forward_and_score(net, x, y, criterion)
+                    score.backward()
+                    optimizer.step()
+                    scores.append(score)  # expect: TPL304
+                return scores
+            """,
         "summed-in-one-branch-kept-across-steps": """
             import torch
 
@@ -146,6 +201,55 @@ class LossAccumulationKeepsGraph(Rule):
             """,
     }
     FIXED = {
+        "stored-under-the-step-index": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                per_step = {}
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    per_step[step] = loss.detach()
+                return per_step
+            """,
+        "kept-on-self-across-training-steps": """
+            import torch
+            import torch.nn.functional as F
+            import lightning as L
+
+            class Classifier(L.LightningModule):
+                def __init__(self, net):
+                    super().__init__()
+                    self.net = net
+                    self.step_losses = []
+
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = F.cross_entropy(self.net(x), y)
+                    self.step_losses.append(loss.detach())
+                    return loss
+
+                def on_train_epoch_end(self):
+                    self.log("epoch_loss", torch.stack(self.step_losses).mean())
+                    self.step_losses.clear()
+            """,
+        "returned-by-a-helper": """
+            import torch
+
+            def forward_and_score(net, batch, target, criterion):
+                return criterion(net(batch), target)
+
+            def train(net, loader, optimizer, criterion):
+                scores = []
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    score = forward_and_score(net, x, y, criterion)
+                    score.backward()
+                    optimizer.step()
+                    scores.append(score.detach())
+                return scores
+            """,
         "faq-running-total": """
             import torch
 
@@ -295,6 +399,59 @@ class LossAccumulationKeepsGraph(Rule):
                         losses.append(criterion(model(x), y))
                 return losses
             """,
+        "logged-under-a-fixed-key": """
+            import torch
+
+            def train(model, loader, optimizer, criterion, logs):
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    logs["loss"] = loss  # one step's value at a time: no growth
+            """,
+        "chunks-written-into-a-tensor": """
+            import torch
+
+            def train(model, loader, optimizer, criterion, chunks=4):
+                per_chunk = torch.zeros(chunks, device="cuda")
+                for x, y in loader:
+                    for i, (xc, yc) in enumerate(zip(x.chunk(chunks), y.chunk(chunks))):
+                        per_chunk[i] = criterion(model(xc), yc)
+                    per_chunk.mean().backward()
+                    optimizer.step()
+            """,
+        "helper-returns-a-number": """
+            import torch
+
+            def step(net, batch, target, criterion, optimizer):
+                loss = criterion(net(batch), target)
+                loss.backward()
+                optimizer.step()
+                return loss.item()
+
+            def train(net, loader, optimizer, criterion):
+                history = []
+                for x, y in loader:
+                    history.append(step(net, x, y, criterion, optimizer))
+                return history
+            """,
+        "hooks-that-keep-no-graph": """
+            import torch
+            import torch.nn.functional as F
+            import lightning as L
+
+            class Classifier(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    self.parts = []  # started afresh at every step
+                    loss = F.cross_entropy(self.net(x), y)
+                    self.parts.append(loss)
+                    return loss
+
+                def validation_step(self, batch, batch_idx):
+                    x, y = batch
+                    self.val_losses.append(F.cross_entropy(self.net(x), y))  # Lightning runs it without grad
+            """,
         "accumulated-outside-a-step-loop": """
             import torch
 
@@ -312,16 +469,22 @@ class LossAccumulationKeepsGraph(Rule):
             return
         accumulator, value = found
         loop = ctx.step_loop(node)
-        if loop is None:
+        kept_on_self = loop is None and self._kept_across_training_steps(accumulator, node, ctx)
+        if loop is None and not kept_on_self:
             return
+        if isinstance(node, cst.Assign) and self._holds_a_tensor(accumulator, ctx):
+            return  # a buffer written in place has one size, whatever the steps (a chunked loss)
         before = ctx.facts.order.get(node, 0)
         if not self._attached(value, before, ctx, 0):
             return
-        if ctx.grad_disabled(node) or self._reset_each_step(accumulator, node, loop, ctx):
+        if ctx.grad_disabled(node):
             return
-        if self._started_this_step(accumulator, node, loop, ctx):
+        if loop is not None and (
+            self._reset_each_step(accumulator, node, loop, ctx)
+            or self._started_this_step(accumulator, node, loop, ctx)
+        ):
             return
-        if self._backpropagated(accumulator, node, ctx):
+        if self._backpropagated(accumulator, node, ctx, across_methods=kept_on_self):
             return
         if ctx.grad_mode.converted_to_numpy_after(accumulator, node) is not None:
             return  # numpy() would raise on a graph: the summed values carry none
@@ -347,7 +510,12 @@ class LossAccumulationKeepsGraph(Rule):
         if isinstance(node, cst.AugAssign):
             return (node.target, node.value) if isinstance(node.operator, cst.AddAssign) else None
         if isinstance(node, cst.Assign):
-            if len(node.targets) != 1 or not isinstance(node.value, cst.BinaryOperation):
+            if len(node.targets) != 1:
+                return None
+            stored = LossAccumulationKeepsGraph._stored_by_key(node.targets[0].target)
+            if stored is not None:
+                return stored, node.value
+            if not isinstance(node.value, cst.BinaryOperation):
                 return None
             target, value = node.targets[0].target, node.value
             if not isinstance(value.operator, cst.Add) or not isinstance(target, (cst.Name, cst.Attribute)):
@@ -358,11 +526,38 @@ class LossAccumulationKeepsGraph(Rule):
             if dotted_name(without_parens(value.right)) == target_text:
                 return target, value.left
             return None
-        call = method_call(node, "append")
-        if call is None or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        for method, position in (("append", 0), ("extend", 0), ("insert", 1)):
+            call = method_call(node, method)
+            if call is None:
+                continue
+            if len(call.args) != position + 1 or any(a.keyword is not None or a.star for a in call.args):
+                return None
+            assert isinstance(call.func, cst.Attribute)
+            added = call.args[position].value
+            if method == "extend":
+                # `losses.extend([loss])`: the one element of a display; a name may hold anything
+                if not isinstance(added, (cst.List, cst.Tuple)) or len(added.elements) != 1:
+                    return None
+                element = added.elements[0]
+                if isinstance(element, cst.StarredElement):
+                    return None
+                added = element.value
+            return call.func.value, added
+        return None
+
+    @staticmethod
+    def _stored_by_key(target: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The container of `cache[i] = v` whose key changes from step to step: a literal key
+        (`logs["loss"] = loss`) holds one step's value at a time, which is no growth."""
+        if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
             return None
-        assert isinstance(call.func, cst.Attribute)
-        return call.func.value, call.args[0].value
+        index = target.slice[0].slice
+        if not isinstance(index, cst.Index) or isinstance(
+            index.value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)
+        ):
+            return None
+        container = target.value
+        return container if isinstance(container, (cst.Name, cst.Attribute)) else None
 
     def _attached(self, expr: cst.BaseExpression, before: int, ctx: Context, depth: int) -> bool:
         """`expr` carries a graph: a model, criterion or loss call, or arithmetic on one."""
@@ -412,7 +607,24 @@ class LossAccumulationKeepsGraph(Rule):
         if ctx.grad_mode.frozen(func) is not None:
             return False  # every parameter frozen: its outputs carry no graph
         last = (dotted_name(func) or "").rsplit(".", 1)[-1]
-        return bool(LOSS_NAME.search(last)) or ctx.tensors.is_module_value(func)
+        if LOSS_NAME.search(last) or ctx.tensors.is_module_value(func):
+            return True
+        return self._returns_attached(call, ctx, depth)
+
+    def _returns_attached(self, call: cst.Call, ctx: Context, depth: int) -> bool:
+        """A helper of this file whose own return is attached (`def compute(...): return
+        criterion(...)`), whatever it is called: what it returns says so, not its name. A tuple
+        returned is not read (which element the caller keeps is another question)."""
+        for function in ctx.hot.resolve_call(call):
+            values, yields = returned_values(function)
+            if yields:
+                continue
+            for value in values:
+                if not isinstance(value, cst.Tuple) and self._attached(
+                    value, ctx.facts.order.get(value, 0), ctx, depth + 1
+                ):
+                    return True
+        return False
 
     def _detached(self, expr: cst.BaseExpression, before: int, ctx: Context) -> cst.BaseExpression:
         """`expr` with its graph-carrying operands detached: `loss * n` -> `loss.detach() * n`."""
@@ -469,12 +681,43 @@ class LossAccumulationKeepsGraph(Rule):
         return key is not None and ctx.loop_facts(loop).bound_afresh(key, node)
 
     @staticmethod
-    def _backpropagated(accumulator: cst.BaseExpression, node: cst.CSTNode, ctx: Context) -> bool:
-        """`.backward()` (or `autograd.grad`) reaches the accumulator in the same function."""
+    def _backpropagated(
+        accumulator: cst.BaseExpression, node: cst.CSTNode, ctx: Context, across_methods: bool = False
+    ) -> bool:
+        """`.backward()` (or `autograd.grad`) reaches the accumulator in the same function; for one
+        kept on `self` across steps, in any function that reads it (a schedule that holds each
+        micro-batch's loss and back-propagates it later)."""
         function = ctx.enclosing_function(node)
         word = re.compile(r"(?<![\w.])" + re.escape(ctx.code(accumulator)) + r"(?!\w)")
         for method in ("backward", "manual_backward", "grad"):
             for call in ctx.facts.method_calls.get(method, ()):
-                if ctx.enclosing_function(call) is function and word.search(ctx.code(call)):
+                holder = ctx.enclosing_function(call)
+                if not across_methods and holder is function and word.search(ctx.code(call)):
+                    return True
+                if across_methods and holder is not None and word.search(ctx.code(holder)):
                     return True
         return False
+
+    @staticmethod
+    def _kept_across_training_steps(accumulator: cst.BaseExpression, node: cst.CSTNode, ctx: Context) -> bool:
+        """`self.step_losses.append(loss)` in `training_step`: the attribute outlives the call, so it
+        gathers one graph per step until something reduces it (Lightning's epoch-end hooks). The
+        evaluation hooks run without grad, and a list the hook starts afresh holds one step."""
+        function = ctx.enclosing_function(node)
+        if function is None or function.name.value != "training_step":
+            return False
+        if not (isinstance(accumulator, cst.Attribute) and is_name(accumulator.value, "self")):
+            return False
+        text = ctx.code(accumulator)
+        before = ctx.facts.order.get(node, 0)
+        for assign in ctx.nodes(cst.Assign):
+            assert isinstance(assign, cst.Assign)
+            if ctx.enclosing_function(assign) is function and ctx.facts.order.get(assign, 0) < before:
+                if any(ctx.code(target.target) == text for target in assign.targets):
+                    return False
+        return True
+
+    @staticmethod
+    def _holds_a_tensor(accumulator: cst.BaseExpression, ctx: Context) -> bool:
+        """A subscript store into a tensor (`per_sample[i] = loss`), not into a list or dict."""
+        return ctx.is_tensor(accumulator, certain=True)

@@ -45,20 +45,24 @@ class _EvalLoopReason:
     loop: _EvalLoop
     mode_call: Optional[cst.Call]
     function: Optional[str]
+    loader: Optional[str] = None  # the held-out data the loop draws, when that is what says evaluation
 
     def render(self, line_of: Callable[[cst.CSTNode], int]) -> str:
         where = f"in loop at line {line_of(self.loop)}"
         if self.mode_call is not None:
             return f"{where}, after .eval() at line {line_of(self.mode_call)}"
+        if self.loader is not None:
+            return f"{where} over {self.loader}"
         return f"{where} of {self.function}()"
 
 
 class EvalWithoutNoGrad(Rule):
     """## What it does
-    Flags a model call inside a loop that runs after `model.eval()` (or in a function named like
-    `evaluate`, `validate`, `test`, `predict`, `inference`) with no `torch.no_grad()` or
-    `torch.inference_mode()` around it: no `with` block, no decorator on the function, and not
-    only called from such code in the same file.
+    Flags a model call inside a loop that runs after `model.eval()`, in a function named like
+    `evaluate`, `validate`, `test`, `predict`, `inference`, or over a validation, test or holdout
+    loader (named so, `val_loader`, or built from a dataset named so, `DataLoader(test_set)`), with no
+    `torch.no_grad()` or `torch.inference_mode()` around it: no `with` block, no decorator on the
+    function, and not only called from such code in the same file.
 
     ## Why it is slow
     This is a memory rule. With autograd on, every forward builds a graph nobody will
@@ -73,7 +77,9 @@ class EvalWithoutNoGrad(Rule):
     decorate the function with `@torch.no_grad()`.
 
     ## When it stays silent
-    Loops that call `.backward()` (training, even in a function called `train_and_evaluate`);
+    Loops that call `.backward()` (training, even in a function called `train_and_evaluate`, and
+    adversarial examples crafted over a test loader); loops over things named like tests that are not
+    data (`for model in models_to_test`);
     code under `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`;
     functions whose every call site in the file is under one of them; model calls after
     `model.train()`; Lightning hooks (`validation_step`, `test_step`, `predict_step`,
@@ -139,6 +145,30 @@ class EvalWithoutNoGrad(Rule):
             def main(net, images):
                 net.eval()
                 print(inference(net, images.split(64)))
+            """,
+        "validation-loader-without-eval": """
+            import torch
+
+            def fit(model, train_loader, val_loader, optimizer, criterion):
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                val_loss = 0.0
+                for x, y in val_loader:
+                    val_loss += criterion(model(x), y).item()  # expect: TPL305
+                return val_loss
+            """,
+        "loader-built-from-the-test-split": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def accuracy(net, test_set):
+                loader = DataLoader(test_set, batch_size=256)
+                hits = 0
+                for images, labels in loader:
+                    hits += (net(images).argmax(1) == labels).sum().item()  # expect: TPL305
+                return hits / len(test_set)
             """,
         "frozen-then-unfrozen": """
             import torch
@@ -241,6 +271,24 @@ class EvalWithoutNoGrad(Rule):
             def evaluate(criterion, pairs):
                 return [criterion(a, b) for a, b in pairs]
             """,
+        "adversarial-examples-over-the-test-loader": """
+            import torch
+            import torch.nn.functional as F
+
+            def attack(model, test_loader, epsilon):
+                crafted = []
+                for x, y in test_loader:
+                    x.requires_grad_(True)
+                    F.cross_entropy(model(x), y).backward()  # gradients of the input, on purpose
+                    crafted.append((x + epsilon * x.grad.sign()).detach())
+                return crafted
+            """,
+        "models-named-like-tests": """
+            import torch
+
+            def compare(models_to_test, batch):
+                return [model(batch) for model in models_to_test]  # models, not held-out data
+            """,
         "set-grad-enabled-false": """
             import torch
 
@@ -281,6 +329,11 @@ class EvalWithoutNoGrad(Rule):
         ):
             reason = _EvalLoopReason(loop, None, function.name.value)
             why = f"in {function.name.value}()"
+        if reason is None and not (function is not None and self._hook(function)):
+            loader = self._held_out_loader(loop, ctx)
+            if loader is not None and ctx.tensors.is_module_value(model) and not self._part_of_a_model(node, ctx):
+                reason = _EvalLoopReason(loop, None, None, loader)
+                why = f"in the loop over {loader}"
         if reason is None or ctx.grad_disabled(node) or ctx.grad_mode.frozen(model) is not None:
             return
         yield self.report(
@@ -345,8 +398,21 @@ class EvalWithoutNoGrad(Rule):
         return reason is not None and reason.from_model_code
 
     @staticmethod
-    def _eval_function(function: cst.FunctionDef) -> bool:
+    def _held_out_loader(loop: _EvalLoop, ctx: Context) -> Optional[str]:
+        """The validation/test loader the loop draws its batches from: a loop over held-out data
+        that runs no backward is evaluation, with or without `model.eval()` before it."""
+        if isinstance(loop, cst.While):
+            return None
+        iterable = loop.iter if isinstance(loop, cst.For) else loop.for_in.iter
+        return ctx.hot.held_out_loader(iterable)
+
+    @staticmethod
+    def _hook(function: cst.FunctionDef) -> bool:
         name = function.name.value
-        if name in STEP_HOOKS or name.startswith("on_"):
-            return False  # Lightning runs these without grad
-        return any(word in _EVAL_WORDS for word in name.lower().split("_"))
+        return name in STEP_HOOKS or name.startswith("on_")  # Lightning runs these without grad
+
+    @classmethod
+    def _eval_function(cls, function: cst.FunctionDef) -> bool:
+        if cls._hook(function):
+            return False
+        return any(word in _EVAL_WORDS for word in function.name.value.lower().split("_"))

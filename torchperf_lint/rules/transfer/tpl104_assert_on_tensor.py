@@ -94,7 +94,7 @@ class AssertOnTensor(Rule):
     summary = "assert that reads tensor values in hot code"
     message = (
         "assert on tensor values makes the host wait for the device in {place}; "
-        "use torch._assert_async(...) or validate the data in the input pipeline"
+        "use torch._assert_async(...) or validate the data in the input pipeline{graph}"
     )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.UNSAFE
@@ -259,7 +259,9 @@ class AssertOnTensor(Rule):
         reason = ctx.hot_reason(node)
         if reason is None or not _reads_tensor(node.test, ctx):
             return
-        yield self.report(node, reason=reason, fix=self._fix(node, ctx), place=hot_place(node, ctx))
+        yield self.report(
+            node, reason=reason, fix=self._fix(node, ctx), place=hot_place(node, ctx), graph=ctx.graph_break(node)
+        )
 
     @staticmethod
     def _fix(node: cst.Assert, ctx: Context) -> Optional[Fix]:

@@ -9,15 +9,13 @@ import libcst as cst
 from ...analysis.cold import cold_sides
 from ...engine.context import Context
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import dotted_name
+from ...syntax.walker import Loop, dotted_name
 from ..base import Rule, hot_place
 from .common import (
-    SYNC_METHODS,
     condition_parts,
     host_sync,
     on_device,
     on_error_path,
-    printed,
 )
 
 
@@ -77,17 +75,17 @@ class SyncPerStep(Rule):
 
     ## When it stays silent
     Code under `if step % N == 0:` inside the loop; batches straight from the DataLoader, which
-    are still on the host; code after the loop; forward and loss code (TPL105's); what the body
-    of an `if` whose test syncs does (the `if` is reported); a read right after an explicit
-    `torch.cuda.synchronize()` in the same block (the host already waited: a timer); a second
-    read of a value already read on the host in the same iteration with no device work queued
-    between (`v = loss.item()`, then `print(loss.item())`; not after `loss.backward()`).
+    are still on the host; code after the loop; forward and loss code (TPL105's); a second read of
+    values the same step already read on the host (`print(loss.item())` after
+    `value = loss.item()`): the host waited for them once, and that first read is the finding;
+    what the body of an `if` whose test syncs does (the `if` is reported); a read right after an
+    explicit `torch.cuda.synchronize()` in the same block (the host already waited: a timer).
     """
 
     code = "TPL107"
     name = "sync-per-step"
     summary = "Device-to-host sync at every step of a training loop"
-    message = "{what} makes the host wait for the device in {place} at every step; {remedy}"
+    message = "{what} makes the host wait for the device in {place} at every step; {remedy}{graph}"
     default_on = False
     fix_safety = Safety.SAFE
     where = "step loop"
@@ -95,6 +93,18 @@ class SyncPerStep(Rule):
     benchmark = "TPL107"
 
     BAD = {
+        "second-read-of-the-same-loss": """
+            import torch
+
+            def train(model, loader, optimizer, history):
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    history.append(loss.item())  # expect: TPL107
+                    if loss.item() > 1e3:  # read already: the host waited above
+                        print("diverging", loss.detach().item())
+            """,
         "loss-item-every-step": """
             import torch
 
@@ -167,18 +177,6 @@ class SyncPerStep(Rule):
                         print(f"nan loss: {loss}")
                     loss.backward()
                     optimizer.step()
-            """,
-        "second-read-of-a-value-on-the-host": """
-            import torch
-
-            def train(model, loader, optimizer, history):
-                for x, y in loader:
-                    loss = model(x.cuda(), y.cuda())
-                    loss.backward()
-                    optimizer.step()
-                    value = loss.item()  # expect: TPL107
-                    history.append(value)
-                    print("loss", loss.item())
             """,
         "helper-called-every-step": """
             import torch
@@ -303,16 +301,17 @@ class SyncPerStep(Rule):
             if any(_device_reading(part, ctx) for part in condition_parts(node.test, ctx)):
                 what = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
                 flag = _flag_tested_second(node.test, ctx)
-                if flag is None:
-                    yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx), remedy=_REMEDY)
-                    return
+                remedy = _REMEDY
+                if flag is not None:
+                    remedy = f"test {ctx.code(flag)} first: the tensor is then read only when the flag does not decide"
                 yield self.report(
                     node,
                     reason=reason,
-                    fix=_flag_first(node.test, flag),
+                    fix=_flag_first(node.test) if flag is not None else None,
                     what=what,
                     place=hot_place(node, ctx),
-                    remedy=f"test {ctx.code(flag)} first: the tensor is then read only when the flag does not decide",
+                    remedy=remedy,
+                    graph=ctx.graph_break(node),
                 )
             return
         assert isinstance(node, cst.Call)
@@ -321,9 +320,12 @@ class SyncPerStep(Rule):
             return
         if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
             return  # a batch from the DataLoader is still on the host
-        if _in_a_syncing_branch(node, ctx) or _after_synchronize(node, ctx) or _read_before(node, ctx):
+        if _in_a_syncing_branch(node, ctx) or _after_synchronize(node, ctx) or _read_already(node, ctx):
             return
-        yield self.report(node, reason=reason, what=sync, place=hot_place(node, ctx), remedy=_REMEDY)
+        yield self.report(
+            node, reason=reason, what=sync, place=hot_place(node, ctx), remedy=_REMEDY, graph=ctx.graph_break(node)
+        )
+
 
 
 _REMEDY = "keep running values on the device and read them every N steps"
@@ -387,72 +389,6 @@ def _after_synchronize(node: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
-def _subjects(call: cst.Call, ctx: Context) -> set[str]:
-    """The values a host read copies, as written: `loss` for `loss.item()`, `float(loss)`, `print(loss)`."""
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value in SYNC_METHODS:
-        return {ctx.code(call.func.value)}
-    if ctx.qualified_name(call) == "builtins.print":
-        return {ctx.code(e) for e in printed(call)}
-    return {ctx.code(arg.value) for arg in call.args if arg.keyword is None}
-
-
-def _read_before(node: cst.Call, ctx: Context) -> bool:
-    """Every value `node` reads was read on the host earlier in the same iteration (`v = loss.item()`
-    then `print(loss.item())`), no name it is computed from was bound again since (`output =
-    netD(fake)` makes `output.mean().item()` a new read) and no device work was queued since (a
-    read after `loss.backward()` and `optimizer.step()` waits for them): the second read waits for
-    nothing."""
-    wanted = _subjects(node, ctx)
-    if not wanted:
-        return False
-    names = {n.value for n in _names_in(node) if isinstance(n, cst.Name)}
-    read: set[str] = set()
-    child: cst.CSTNode = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
-            break
-        if isinstance(ancestor, cst.IndentedBlock) and isinstance(child, cst.BaseStatement):
-            index = next(i for i, s in enumerate(ancestor.body) if s is child)
-            for earlier in ancestor.body[:index]:
-                calls = [n for n in _names_in(earlier) if isinstance(n, cst.Call)]
-                if _binds_any(earlier, names) or any(_queues_device_work(c, ctx) for c in calls):
-                    read.clear()
-                for call in calls:
-                    if host_sync(call, ctx) is not None:
-                        read |= _subjects(call, ctx)
-        if isinstance(ancestor, (cst.For, cst.While)) and ctx.step_loop(ancestor.body) is ancestor:
-            break
-        child = ancestor
-    return wanted <= read
-
-
-def _queues_device_work(call: cst.Call, ctx: Context) -> bool:
-    """`loss.backward()`, `optimizer.step()` or a call whose result is a device tensor: a read after
-    it waits for that work again, whatever was read before."""
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "step"):
-        return True
-    return on_device(call, ctx)
-
-
-def _binds_any(statement: cst.CSTNode, names: set[str]) -> bool:
-    """The statement binds one of `names` again (an assignment, an augmented one, a loop target)."""
-    for node in _names_in(statement):
-        targets: list[cst.CSTNode] = []
-        if isinstance(node, cst.AssignTarget):
-            targets = [node.target]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            targets = [node.target]
-        elif isinstance(node, cst.NamedExpr):
-            targets = [node.target]
-        for target in targets:
-            if any(isinstance(n, cst.Name) and n.value in names for n in _names_in(target)):
-                return True
-    return False
-
-
 def _flag_tested_second(test: cst.BaseExpression, ctx: Context) -> Optional[cst.BaseExpression]:
     """The flag of `sync and FLAG` (FLAG off in a training step: `DEBUG`, `self.verbose`) or
     `sync or FLAG` (FLAG on: `not DEBUG`): tested first, it would skip the sync."""
@@ -464,11 +400,11 @@ def _flag_tested_second(test: cst.BaseExpression, ctx: Context) -> Optional[cst.
     return test.right if off_for_and or on_for_or else None
 
 
-def _flag_first(test: cst.BaseExpression, flag: cst.BaseExpression) -> Optional[Fix]:
+def _flag_first(test: cst.BaseExpression) -> Optional[Fix]:
     """Swap the operands (safe where neither has side effects: the flag is a name or an attribute,
     the sync calls no in-place method and assigns nothing)."""
     assert isinstance(test, cst.BooleanOperation)
-    if not _side_effect_free(test.left) or not _side_effect_free(flag):
+    if not _side_effect_free(test.left) or not _side_effect_free(test.right):
         return None
     swapped = test.with_changes(left=test.right, right=test.left)
     return Fix.replace(test, swapped, Safety.SAFE, "test the flag before reading the tensor")
@@ -484,6 +420,71 @@ def _side_effect_free(expr: cst.BaseExpression) -> bool:
             if name.endswith("_") and not name.endswith("__") or name.split(".")[-1] in ("print", "append"):
                 return False
     return True
+
+
+# Calls that hand on the same values: `loss.detach().item()` reads what `loss.item()` read.
+_SAME_VALUES = frozenset({"detach", "float", "double", "cpu", "clone"})
+_CONDITIONAL = (cst.If, cst.Else, cst.IfExp, cst.BooleanOperation, cst.For, cst.While, cst.Try, cst.ExceptHandler)
+
+
+def _read_name(call: cst.Call) -> Optional[cst.Name]:
+    """The tensor whose values `call` reads: the receiver of `.item()`-style methods (through
+    `.detach()`/`.float()`...), else the one argument of `float()`, `print()` and the like."""
+    if isinstance(call.func, cst.Attribute):
+        value: cst.BaseExpression = call.func.value
+    elif len(call.args) == 1:
+        value = call.args[0].value
+    else:
+        return None
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _SAME_VALUES:
+        value = value.func.value
+    return value if isinstance(value, cst.Name) else None
+
+
+def _read_already(call: cst.Call, ctx: Context) -> bool:
+    """An earlier read of the same tensor in the same iteration of the step loop, on every path to
+    this one, with no rebinding and no backward or optimizer step between: the host has waited for
+    these values already (RULES.md: the second read of a value is silent). After a backward or a
+    step the same read waits again, for the work queued since."""
+    name = _read_name(call)
+    loop = ctx.step_loop(call)
+    if name is None or loop is None:
+        return False
+    here = ctx.facts.order.get(call, 0)
+    rebound = [b.order for b in ctx.bindings(name.value, call)]
+    queued = [
+        ctx.facts.order.get(work, 0)
+        for method in ("backward", "step")
+        for work in ctx.facts.method_calls.get(method, ())
+        if any(a is loop for a in ctx.ancestors(work))
+    ]
+    around = set(map(id, ctx.ancestors(call)))
+    for other in ctx.nodes(cst.Call):
+        assert isinstance(other, cst.Call)
+        there = ctx.facts.order.get(other, 0)
+        if there >= here or other is call:
+            continue
+        read = _read_name(other)
+        if read is None or read.value != name.value or host_sync(other, ctx) is None:
+            continue
+        if any(there < order < here for order in [*rebound, *queued]):
+            continue
+        if _always_before(other, loop, around, ctx):
+            return True
+    return False
+
+
+def _always_before(other: cst.Call, loop: Loop, around: set[int], ctx: Context) -> bool:
+    """`other` sits in `loop`'s body, and every branch or inner loop on its way there also holds
+    the later read (`around`: the ids of that read's ancestors)."""
+    for ancestor in ctx.ancestors(other):
+        if ancestor is loop:
+            return True
+        if isinstance(ancestor, _CONDITIONAL) and id(ancestor) not in around:
+            return False
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+    return False
 
 
 def _names_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:

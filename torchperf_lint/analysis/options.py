@@ -1,0 +1,305 @@
+"""Command-line options and what the default run gives them (RULES.md, "Values that travel": a
+branch taken only under an option that is off by default is cold, `if not args.prefetcher:` where
+`--no-prefetcher` is opt-in, `if args.metrics_avg:` defaulting to None).
+
+Read on CPython's `ast` for the project pass, one module at a time:
+- the defaults its parsers declare: `add_argument("--no-prefetcher", action="store_true")` gives
+  `no_prefetcher` False, `add_argument("--metrics-avg", default=None)` None, `set_defaults(k=v)`
+  v; a default that is not a literal, a required option and a positional one are unknown ("?");
+- the names that hold the parsed options in each scope: bound to `parser.parse_args()`, to the
+  first element of `parse_known_args()`, or to what a function of the module returns that holds
+  them (`args, args_text = _parse_args()`), and a module's such names seen from its functions;
+- what the code stores on an attribute of a plain name (`args.prefetcher = not args.no_prefetcher`),
+  since a stored value replaces the default, and whether it stores on the options by a computed
+  name (`setattr(args, k, v)`, `vars(args).update(cfg)`), after which no default is known.
+The project pass (project/options.py) joins them across modules and call sites.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Iterator, Optional, Union
+
+from .arguments import value_token
+
+UNKNOWN = "?"
+_PARSE = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args"})
+_KNOWN = frozenset({"parse_known_args", "parse_known_intermixed_args"})  # (namespace, the rest)
+Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+
+
+@dataclasses.dataclass
+class ModuleOptions:
+    defaults: dict[str, str] = dataclasses.field(default_factory=dict)  # dest -> token
+    # attribute -> [receiver, the stored value's text] for `NAME.attr = value`, NAME not self
+    stores: dict[str, list[list[str]]] = dataclasses.field(default_factory=dict)
+    computed_store: bool = False  # stores on the options by a name worked out at run time
+    # the names holding the parsed options, per scope (the module or a function node)
+    holders: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+
+
+def _dest(call: ast.Call) -> Optional[tuple[str, bool]]:
+    """(the attribute an `add_argument` call sets, whether it is positional)."""
+    for keyword in call.keywords:
+        if keyword.arg == "dest":
+            value = keyword.value
+            named = isinstance(value, ast.Constant) and isinstance(value.value, str)
+            return (value.value, False) if named else None
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not names or len(names) != len(call.args):
+        return None
+    if not names[0].startswith("-"):
+        return names[0], True
+    long = next((n for n in names if n.startswith("--")), names[0])
+    return long.lstrip("-").replace("-", "_"), False
+
+
+def _default(call: ast.Call, positional: bool) -> str:
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    if "default" in keywords:
+        return value_token(keywords["default"]) or UNKNOWN
+    required = keywords.get("required")
+    if positional or not (required is None or (isinstance(required, ast.Constant) and not required.value)):
+        return UNKNOWN  # every run passes it: what it holds is the caller's
+    action = keywords.get("action")
+    name = action.value if isinstance(action, ast.Constant) else None
+    if name == "store_true":
+        return "False"
+    if name == "store_false":
+        return "True"
+    if action is None or name in ("store", "store_const", "append", "append_const", "count", "extend"):
+        return "None"
+    return UNKNOWN  # a custom action or BooleanOptionalAction without a default
+
+
+def _join(defaults: dict[str, str], dest: str, token: str) -> None:
+    known = defaults.get(dest)
+    defaults[dest] = token if known is None or known == token else UNKNOWN
+
+
+def _scopes(tree: ast.Module) -> Iterator[Scope]:
+    yield tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def _own(scope: Scope) -> Iterator[ast.AST]:
+    """The nodes of a scope's own body, not those of functions or classes nested in it."""
+    todo: list[ast.AST] = list(scope.body) if isinstance(scope.body, list) else [scope.body]
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, ast.ClassDef):
+            todo.extend(node.body)  # a class body's statements run in the scope around it
+
+
+def _parsed(value: ast.AST, returning: dict[str, int]) -> Optional[int]:
+    """Where `value` holds the options: -1 for the whole value, i for element i of a tuple."""
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+        inner = _parsed(value.value, returning)
+        return -1 if inner == value.slice.value else None
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in _PARSE:
+        return 0 if func.attr in _KNOWN else -1
+    if isinstance(func, ast.Name):
+        return returning.get(func.id)
+    return None
+
+
+def _bound(scope: Scope, returning: dict[str, int]) -> tuple[set[str], set[str]]:
+    """(names every binding of which holds the options, every name the scope binds)."""
+    holding: dict[str, bool] = {}
+    for node in _own(scope):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            holding[node.name] = False
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            holding.setdefault(node.id, False)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            where = _parsed(node.value, returning)
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    holding[target.id] = holding.get(target.id, True) and where == -1
+                elif isinstance(target, ast.Tuple):
+                    for position, element in enumerate(target.elts):
+                        if isinstance(element, ast.Name):
+                            holding[element.id] = holding.get(element.id, True) and where == position
+    if not isinstance(scope, ast.Module):
+        args = scope.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                holding[arg.arg] = False
+    return {name for name, holds in holding.items() if holds}, set(holding)
+
+
+def _returned(scope: Scope, holders: set[str], returning: dict[str, int]) -> Optional[int]:
+    for node in _own(scope):
+        if isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            if _parsed(value, returning) is not None:
+                return _parsed(value, returning)
+            if isinstance(value, ast.Name) and value.id in holders:
+                return -1
+            if isinstance(value, ast.Tuple):
+                for position, element in enumerate(value.elts):
+                    if isinstance(element, ast.Name) and element.id in holders:
+                        return position
+    return None
+
+
+def module_options(tree: ast.Module, source: str) -> ModuleOptions:
+    """What `tree` says of command-line options; a module whose text never declares or parses
+    them is walked once, for its stores."""
+    found = ModuleOptions()
+    if "add_argument" in source or "set_defaults" in source:
+        _declared(tree, found.defaults)
+        if "cuda" in source:
+            _open_cuda_switches(tree, found.defaults)
+    if "parse_" in source:
+        _find_holders(tree, found.holders)
+    holders_anywhere = {name for names in found.holders.values() for name in names}
+    _stores(tree, holders_anywhere, found)
+    return found
+
+
+def _declared(tree: ast.Module, defaults: dict[str, str]) -> None:
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr == "add_argument":
+            dest = _dest(node)
+            if dest is not None:
+                _join(defaults, dest[0], _default(node, dest[1]))
+        elif node.func.attr == "set_defaults":
+            for keyword in node.keywords:
+                if keyword.arg:
+                    defaults[keyword.arg] = value_token(keyword.value) or UNKNOWN
+
+
+def _moves_to_cuda(nodes: list[ast.AST]) -> bool:
+    """A `.cuda(...)` call or a "cuda..." string among `nodes` and what they hold."""
+    for node in (inner for outer in nodes for inner in ast.walk(outer)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+            return True
+    return False
+
+
+def _open_cuda_switches(tree: ast.Module, defaults: dict[str, str]) -> None:
+    """An option whose branch moves work to CUDA (`if args.gpu: images = images.cuda()`, `"cuda" if
+    args.cuda else "cpu"`) selects the configuration the device rules judge: a GPU run passes it, whatever
+    its default, so it is left open rather than decided by that default."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            sides: list[ast.AST] = [*node.body, *node.orelse]
+        elif isinstance(node, ast.IfExp):
+            sides = [node.body, node.orelse]
+        else:
+            continue
+        tested = {
+            n.attr
+            for n in ast.walk(node.test)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+        }
+        if tested & defaults.keys() and _moves_to_cuda(sides):
+            for name in tested & defaults.keys():
+                defaults[name] = UNKNOWN
+
+
+def _find_holders(tree: ast.Module, into: dict[int, list[str]]) -> None:
+    scopes = list(_scopes(tree))
+    returning: dict[str, int] = {}
+    bound: dict[int, tuple[set[str], set[str]]] = {}
+    for _ in range(4):  # a function returning what another returns: a short chain
+        bound = {id(scope): _bound(scope, returning) for scope in scopes}
+        before = dict(returning)
+        for scope in scopes:
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                position = _returned(scope, bound[id(scope)][0], returning)
+                if position is not None:
+                    returning[scope.name] = position
+        if returning == before:
+            break
+    _visible(tree, set(), bound, into)
+
+
+def _visible(
+    scope: Scope, outer: set[str], bound: dict[int, tuple[set[str], set[str]]], into: dict[int, list[str]]
+) -> None:
+    """Each scope's holders: its own, and those of the scopes around it that it does not rebind."""
+    own, names = bound[id(scope)]
+    seen = own | (outer - names)
+    if seen:
+        into[id(scope)] = sorted(seen)
+    for node in _own(scope):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _visible(node, seen, bound, into)
+
+
+def _stores(tree: ast.Module, holders: set[str], found: ModuleOptions) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id != "self"
+                ):
+                    # `args.lr *= world_size`: what it becomes depends on more than the defaults
+                    plain = node.value is not None and not isinstance(node, ast.AugAssign)
+                    text = ast.unparse(node.value) if plain else UNKNOWN  # type: ignore[arg-type]
+                    found.stores.setdefault(target.attr, []).append([target.value.id, text])
+        elif isinstance(node, ast.Call) and _stores_by_computed_name(node, holders):
+            found.computed_store = True
+        elif (named := _named_setattr(node)) is not None:
+            attribute, receiver, text = named
+            found.stores.setdefault(attribute, []).append([receiver, text])
+
+
+def _named_setattr(node: ast.AST) -> Optional[tuple[str, str, str]]:
+    """(attribute, receiver, value text) of `setattr(args, "prefetcher", value)`: a store under a
+    name written out."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"):
+        return None
+    if len(node.args) != 3:
+        return None
+    receiver, name, value = node.args
+    if (
+        isinstance(receiver, ast.Name)
+        and receiver.id != "self"
+        and isinstance(name, ast.Constant)
+        and isinstance(name.value, str)
+    ):
+        return name.value, receiver.id, ast.unparse(value)
+    return None
+
+
+def _stores_by_computed_name(call: ast.Call, holders: set[str]) -> bool:
+    """`setattr(args, k, v)`, `vars(args).update(cfg)`, `args.__dict__.update(cfg)`."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
+        receiver = call.args[0]
+        return (
+            isinstance(receiver, ast.Name)
+            and receiver.id in holders
+            and not (len(call.args) > 1 and isinstance(call.args[1], ast.Constant))
+        )
+    if isinstance(func, ast.Attribute) and func.attr in ("update", "__setitem__", "setdefault"):
+        owner = func.value
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "vars":
+            return any(isinstance(a, ast.Name) and a.id in holders for a in owner.args)
+        return (
+            isinstance(owner, ast.Attribute)
+            and owner.attr == "__dict__"
+            and isinstance(owner.value, ast.Name)
+            and owner.value.id in holders
+        )
+    return False

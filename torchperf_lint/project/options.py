@@ -1,0 +1,221 @@
+"""What the default run gives the project's command-line options, and where a name holds them
+(RULES.md, "Values that travel": a branch taken only under an option or a configuration value
+that is off by default is cold). analysis/options.py reads each module; this joins them:
+
+- an option's default is known when every parser that declares it, in the module that parses
+  the options and the modules it imports (another script's parser is not this one), declares the
+  same literal, no shipped config file names it (a YAML key or a `--flag` in a YAML or shell
+  file: `parser.set_defaults(**yaml_cfg)` or a launch script may set it), and every store on an
+  attribute of that name (`args.prefetcher = not args.no_prefetcher`) gives a value the defaults
+  decide; any store on the options by a computed name (`setattr(args, k, v)`) leaves them all open;
+- a name holds the options where its module binds it to them, and a parameter does when every
+  call of its function in the project passes it a name that does (a function handed on as a
+  callback has callers nobody sees: its parameters stay open).
+Each function then knows `NAME.dest` for each name that holds the options there: the values that
+project/arguments.py hands to both walks, which decide a test on them (analysis/arguments.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from ..analysis.arguments import OPTIONS, truth, value_token
+from ..analysis.options import UNKNOWN
+from .arguments import Values, bound_self, passed_tokens
+from .summary import Call
+
+if TYPE_CHECKING:
+    from .graph import FunctionRef, Module, Project
+
+_CONFIG_SUFFIXES = (".yaml", ".yml", ".sh")
+_SKIPPED_DIRECTORIES = frozenset({"node_modules", "site-packages", "venv", "__pycache__"})
+_MOST_CONFIG_FILES = 2000
+_YAML_KEY = re.compile(r"^\s*(?:-\s*)?[\"']?([A-Za-z_][\w-]*)[\"']?\s*:", re.MULTILINE)
+_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)")
+_ROUNDS = 8
+
+
+def option_values(project: Project) -> dict[tuple[int, int], Values]:
+    """Per function (the top level is -1), `NAME.dest` -> token for each name holding the options
+    there and each option whose default run value is known."""
+    if not any(m.summary.option_defaults for m in project.modules.values()):
+        return {}
+    configured = configured_names(project.root)
+    known: dict[int, dict[str, str]] = {}  # per module that parses them: the options it may see
+    found: dict[tuple[int, int], Values] = {}
+    for key, names in _holders(project).items():
+        values: Values = {}
+        for name, origin in sorted(names.items()):
+            if origin not in known:
+                known[origin] = _known(project, project_module(project, origin), configured)
+            values.update((f"{name}.{dest}", token) for dest, token in known[origin].items())
+        if values:
+            found[key] = values
+    return found
+
+
+def project_module(project: Project, key: int) -> Module:
+    return next(m for m in project.modules.values() if id(m) == key)
+
+
+def _known(project: Project, origin: Module, configured: frozenset[str]) -> dict[str, str]:
+    """The options a namespace parsed in `origin` holds with a known value: declared by the
+    parsers of `origin` and of what it imports (another script's parser is not this one)."""
+    seen = {id(origin): origin}
+    todo = [origin]
+    while todo:
+        for module in project.imported_modules(todo.pop()):
+            if id(module) not in seen:
+                seen[id(module)] = module
+                todo.append(module)
+    modules = list(seen.values())
+    if any(m.summary.option_computed_store for m in modules):
+        return {}
+    defaults: dict[str, str] = {}
+    for module in modules:
+        for dest, token in module.summary.option_defaults.items():
+            _join(defaults, dest, token)
+    for name in configured & set(defaults):
+        defaults[name] = UNKNOWN
+    return _with_stores(defaults, modules)
+
+
+def _join(tokens: dict[str, str], name: str, token: str) -> None:
+    seen = tokens.get(name)
+    tokens[name] = token if seen is None or seen == token else UNKNOWN
+
+
+def _with_stores(defaults: dict[str, str], modules: list[Module]) -> dict[str, str]:
+    """The known values once the stores are joined in: a store may run or not, so the value is
+    the default only when every store gives it too; an attribute only stored (not declared)
+    takes what every store gives, when every store is on a name that holds the options."""
+    stores: dict[str, list[list[str]]] = {}
+    for module in modules:
+        for attribute, written in module.summary.option_stores.items():
+            stores.setdefault(attribute, []).extend(written)
+    holders = {n for m in modules for f in (m.summary.toplevel, *m.summary.functions) for n in f.namespaces}
+    tokens = dict(defaults)
+    for _ in range(3):  # a derived option read by another store: a short chain
+        settled = {d: t for d, t in tokens.items() if t != UNKNOWN}
+        after = dict(defaults)
+        for attribute, written in stores.items():
+            if attribute not in defaults and not all(receiver in holders for receiver, _ in written):
+                continue
+            for receiver, text in written:
+                _join(after, attribute, _stored(text, receiver, settled))
+        if after == tokens:
+            break
+        tokens = after
+    return {d: t for d, t in tokens.items() if t != UNKNOWN}
+
+
+def _stored(text: str, receiver: str, known: dict[str, str]) -> str:
+    try:
+        value = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return UNKNOWN
+    token = value_token(value)
+    if token is not None:
+        return token
+    if isinstance(value, (ast.UnaryOp, ast.Compare)) or (
+        isinstance(value, ast.BoolOp) and all(isinstance(v, (ast.UnaryOp, ast.Compare)) for v in value.values)
+    ):
+        holds = truth(value, {f"{receiver}.{dest}": token for dest, token in known.items()})
+        if holds is not None:
+            return repr(holds)
+    return UNKNOWN
+
+
+Holders = dict[tuple[int, int], dict[str, int]]  # function -> name -> the module that parsed them
+
+
+def _holders(project: Project) -> Holders:
+    """The names holding the options in each function, with the module that parsed them: its
+    module's own, and parameters every call of the project passes options parsed in one module."""
+    from .graph import FunctionRef
+
+    holders: Holders = {}
+    sites: dict[tuple[int, int], tuple[FunctionRef, list[tuple[FunctionRef, Call]]]] = {}
+    handed: set[str] = set()
+    owners = [
+        (FunctionRef(module, offset - 1), info)
+        for module in project.modules.values()
+        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions])
+    ]
+    for caller, info in owners:
+        if info.namespaces:
+            holders[caller.key()] = {name: id(caller.module) for name in info.namespaces}
+    passing = any(
+        OPTIONS in call.args.values() for _, info in owners for call in [*info.calls, *info.cold_calls]
+    )
+    if not passing:
+        return holders  # no call passes the options on: no parameter holds them
+    for module in project.modules.values():
+        handed.update(module.summary.handed, module.summary.handed_members)
+    for caller, info in owners:
+        for call in [*info.calls, *info.cold_calls]:
+            for callee in project.resolve_call(caller, call):
+                sites.setdefault(callee.key(), (callee, []))[1].append((caller, call))
+    sites = {key: entry for key, entry in sites.items() if entry[0].info.name not in handed}
+    for _ in range(_ROUNDS):
+        changed = False
+        for key, (callee, calls) in sites.items():
+            own = holders.get(key, {})
+            for param, origin in _passed_options(callee, calls, holders).items():
+                if own.get(param) != origin:
+                    holders.setdefault(key, {})[param] = origin
+                    own = holders[key]
+                    changed = True
+        if not changed:
+            break
+    return holders
+
+
+def _passed_options(
+    callee: FunctionRef, calls: list[tuple[FunctionRef, Call]], holders: Holders
+) -> dict[str, int]:
+    """The parameters of `callee` every call passes options to, all parsed in one module."""
+    found: Optional[dict[str, int]] = None
+    for caller, call in calls:
+        held = holders.get(caller.key(), {})
+
+        def handed(param: str, into: str, held: dict[str, int] = held) -> Optional[str]:
+            return f"{OPTIONS}:{held[param]}" if param in held else None
+
+        passed: dict[str, int] = {}
+        for param, token in passed_tokens(call, callee.info, bound_self(call, callee.info), handed).items():
+            if token == OPTIONS:
+                passed[param] = id(caller.module)  # a name of the caller's module holds them
+            elif token is not None and token.startswith(f"{OPTIONS}:"):
+                passed[param] = int(token.split(":", 1)[1])
+        found = passed if found is None else {p: o for p, o in found.items() if passed.get(p) == o}
+        if not found:
+            return {}
+    return found or {}
+
+
+def configured_names(root: Path) -> frozenset[str]:
+    """The option names a shipped config file sets: YAML keys and `--flags` in YAML and shell
+    files under the project root, as argparse spells their attributes (`no_prefetcher`)."""
+    names: set[str] = set()
+    seen = 0
+    for folder, directories, files in os.walk(root):
+        directories[:] = [d for d in directories if not d.startswith(".") and d not in _SKIPPED_DIRECTORIES]
+        for file in files:
+            if not file.endswith(_CONFIG_SUFFIXES):
+                continue
+            seen += 1
+            if seen > _MOST_CONFIG_FILES:
+                return frozenset(names)
+            try:
+                text = Path(folder, file).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if not file.endswith(".sh"):
+                names.update(m.replace("-", "_") for m in _YAML_KEY.findall(text))
+            names.update(m.replace("-", "_") for m in _FLAG.findall(text))
+    return frozenset(names)
