@@ -135,6 +135,30 @@ def test_tracing_and_statistics_switches_are_cold(test: str) -> None:
     assert lint(f"if {test}:\n    s = x.max().item()\nreturn x.sum().item()") == [8]
 
 
+@pytest.mark.parametrize("flag", ["self.export", "self.export_nms", "self.onnx_export", "exporting"])
+def test_a_branch_on_a_flag_only_an_export_path_sets_is_cold(flag: str) -> None:
+    """RT-DETR's `elif self.export_nms:` is set only by its export script, before tracing."""
+    body = f"if self.training:\n    return x\nelif {flag}:\n    s = x.max().item()\nreturn x.sum().item()"
+    assert lint(body) == [10]
+
+
+@pytest.mark.parametrize("flag", ["self.exported_layers", "self.expert"])
+def test_flags_that_only_look_like_export_switches_stay_hot(flag: str) -> None:
+    assert lint(f"if {flag}:\n    s = x.max().item()\nreturn x.sum().item()") == [7, 8]
+
+
+def test_the_project_pass_reads_an_export_flag_as_the_file_does(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "helpers.py").write_text("def peak(x):\n    return x.max().item()\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\nfrom helpers import peak\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        if self.export_nms:\n"
+        "            return x / peak(x)\n        return x\n"
+    )
+    helpers = tmp_path / "helpers.py"
+    assert [f.line for f in lint_source(helpers.read_text(), path=str(helpers), select=[SYNC])] == []
+
+
 def test_the_code_after_a_try_that_returns_runs_only_after_an_error() -> None:
     body = """
         try:

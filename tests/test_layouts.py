@@ -193,6 +193,36 @@ def test_the_message_names_the_padded_size_and_where_the_size_was_read() -> None
     )
 
 
+ENCODER_BY_KEYWORD = """
+    import torch
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def __init__(self, vocab_size, d=256):
+            super().__init__()
+            self.tok = nn.Embedding(vocab_size, d)
+            self.out = nn.Linear(d, 4)
+
+        def forward(self, idx):
+            return self.out(self.tok(idx).mean(1))
+
+    model = Encoder(vocab_size=30001).cuda()
+    for x, y in loader:
+        model(x.cuda()).sum().backward()
+    """
+
+
+def test_a_vocabulary_keyword_that_reaches_only_a_lookup_is_silent() -> None:
+    assert _tpl405(ENCODER_BY_KEYWORD) == []
+
+
+def test_a_vocabulary_keyword_that_reaches_a_linear_head_or_a_tied_embedding_is_reported() -> None:
+    head = ENCODER_BY_KEYWORD.replace("nn.Linear(d, 4)", "nn.Linear(d, vocab_size)")
+    assert _tpl405(head) == [13]
+    tied = ENCODER_BY_KEYWORD.replace("self.out(self.tok(idx).mean(1))", "self.tok(idx) @ self.tok.weight.T")
+    assert _tpl405(tied) == [13]
+
+
 DARKNET = """
     import torch.nn as nn
 
@@ -387,3 +417,103 @@ def test_the_move_in_a_model_loader_that_a_training_script_steps_is_reported(tmp
     source = (root / "models/resnet.py").read_text().splitlines()
     lines = finding_lines(root, "models/resnet.py", "TPL404")
     assert [source[line - 1].strip() for line in lines] == ["model = Darknet(model_path).to(device)"]
+
+
+PERIOD_DISCRIMINATOR = """
+    import torch
+    import torch.nn as nn
+
+    class PeriodCritic(nn.Module):
+        def __init__(self, period, k=5, s=3):
+            super().__init__()
+            self.period = period
+            widths = [1, 32, 128, 512, 1024]
+            self.convs = nn.ModuleList(
+                [nn.Conv2d(a, b, (k, 1), (s, 1), padding=(k // 2, 0)) for a, b in zip(widths, widths[1:])]
+            )
+            self.out = nn.Conv2d(1024, 1, (3, 1), 1, padding=(1, 0))
+
+        def forward(self, wave):
+            b, c, t = wave.shape
+            folded = wave.view(b, c, t // self.period, self.period)
+            for conv in self.convs:
+                folded = torch.nn.functional.leaky_relu(conv(folded), 0.1)
+            return self.out(folded).flatten(1)
+
+    critic = PeriodCritic(3).cuda()
+    optimizer = torch.optim.AdamW(critic.parameters())
+    for wave in loader:
+        critic(wave.cuda()).mean().backward()
+        optimizer.step()
+    """
+
+
+def test_convolutions_over_a_signal_folded_into_2d_are_no_2d_convnet(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"train.py": PERIOD_DISCRIMINATOR})
+    assert finding_lines(root, "train.py", "TPL404") == []
+
+
+def test_square_kernels_beside_the_folded_ones_still_make_a_2d_convnet(tmp_path: Path) -> None:
+    square = PERIOD_DISCRIMINATOR.replace("(k, 1), (s, 1), padding=(k // 2, 0)", "3, 1, padding=1")
+    root = write_project(tmp_path, {"train.py": square})
+    assert finding_lines(root, "train.py", "TPL404") == [21]
+
+
+SPECTROGRAM_CLASSIFIER = """
+    import torch
+    import torch.nn as nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.frontend = nn.Conv1d(1, 64, 400, stride=160)
+            self.convs = nn.Sequential(
+                nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+                nn.Conv2d(64, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+            )
+
+        def forward(self, wave):
+            return self.convs(self.frontend(wave).unsqueeze(1)).mean((1, 2, 3))
+
+    def train(loader, device="cuda"):
+        model = Classifier().to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for wave, y in loader:
+            wave = wave.to(device)
+            (model(wave) - y.to(device)).pow(2).mean().backward()
+            optimizer.step()
+    """
+
+
+def test_a_convnet_fed_a_signal_gets_the_model_half_of_the_advice_only(tmp_path: Path) -> None:
+    """channels_last is defined for 4-D tensors: `wave.to(memory_format=...)` raises on the 3-D
+    waveform the model's 1-D front end takes."""
+    root = write_project(tmp_path, {"train.py": SPECTROGRAM_CLASSIFIER})
+    path = root / "train.py"
+    findings = lint_source(path.read_text(), str(path), select=["TPL404"])
+    assert [f.line for f in findings] == [18]
+    assert "its 4-D input" not in findings[0].message
+    fixed = fix_source(path.read_text(), str(path), select=["TPL404"], unsafe=True)
+    assert "model = Classifier().to(device, memory_format=torch.channels_last)" in fixed
+    assert "wave = wave.to(device)\n" in fixed
+
+
+def test_an_image_convnet_gets_both_halves_of_the_advice(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN})
+    path = root / "train.py"
+    [finding] = lint_source(path.read_text(), str(path), select=["TPL404"])
+    assert "its 4-D input with x.to(device, memory_format=torch.channels_last)" in finding.message
+
+
+def test_silent_where_the_runtime_is_older_than_channels_last(tmp_path: Path) -> None:
+    files = {"models/__init__.py": "", "models/resnet.py": RESNET, "train.py": TRAIN}
+    root = write_project(tmp_path, {**files, "requirements.txt": "torch==1.4.0\n"})
+    assert finding_lines(root, "train.py", "TPL404") == []
+
+
+def test_a_runtime_that_may_have_channels_last_is_reported_without_a_fix_before_it(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"train.py": SPECTROGRAM_CLASSIFIER, "requirements.txt": "torch>=1.4,<1.8\n"})
+    path = root / "train.py"
+    findings = lint_source(path.read_text(), str(path), select=["TPL404"])
+    assert [(f.line, f.fix) for f in findings] == [(18, None)]

@@ -130,9 +130,50 @@ def test_clipping_loop_names_the_sync_and_the_multi_tensor_clip() -> None:
         """
     )
     assert message == (
-        "loop over model.parameters() in the step loop computes gradient norms one tensor at a time, "
-        "with one host sync per parameter (if norm > 1.0); "
-        "use torch.nn.utils.clip_grad_norm_(..., foreach=True) or torch.nn.utils.get_total_norm"
+        "loop over model.parameters() in the step loop clips each gradient by its own norm one tensor at a "
+        "time, with one host sync per parameter (if norm > 1.0); keep the per-tensor clip with "
+        "norms = torch._foreach_norm(grads), scales max_norm / (norm + eps) clamped to 1 and one "
+        "torch._foreach_mul_(grads, scales), not clip_grad_norm_ (a global norm trains differently)"
+    )
+
+
+def test_a_global_norm_summed_by_hand_is_pointed_at_the_global_norm_helpers() -> None:
+    (message,) = _messages(
+        """
+        def grad_norm(model):
+            total = 0.0
+            for p in model.parameters():
+                total += p.grad.norm().item() ** 2
+            return total ** 0.5
+
+        def train(model, loader, optimizer):
+            for x in loader:
+                model(x).sum().backward()
+                print(grad_norm(model))
+                optimizer.step()
+        """
+    )
+    assert "computes gradient norms one tensor at a time" in message
+    assert message.endswith("use torch.nn.utils.clip_grad_norm_(..., foreach=True) or torch.nn.utils.get_total_norm")
+
+
+@pytest.mark.parametrize("step", ["p.data.add_(p.grad, alpha=-lr)", "p.data -= lr * p.grad", "p.sub_(lr * p.grad)"])
+def test_a_manual_sgd_step_is_pointed_at_foreach_add(step: str) -> None:
+    (message,) = _messages(
+        f"""
+        import torch
+
+        def train(model, loader, lr):
+            for x in loader:
+                model(x).sum().backward()
+                with torch.no_grad():
+                    for p in model.parameters():
+                        {step}
+        """
+    )
+    assert message.endswith(
+        "takes a gradient step one tensor at a time; use one torch._foreach_add_(params, grads, alpha=-lr) "
+        "over the parameters that have gradients"
     )
 
 

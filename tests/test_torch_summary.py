@@ -40,11 +40,12 @@ def test_a_pin_that_hides_findings_says_how_many_and_what_shows_them(tmp_path: P
     path = _project(tmp_path, "torch==1.4.0")
     pinned, newest = _codes(capsys, path), _codes(capsys, "--torch-version", "2.3", path)
     hidden = [code for code in newest if code not in pinned]
-    assert sorted(hidden) == ["TPL701", "TPL702"]  # fp32 matmul precision (1.12), fused SGD (2.3)
+    # channels_last (1.5), fp32 matmul precision (1.12), fused SGD (2.3)
+    assert sorted(hidden) == ["TPL404", "TPL701", "TPL702"]
     code, out, _ = run(capsys, path)
     assert code == 1
     assert out.splitlines()[-1] == (
-        f"2 findings {NEWER} (torch==1.4.0); `--torch-version 2.3` shows them."
+        f"3 findings {NEWER} (torch==1.4.0); `--torch-version 2.3` shows them."
     )
     assert ASSUMED not in out
 
@@ -62,7 +63,7 @@ def test_a_hidden_finding_on_a_noqa_line_is_not_counted(tmp_path: Path, capsys) 
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("lr=0.1)", "lr=0.1)  # noqa: TPL702"), encoding="utf-8")
     _, out, _ = run(capsys, path)
-    assert out.splitlines()[-1].startswith("1 finding needs a newer torch than the project's pin")
+    assert out.splitlines()[-1].startswith("2 findings need a newer torch than the project's pin")
 
 
 @pytest.mark.parametrize(

@@ -411,6 +411,28 @@ def test_an_import_of_a_removed_module_bounds_the_runtime(tmp_path: Path, extra:
     assert sorted(f.code for f in found) == expected
 
 
+@pytest.mark.parametrize("requirement", ["torch<2.6", "torch>=1.8,<2.6", "torch>=1.13,<2.1"])
+def test_an_upper_bound_above_2_0_does_not_make_zero_grad_old(tmp_path: Path, requirement: str) -> None:
+    """The runtime is the newest release the requirement admits (2.5, 2.0): set_to_none=True is
+    already the default there."""
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    assert lint_source(PLAIN_ZERO_GRAD, path=_file_in(tmp_path), select=["TPL301"]) == []
+
+
+def test_an_upper_bound_at_2_0_makes_zero_grad_old(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch<2\n")
+    findings = lint_source(PLAIN_ZERO_GRAD, path=_file_in(tmp_path), select=["TPL301"])
+    assert [f.code for f in findings] == ["TPL301"]
+    assert "on torch older than 2.0" in findings[0].message
+
+
+def test_a_bound_read_from_the_imports_alone_does_not_make_zero_grad_old(tmp_path: Path) -> None:
+    """`import torchtext.legacy` bounds the runtime below 1.11 without naming an oldest release
+    (pytorch/examples' legacy/snli): no finding, and no crash rendering one."""
+    source = "import torch\nfrom torchtext.legacy import data\n\n" + PLAIN_ZERO_GRAD.split("\n", 1)[1]
+    findings = lint_source(source, path=_file_in(tmp_path), select=["TPL301"])
+    assert [f.code for f in findings] == []
+
 CONDA_ENVIRONMENT = """\
 name: ldm
 channels:

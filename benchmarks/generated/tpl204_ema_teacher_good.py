@@ -7,7 +7,12 @@ import torch.nn.functional as F
 
 @torch.no_grad()
 def ema_update(teacher, student, momentum):
-    torch._foreach_lerp_([p_t for p_t, p_s in zip(teacher.parameters(), student.parameters())], [p_s.detach().to(p_t.dtype) for p_t, p_s in zip(teacher.parameters(), student.parameters())], 1 - momentum)
+    pairs = list(zip(teacher.parameters(), student.parameters()))
+    torch._foreach_lerp_(
+        [p_t for p_t, p_s in pairs],
+        [p_s.detach().to(p_t.dtype) for p_t, p_s in pairs],
+        1 - momentum,
+    )
 
 
 def train(student, teacher, batches, optimizer, momentum=0.996):

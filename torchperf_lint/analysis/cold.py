@@ -22,6 +22,7 @@ from .vocabulary import (
     ONCE_FLAGS,
     SPECIAL_MODES,
     STEP_COUNTERS,
+    is_export_flag,
     normalised_code,
 )
 
@@ -148,7 +149,9 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, cst.Call) and name in COMPILING:
         return False, True  # the else branch runs only in eager mode, kept out of graphs on purpose
-    if isinstance(test, (cst.Name, cst.Attribute)) and (name in DEBUG_FLAGS or name in ONCE_FLAGS):
+    if isinstance(test, (cst.Name, cst.Attribute)) and (
+        name in DEBUG_FLAGS or name in ONCE_FLAGS or is_export_flag(name or "")
+    ):
         return True, False
     if isinstance(test, cst.Attribute) and name == "is_cpu":
         return True, False

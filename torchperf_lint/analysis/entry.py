@@ -60,6 +60,10 @@ class EntryFacts:
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
+    # how a model the module constructs runs reduced precision by itself by default (TPL701)
+    model_precision: Optional[str] = None
+    # those of them whose model also has 1-D/3-D or folded convolutions: the input may not be 4-D
+    signal_convnet_constructors: frozenset[str] = frozenset()
     # functions that move a model they build, called by another module's step-looping code
     stepped_model_builders: frozenset[int] = frozenset()
     channels_last_near: bool = False  # a module this one imports or is imported by names channels_last
@@ -127,6 +131,8 @@ class EntryFacts:
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
+            model_precision=_text(data.get("model_precision")),
+            signal_convnet_constructors=frozenset(map(str, data.get("signal_convnet_constructors", ()))),
             stepped_model_builders=frozenset(_ints(data.get("stepped_model_builders", ()))),
             channels_last_near=bool(data["channels_last_near"]),
             runs_on_cuda=_text(data["runs_on_cuda"]),

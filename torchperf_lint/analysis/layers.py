@@ -11,7 +11,8 @@ twice in any model worth training, and more is not known. A ConvNeXt-style desig
 it was measured to gain 1.02x from channels_last, against 1.7-3.1x for ResNets and MobileNets.
 Nor is a model normalised by InstanceNorm alone (style-transfer and image-to-image nets): ATen's
 instance_norm makes its input contiguous in NCHW, so channels_last adds a transpose around every
-normalisation instead of saving one.
+normalisation instead of saving one. Nor are `(k, 1)`/`(1, k)` convolutions over a 1-D signal folded
+into 2-D (a period discriminator reshaping a waveform by its period): they count beside 1-D convolutions.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class LayerCounts:
     conv2d: int = 0  # dense 2-D convolutions
     grouped2d: int = 0  # 2-D convolutions with `groups=` (depthwise, grouped)
     other_convs: int = 0
+    folded2d: int = 0  # 2-D convolutions with `(k, 1)`/`(1, k)` kernels: a 1-D signal folded into 2-D
     dense: int = 0
     layer_norms: int = 0
     batch_norms: int = 0
@@ -92,10 +94,16 @@ class LayerCounts:
         convs = self.conv2d + self.grouped2d
         return (
             convs >= 2
-            and convs > self.dense + self.other_convs
+            and convs > self.dense + self.other_convs + self.folded2d
             and not self.convnext_style
             and not self.instance_normed
         )
+
+    @property
+    def takes_image_batch(self) -> bool:
+        """Nothing in the model works on a signal or a volume (1-D or 3-D convolutions, a signal
+        folded into 2-D): its input is a 4-D batch, which channels_last is defined for."""
+        return self.other_convs == 0 and self.folded2d == 0
 
 
 def library_layer(qualified: str) -> Optional[LayerCounts]:
@@ -105,6 +113,8 @@ def library_layer(qualified: str) -> Optional[LayerCounts]:
     last = name.rsplit(".", 1)[-1]
     if name.startswith(_NN):
         if last in CONV2D:
+            if tag == "folded":
+                return LayerCounts(folded2d=1)
             return LayerCounts(grouped2d=1) if tag == "grouped" else LayerCounts(conv2d=1)
         if last in OTHER_CONVS:
             return LayerCounts(other_convs=1)

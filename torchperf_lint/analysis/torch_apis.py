@@ -6,6 +6,7 @@ the finding names the release it needs. Advice is dropped where the runtime cann
 
 | API (key)                   | first | where it was read                                                     |
 |-----------------------------|-------|-----------------------------------------------------------------------|
+| torch.channels_last         | 1.5   | pytorch.org/docs/1.5 tensor_attributes: memory_format channels_last   |
 | zero_grad(set_to_none=)     | 1.7   | pytorch/pytorch#44423 (Sept 2020) adds it to Module/Optimizer.zero_grad |
 | DataLoader persistent_workers | 1.7 | open-mmlab/mmsegmentation#646 "persistent_workers (PyTorch>=1.7.0)"   |
 | set_float32_matmul_precision | 1.12 | pytorch.org/docs/1.12/generated/torch.set_float32_matmul_precision    |
@@ -25,6 +26,7 @@ import dataclasses
 from .torch_version import Declared, Version
 
 FIRST_RELEASE: dict[str, Version] = {
+    "channels_last": (1, 5),
     "zero_grad(set_to_none=)": (1, 7),
     "persistent_workers": (1, 7),
     "set_float32_matmul_precision": (1, 12),

@@ -65,8 +65,11 @@ class Declared:
         return self.below is None or self.below > first
 
     def may_run_older_than(self, change: Version) -> bool:
-        """The runtime may be older than `change`: only an upper bound or a pin says so."""
-        return self.below is not None and self.version is not None and self.version < change
+        """The runtime may be older than `change`: only an upper bound or a pin at or below it
+        says so. The runtime is the newest release a requirement admits, so `torch<2.6` (or
+        `torch>=1.8,<2.6`) runs 2.5, which has the change. A bound read from the imports alone
+        (no oldest release: `torchtext.legacy`) says nothing either."""
+        return self.version is not None and not self.may_run(change)
 
 
 def _next_minor(major: int, minor: int) -> Version:

@@ -228,6 +228,13 @@ DEBUG_FLAGS = frozenset(
 )
 # `if logger.isEnabledFor(logging.DEBUG):`: a branch that only feeds log output, as a debug switch
 LOG_LEVEL_CHECKS = frozenset({"isEnabledFor"})
+# Switches that only an export path turns on (`m.export = True`, `self.export_nms` set by an export
+# script before tracing): the branches they open run while exporting, never in a training step.
+def is_export_flag(name: str) -> bool:
+    """`export`, `export_nms`, `onnx_export`, `exporting`: a flag named for exporting."""
+    return name in ("export", "exporting") or name.startswith("export_") or name.endswith("_export")
+
+
 # Device types a CUDA training step never runs on: a branch taken only there is cold
 # (`if x.device.type == "mps":`, `if t.device == torch.device("cpu"):`).
 NON_CUDA_DEVICE_TYPES = frozenset({"cpu", "mps"})

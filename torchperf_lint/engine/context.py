@@ -97,6 +97,11 @@ class Context:
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
+    def line_of(self, node: cst.CSTNode) -> int:
+        """The 1-based line `node` starts on, for a message that names another statement ("the
+        loop at line 12"). A code generation up to the node: ask only when reporting."""
+        return node_ranges(self.module, [node])[node].start.line
+
     def nodes(self, kind: type) -> list[cst.CSTNode]:
         """Every node of `kind` in the file; only types that some enabled rule declared."""
         return self.facts.collected.get(kind, [])

@@ -31,6 +31,7 @@ from .options import option_values
 from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
+_MAX_MODEL_DEPTH = 8  # nesting of model classes followed for what they build
 
 
 @dataclasses.dataclass(eq=False)
@@ -890,6 +891,31 @@ class Project:
                         found.add(call.target)
         return frozenset(found)
 
+    def signal_convnet_constructors(self, module: Module) -> frozenset[str]:
+        """Those of convnet_constructors whose model also works on a signal or a volume."""
+        return frozenset(
+            written for written in self.convnet_constructors(module) if self.layers.takes_signal(module, written)
+        )
+
+    def model_precision(self, module: Module) -> Optional[str]:
+        """How a model class `module` constructs (or a class it builds, or a base) runs reduced
+        precision by itself on its default configuration (project/precision.py), or None."""
+        todo: deque[tuple[Module, str, int]] = deque()
+        for function in (module.summary.toplevel, *module.summary.functions):
+            todo.extend((module, call.target, 0) for call in function.calls if call.kind in ("global", "dotted"))
+        seen: set[tuple[int, int]] = set()
+        while todo:
+            owner, written, depth = todo.popleft()
+            found = self.resolve_dotted(owner, written.partition("#")[0])
+            if not isinstance(found, ClassRef) or found.key() in seen or depth > _MAX_MODEL_DEPTH:
+                continue
+            seen.add(found.key())
+            for current in self.lineage(found):
+                if current.info.reduced_precision and self.is_module_class(current):
+                    return f"{current.info.reduced_precision} ({current.module.display})"
+                todo.extend((current.module, built, depth + 1) for built in current.info.builds)
+        return None
+
     def _moved_models(self, module: Module) -> Iterator[ClassRef]:
         """The project's model classes `module` constructs and moves (`Net().to(device)`)."""
         for info in [module.summary.toplevel, *module.summary.functions]:
@@ -1178,6 +1204,8 @@ class Project:
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
+            model_precision=self.model_precision(module),
+            signal_convnet_constructors=self.signal_convnet_constructors(module),
             stepped_model_builders=self.stepped_model_builders(module),
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),

@@ -79,6 +79,16 @@ class LayerProfiles:
             self._convnets[key] = self._builds_2d_convnet(module, written)
         return self._convnets[key]
 
+    def takes_signal(self, module: Module, written: str) -> bool:
+        """A 2-D convnet built by a call of `written` that also works on a signal or a volume
+        (1-D or 3-D convolutions, folded kernels): its input may not be a 4-D batch."""
+        from .graph import External
+
+        if isinstance(self._project.resolve_dotted(module, written), External):
+            return False
+        counts = self.of_name(module, written)
+        return counts is not None and not counts.takes_image_batch
+
     def _builds_2d_convnet(self, module: Module, written: str) -> bool:
         from .graph import External, FunctionRef
 

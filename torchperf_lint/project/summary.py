@@ -34,6 +34,7 @@ from ..analysis.vocabulary import (
     cuda_prefixes,
     is_cudnn_decision,
     is_cudnn_decision_call,
+    is_export_flag,
     is_loader_name,
     is_optimizer_class,
     is_optimizer_name,
@@ -45,6 +46,7 @@ from ..analysis.vocabulary import (
     shows_cuda_use,
 )
 from .datasets import items_in_memory
+from .precision import reduced_precision
 
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 _HOST_FUNCTIONS = frozenset({"torch.from_numpy"})
@@ -154,6 +156,8 @@ class Class:
     attributes: dict[str, str] = dataclasses.field(default_factory=dict)  # self.x = Callee(...)
     builds: list[str] = dataclasses.field(default_factory=list)  # built() by each call of its methods
     items_in_memory: Optional[bool] = None  # its own __getitem__ only indexes __init__'s attributes
+    # how it runs reduced precision by itself on its default configuration (project/precision.py)
+    reduced_precision: str = ""
 
 
 @dataclasses.dataclass
@@ -322,20 +326,32 @@ def _annotated_class(annotation: Optional[ast.AST]) -> str:
 
 def built(call: ast.Call) -> list[str]:
     """What a call may construct, as written: its callee (`nn.Conv2d#grouped` for a conv with
-    `groups=` other than 1), then the classes it is handed (`ResNet(Bottleneck, [3, 4, 6, 3])`,
+    `groups=` other than 1, `nn.Conv2d#folded` for a `(k, 1)`/`(1, k)` kernel), then the classes it is handed (`ResNet(Bottleneck, [3, 4, 6, 3])`,
     `self._make_layer(BasicBlock, 64)`): CapWords names, which a project pass resolves."""
     callee = dotted(call.func)
     found = []
     if callee:
         groups = next((k.value for k in call.keywords if k.arg == "groups"), None)
         grouped = groups is not None and not (isinstance(groups, ast.Constant) and groups.value == 1)
-        found.append(callee + ("#grouped" if grouped else ""))
+        tag = "#folded" if _folded_kernel(call) else "#grouped" if grouped else ""
+        found.append(callee + tag)
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         name = dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
         last = name.split(".")[-1] if name else ""
         if last[:1].isupper() and not last.isupper():
             found.append(name)  # type: ignore[arg-type]  # last is non-empty, so name is set
     return found
+
+
+def _folded_kernel(call: ast.Call) -> bool:
+    """A `(k, 1)` or `(1, k)` kernel (the third positional argument or `kernel_size=`): a 1-D
+    signal folded into 2-D (a period discriminator over a waveform), not an image."""
+    kernel = call.args[2] if len(call.args) > 2 else None
+    kernel = next((k.value for k in call.keywords if k.arg == "kernel_size"), kernel)
+    if not isinstance(kernel, ast.Tuple) or len(kernel.elts) != 2:
+        return False
+    ones = [isinstance(e, ast.Constant) and e.value == 1 for e in kernel.elts]
+    return ones.count(True) == 1
 
 
 def _is_class_like(name: str) -> bool:
@@ -361,7 +377,9 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Call) and name in COMPILING:
         return False, True
-    if isinstance(test, (ast.Name, ast.Attribute)) and (name in DEBUG_FLAGS or name in ONCE_FLAGS):
+    if isinstance(test, (ast.Name, ast.Attribute)) and (
+        name in DEBUG_FLAGS or name in ONCE_FLAGS or is_export_flag(name)
+    ):
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cpu":
         return True, False
@@ -795,6 +813,7 @@ class _Summarizer:
         bases = [d for d in (dotted(b) for b in node.bases) if d]
         self.summary.classes.append(Class(node.name, outer + node.name, node.lineno, bases))
         self.summary.classes[index].items_in_memory = items_in_memory(node)
+        self.summary.classes[index].reduced_precision = reduced_precision(node)
         if not self.function_stack and not self.class_stack:
             self.summary.globals[node.name] = ["class", index]
         self.class_stack.append(index)

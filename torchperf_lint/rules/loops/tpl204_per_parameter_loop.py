@@ -24,6 +24,8 @@ _NO_KERNEL_METHODS = (NON_TENSOR_METHODS - {"item", "tolist", "numpy"}) | frozen
 _SYNC_METHODS = frozenset({"item", "tolist"})
 _SYNC_BUILTINS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 _NORM_CALLS = frozenset({"norm", "vector_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm"})
+# In-place rescales that, after a norm in the same iteration, clip a tensor by its own norm.
+_SCALE_METHODS = frozenset({"mul_", "div_"})
 
 _REMEDIES = {
     "ema": (
@@ -34,6 +36,17 @@ _REMEDIES = {
     "norm": (
         "computes gradient norms one tensor at a time",
         "use torch.nn.utils.clip_grad_norm_(..., foreach=True) or torch.nn.utils.get_total_norm",
+    ),
+    # each gradient against its own norm: clip_grad_norm_ would clip by the global norm instead
+    "clip": (
+        "clips each gradient by its own norm one tensor at a time",
+        "keep the per-tensor clip with norms = torch._foreach_norm(grads), scales max_norm / (norm + eps) "
+        "clamped to 1 and one torch._foreach_mul_(grads, scales), not clip_grad_norm_ (a global norm "
+        "trains differently)",
+    ),
+    "sgd": (
+        "takes a gradient step one tensor at a time",
+        "use one torch._foreach_add_(params, grads, alpha=-lr) over the parameters that have gradients",
     ),
     "copy": (
         "copies tensors one at a time",
@@ -89,13 +102,34 @@ def _scan(loop: cst.For, ctx: Context) -> _Body:
     )
     if blends or names & {"lerp", "lerp_"} or (two_models and names & {"mul_", "sub_", "add_"}):
         kind = "ema"
+    elif names & _NORM_CALLS and (names & _SCALE_METHODS or "clip_grad_norm_" in names):
+        kind = "clip"
     elif names & _NORM_CALLS:
         kind = "norm"
+    elif any(_steps_by_gradient(n, tensors) for n in _body_nodes(loop)):
+        kind = "sgd"
     elif "copy_" in names:
         kind = "copy"
     else:
         kind = "other"
     return _Body(launches or sync is not None, sync, kind)
+
+
+def _steps_by_gradient(node: cst.CSTNode, tensors: frozenset[str]) -> bool:
+    """`p.data.add_(p.grad, alpha=-lr)`, `p.sub_(lr * p.grad)`, `p.data -= lr * p.grad`: a loop
+    tensor moved in place by an expression that reads a gradient (an SGD step by hand)."""
+    if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.SubtractAssign, cst.AddAssign)):
+        return _root(node.target) in tensors and _reads_gradient(node.value)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value in ("add_", "sub_") and _root(node.func.value) in tensors:
+            return any(_reads_gradient(arg.value) for arg in node.args)
+    return False
+
+
+def _reads_gradient(expr: cst.CSTNode) -> bool:
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "grad":
+        return True
+    return any(_reads_gradient(child) for child in expr.children)
 
 
 def _callee_name(call: cst.Call) -> str:
@@ -348,15 +382,28 @@ def _ema_fix(loop: cst.For, ctx: Context) -> Optional[Fix]:
     declared = ctx.target_torch_version()
     if declared.version is not None and declared.version < _FOREACH_LERP:
         return None
-    header = f"for {ctx.code(loop.target)} in {ctx.code(source)}"
+    pairs = _unused_name(loop, ctx)
+    header = f"for {ctx.code(loop.target)} in {pairs}"
     ema, model = ctx.code(_strip(form.ema)), ctx.code(_strip(form.model))
     if not form.same_dtype:
         # mul_/add_/copy_ accept a model in another dtype than its EMA; lerp does not
         model = f"{_operand(form.model, ctx)}.to({_root(form.ema)}.dtype)"
     function, needs_import = torch_attribute(ctx, "_foreach_lerp_")
-    text = f"{ctx.code(function)}([{ema} {header}], [{model} {header}], {form.weight})\n"
-    statement = cst.parse_statement(text).with_changes(leading_lines=loop.leading_lines)
-    return Fix.replace(loop, statement, Safety.UNSAFE, "one torch._foreach_lerp_ over lists", needs_import)
+    # the zip is built once and read twice: a list, since a zip of generators is spent by one read
+    pairing = cst.parse_statement(f"{pairs} = list({ctx.code(source)})\n")
+    lerp = cst.parse_statement(
+        f"{ctx.code(function)}(\n    [{ema} {header}],\n    [{model} {header}],\n    {form.weight},\n)\n"
+    )
+    statements = cst.FlattenSentinel([pairing.with_changes(leading_lines=loop.leading_lines), lerp])
+    return Fix.replace(loop, statements, Safety.UNSAFE, "one torch._foreach_lerp_ over lists", needs_import)
+
+
+def _unused_name(loop: cst.For, ctx: Context) -> str:
+    """A name for the list of tensor pairs that nothing in the loop's scope binds already."""
+    for name in ("pairs", "tensor_pairs", "ema_pairs"):
+        if not ctx.bindings(name, loop):
+            return name
+    return next(f"pairs_{n}" for n in range(2, 1000) if not ctx.bindings(f"pairs_{n}", loop))
 
 
 class PerParameterLoop(Rule):
@@ -373,9 +420,13 @@ class PerParameterLoop(Rule):
     where the multi-tensor `torch._foreach_*` ops do the whole list in a few launches. A `.item()`,
     `float(t)` or an `if` on a tensor in the body adds one host sync per parameter: the host waits
     for the device once per tensor. Use `torch._foreach_lerp_` (EMA), `_foreach_mul_`/
-    `_foreach_add_` (decay, scaling), `torch.nn.utils.clip_grad_norm_(..., foreach=True)` or
-    `torch.nn.utils.get_total_norm` (clipping, norms), or `torch.optim.swa_utils.AveragedModel`
-    with `get_ema_multi_avg_fn`. The Measured section below has an H100 and an H200: where the step is
+    `_foreach_add_` (decay, scaling, a hand-written SGD step: `torch._foreach_add_(params, grads,
+    alpha=-lr)`), `torch.nn.utils.clip_grad_norm_(..., foreach=True)` or
+    `torch.nn.utils.get_total_norm` (a global norm), or `torch.optim.swa_utils.AveragedModel`
+    with `get_ema_multi_avg_fn`. The advice keeps the loop's semantics: a clip of each gradient
+    against its own norm becomes `torch._foreach_norm` + a clamp of the scales +
+    `torch._foreach_mul_`, never `clip_grad_norm_`, whose one global norm trains differently.
+    The Measured section below has an H100 and an H200: where the step is
     long (a ViT-S at batch 64 on the H200) the loop's launches hide behind the GPU's work and the EMA fix gains
     nothing measurable; in short steps over many small tensors it gains 10-14%, and the clip loop, whose `.item()`
     drains the queue once per tensor, costs 10-27% on every size.
@@ -385,7 +436,8 @@ class PerParameterLoop(Rule):
     (`e.mul_(m).add_(p, alpha=1 - m)`, `e.mul_(m).add_((1 - m) * p)`, `e.copy_(m * e + (1 - m) * p)`,
     `e.data = e.data * m + p.data * (1 - m)`, `e.lerp_(p, 1 - m)`, `e.copy_(p.lerp(e, m))`; with or
     without `.data`/`.detach()`): the loop becomes one `torch._foreach_lerp_` over two lists built
-    by the same `zip`. Lerp rounds differently from a multiply and an add (the results agree to a
+    by one `zip`, kept in a list (`pairs`, or a name the scope does not use) so that it is built
+    once. Lerp rounds differently from a multiply and an add (the results agree to a
     few ulps), and the weight is evaluated once instead of once per tensor. The model's tensors are
     cast to the EMA's dtype where the loop allowed them to differ. It raises where the models have
     no parameters at all (the loop did nothing). Written only when the project's oldest supported
@@ -545,7 +597,12 @@ class PerParameterLoop(Rule):
                     loss.backward()
                     optimizer.step()
                     with torch.no_grad():
-                        torch._foreach_lerp_([p_t for p_t, p_s in zip(teacher.parameters(), student.parameters())], [p_s.detach().to(p_t.dtype) for p_t, p_s in zip(teacher.parameters(), student.parameters())], 1 - momentum)
+                        pairs = list(zip(teacher.parameters(), student.parameters()))
+                        torch._foreach_lerp_(
+                            [p_t for p_t, p_s in pairs],
+                            [p_s.detach().to(p_t.dtype) for p_t, p_s in pairs],
+                            1 - momentum,
+                        )
             """,
         "ema-update-method-called-per-step": """
             import torch
@@ -558,7 +615,12 @@ class PerParameterLoop(Rule):
 
                 @torch.no_grad()
                 def update(self, model):
-                    torch._foreach_lerp_([e for e, p in zip(self.module.parameters(), model.parameters())], [p.to(e.dtype) for e, p in zip(self.module.parameters(), model.parameters())], 1 - self.decay)
+                    pairs = list(zip(self.module.parameters(), model.parameters()))
+                    torch._foreach_lerp_(
+                        [e for e, p in pairs],
+                        [p.to(e.dtype) for e, p in pairs],
+                        1 - self.decay,
+                    )
 
             def train(model, loader, optimizer):
                 ema = ModelEma(model)
@@ -574,7 +636,12 @@ class PerParameterLoop(Rule):
             class MoCo(nn.Module):
                 @torch.no_grad()
                 def _momentum_update(self):
-                    torch._foreach_lerp_([k.data for q, k in zip(self.encoder_q.parameters(), self.encoder_k.parameters())], [q.data.to(k.dtype) for q, k in zip(self.encoder_q.parameters(), self.encoder_k.parameters())], 1.0 - self.m)
+                    pairs = list(zip(self.encoder_q.parameters(), self.encoder_k.parameters()))
+                    torch._foreach_lerp_(
+                        [k.data for q, k in pairs],
+                        [q.data.to(k.dtype) for q, k in pairs],
+                        1.0 - self.m,
+                    )
 
                 def forward(self, x):
                     self._momentum_update()
@@ -588,8 +655,18 @@ class PerParameterLoop(Rule):
                     net(x).mean().backward()
                     optimizer.step()
                     with torch.no_grad():
-                        torch._foreach_lerp_([e for e, p in zip(ema.parameters(), net.parameters())], [p for e, p in zip(ema.parameters(), net.parameters())], 1 - beta)
-                        torch._foreach_lerp_([p_ema for p_ema, p_net in zip(ema.parameters(), net.parameters())], [p_net.detach() for p_ema, p_net in zip(ema.parameters(), net.parameters())], 1 - beta)
+                        pairs = list(zip(ema.parameters(), net.parameters()))
+                        torch._foreach_lerp_(
+                            [e for e, p in pairs],
+                            [p for e, p in pairs],
+                            1 - beta,
+                        )
+                        pairs = list(zip(ema.parameters(), net.parameters()))
+                        torch._foreach_lerp_(
+                            [p_ema for p_ema, p_net in pairs],
+                            [p_net.detach() for p_ema, p_net in pairs],
+                            1 - beta,
+                        )
             """,
     }
     GOOD = {

@@ -15,6 +15,11 @@ from ...syntax.walker import dotted_name
 from ..base import Rule
 from ..transfer.common import device_move, to_accelerator
 
+# The input half of the advice: channels_last is defined for 4-D tensors only.
+_INPUT_ADVICE = (
+    " and its 4-D input with x.to(device, memory_format=torch.channels_last) "
+    "(or x.contiguous(memory_format=torch.channels_last))"
+)
 # Module methods that hand back the module itself: `model = model.cuda().eval()` is still the model.
 _SAME_MODULE = frozenset({"to", "cuda", "train", "eval", "float", "half", "bfloat16", "requires_grad_"})
 
@@ -40,7 +45,10 @@ class ConvnetWithoutChannelsLast(Rule):
     Unsafe: the layout changes the strides of every activation, so custom code that calls `.view`
     on a convolution's output may need `.contiguous()` or `.reshape` first. Offered only where the
     model move and the move of the batch that the model is called on are in one function; the
-    input must be a 4-D tensor.
+    input must be a 4-D tensor. A model that also has 1-D or 3-D convolutions, or folds a signal
+    into 2-D, may take a 3-D or 5-D input, on which `memory_format=torch.channels_last` raises:
+    the message and the fix then convert the model alone. No fix where the oldest torch the
+    project supports predates channels_last (1.5).
 
     ## When it stays silent
     1-D and 3-D convnets (for 3-D, `channels_last_3d` is the analogue); models where convolutions
@@ -49,9 +57,12 @@ class ConvnetWithoutChannelsLast(Rule):
     `channels_last` (a `memory_format=`, a `--channels-last` flag) in the script or a module it
     imports or is imported by; CPU-only code; scripts without a step loop; models whose
     construction cannot be read (a parameter, `models.__dict__[name]()` with a name that is neither a
-    literal nor an option with a default); test files. A model built from a registry by an option
-    (`models.__dict__[args.arch]()`) is judged by the option's default, which the message names;
-    its moves in a branch that default never takes (`if args.arch.startswith("vgg"):`) stay silent.
+    literal nor an option with a default); test files; a runtime older than channels_last (a pin or
+    upper bound at or below torch 1.5); convolutions with `(k, 1)`/`(1, k)` kernels over a 1-D signal
+    folded into 2-D (a period discriminator that reshapes a waveform by its period), which count as
+    1-D convolutions. A model built from a registry by an option (`models.__dict__[args.arch]()`) is
+    judged by the option's default, which the message names; its moves in a branch that default never
+    takes (`if args.arch.startswith("vgg"):`) stay silent.
     """
 
     code = "TPL404"
@@ -59,9 +70,7 @@ class ConvnetWithoutChannelsLast(Rule):
     summary = "2-D convnet trained on CUDA in NCHW layout"
     message = (
         "{model}{assumed} is a 2-D convnet run in the default NCHW layout, which tensor-core convolutions "
-        "must transpose; convert it with {model}.to(memory_format=torch.channels_last) and its "
-        "input with x.to(device, memory_format=torch.channels_last) "
-        "(or x.contiguous(memory_format=torch.channels_last))"
+        "must transpose; convert it with {model}.to(memory_format=torch.channels_last){input}"
     )
     fix_safety = Safety.UNSAFE
     where = "project"
@@ -461,17 +470,21 @@ class ConvnetWithoutChannelsLast(Rule):
         constructors = self._constructors(func.value, ctx)
         if not constructors or not all(_builds_a_convnet(c, ctx) for c in constructors):
             return
+        if not ctx.api("channels_last").usable:
+            return
         assumed = _assumed(constructors, ctx)
         if assumed and _in_branch_the_defaults_skip(node, ctx):
             return  # `if args.arch.startswith("vgg"):` moves another member than the one assumed
         model = self._model_name(node, ctx)
         if model is not None and not _first_move_of_a_model_it_runs(node, model, ctx):
             return
+        image_batch = not any(dotted_name(c.func) in ctx.entry.signal_convnet_constructors for c in constructors)
         yield self.report(
             node,
-            fix=self._fix(node, model, ctx),
+            fix=self._fix(node, model, image_batch, ctx),
             model=model or "the model",
-            assumed=_assumed(constructors, ctx),
+            assumed=assumed,
+            input=_INPUT_ADVICE if image_batch else "",
         )
 
     # -- which model ------------------------------------------------------------------
@@ -516,13 +529,17 @@ class ConvnetWithoutChannelsLast(Rule):
         return None
 
     # -- the fix ------------------------------------------------------------------------
-    def _fix(self, move: cst.Call, model: Optional[str], ctx: Context) -> Optional[Fix]:
-        if model is None:
+    def _fix(self, move: cst.Call, model: Optional[str], image_batch: bool, ctx: Context) -> Optional[Fix]:
+        if model is None or not ctx.api("channels_last").writable:
             return None
+        layout, needs_import = torch_attribute(ctx, "channels_last")
+        if not image_batch:  # channels_last raises on a 3-D or 5-D input: the model alone
+            return Fix(
+                ((move, _with_layout(move, layout)),), Safety.UNSAFE, "move the model in channels_last layout", needs_import
+            )
         batch = self._batch_move(move, model, ctx)
         if batch is None:
             return None
-        layout, needs_import = torch_attribute(ctx, "channels_last")
         return Fix(
             ((move, _with_layout(move, layout)), (batch, _with_layout(batch, layout))),
             Safety.UNSAFE,

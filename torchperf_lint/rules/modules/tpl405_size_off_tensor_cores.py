@@ -54,7 +54,9 @@ class SizeOffTensorCores(Rule):
     ## When it stays silent
     Sizes below 2048 (ImageNet's 1000 classes) and multiples of 64 (50304, 32000); sizes computed
     at run time or passed in (`len(tokenizer)`, a parameter); embeddings only looked up (the
-    lookup is a gather, no matmul), whose tied head is flagged instead when it is an `nn.Linear`;
+    lookup is a gather, no matmul), whose tied head is flagged instead when it is an `nn.Linear`,
+    and a vocabulary keyword (`Encoder(vocab_size=30001)`) whose size reaches only such
+    embeddings among the file's layers;
     `nn.Linear` input sizes; files that never run on CUDA, and layers outside a model class in a
     file without a step loop; test files.
     """
@@ -180,6 +182,24 @@ class SizeOffTensorCores(Rule):
 
             model = Recommender().cuda()
             """,
+        "vocabulary-keyword-of-an-encoder-that-only-embeds": """
+            import torch
+            import torch.nn as nn
+
+            class Encoder(nn.Module):
+                def __init__(self, vocab_size, d=256, classes=4):
+                    super().__init__()
+                    self.tok = nn.Embedding(vocab_size, d)
+                    self.rnn = nn.GRU(d, d, batch_first=True)
+                    self.head = nn.Linear(d, classes)
+
+                def forward(self, idx):
+                    return self.head(self.rnn(self.tok(idx))[0][:, -1])
+
+            model = Encoder(vocab_size=30001).cuda()
+            for x, y in train_loader:
+                nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+            """,
         "cpu-only-script": """
             import torch.nn as nn
 
@@ -214,8 +234,11 @@ class SizeOffTensorCores(Rule):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in SIZE_KEYWORDS:
                 found = ctx.sizes.value(arg.value)
-                if found is not None and found[1] == "" and off_tiles(found[0]):
-                    yield self._report(arg.value, arg.keyword.value, found[0], "")
+                if found is None or found[1] != "" or not off_tiles(found[0]):
+                    continue
+                if self._only_embedded(arg.keyword.value, ctx):
+                    continue
+                yield self._report(arg.value, arg.keyword.value, found[0], "")
 
     def _layer(self, call: cst.Call, layer: str, ctx: Context) -> Iterator[Report]:
         in_model = self._in_model_class(call, ctx)
@@ -237,6 +260,24 @@ class SizeOffTensorCores(Rule):
     def _report(self, node: cst.CSTNode, what: str, size: int, source: str) -> Report:
         return self.report(
             node, what=what, size=size, source=source, padded=padded(size), extra=padded(size) - size
+        )
+
+    def _only_embedded(self, keyword: str, ctx: Context) -> bool:
+        """The layers of this file that read the size by the keyword's name (`nn.Embedding(
+        config.vocab_size, d)`) are all embeddings only looked up: the size enters no matmul. A
+        model defined elsewhere cannot be read, and the keyword is reported."""
+        layers = []
+        for call in ctx.facts.calls:
+            layer = nn_class(call, ctx, frozenset({"Linear", "Embedding"}))
+            if layer is None:
+                continue
+            sizes = [_argument(call, 0, "in_features"), _argument(call, 1, "out_features")]
+            if layer == "Embedding":
+                sizes = [_argument(call, 0, "num_embeddings")]
+            if any(size is not None and _last_name(size) == keyword for size in sizes):
+                layers.append((call, layer))
+        return bool(layers) and all(
+            layer == "Embedding" and not self._used_as_head(call, ctx) for call, layer in layers
         )
 
     @staticmethod
@@ -262,6 +303,13 @@ class SizeOffTensorCores(Rule):
         weight = rf"self\.{re.escape(target.attr.value)}\.weight"
         head = rf"(linear\([^\n]*{weight}|{weight}\s*\.\s*(T\b|t\(\)|transpose)|matmul\([^\n]*{weight}|@\s*{weight})"
         return re.search(head, ctx.code(cls.node)) is not None
+
+
+def _last_name(expr: cst.BaseExpression) -> Optional[str]:
+    """`vocab_size` for `config.vocab_size` or `vocab_size`."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _argument(call: cst.Call, position: int, name: str) -> Optional[cst.BaseExpression]:

@@ -121,7 +121,11 @@ class Fp32Training(Rule):
     `amp`/`use_amp`/`mixed_precision` option); files that hand the step to a trainer
     (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`,
     `self.trainer.strategy.backward(loss)`, or a `def backward(self, loss)` hook that runs it
-    for its callers), which own the precision setting; files with a `.backward()` but no optimizer (neither a
+    for its callers), which own the precision setting; files whose model runs reduced precision
+    by itself on its default configuration (a model class the file constructs, or one it builds,
+    casts to float16/bfloat16 or enters autocast in `forward`/`__init__` on a path its defaults
+    take: `use_fp16=True`, `num_fp16_res=4`; a `use_fp16=False` path is off by default and does
+    not count); files with a `.backward()` but no optimizer (neither a
     `torch.optim` constructor nor an `optimizer.step()`): gradient checks and debugging helpers. `torch.backends.cudnn.allow_tf32 = True` does not count: it
     is already the default and covers convolutions only.
     """
@@ -425,7 +429,7 @@ class Fp32Training(Rule):
             ),
             None,
         )
-        if backward is None or self._has_reduced_precision(ctx, calls):
+        if backward is None or self._has_reduced_precision(ctx, calls) or ctx.entry.model_precision:
             return
         if not any(ctx.is_optimizer_step(c) or torch_optimizer(c, ctx) for c in calls):
             return  # backward without an optimizer: a gradient check or a debugging helper

@@ -99,7 +99,7 @@ def _runtime(declared: Declared) -> str:
     assert oldest is not None and below is not None
     if below == (oldest[0], oldest[1] + 1):
         return f"on torch {oldest[0]}.{oldest[1]}"
-    return f"on torch older than {below[0]}.{below[1]}" if below <= (2, 0) else "on torch older than 2.0"
+    return f"on torch older than {below[0]}.{below[1]}"
 
 
 class ZeroGradWithoutSetToNone(Rule):
@@ -116,7 +116,9 @@ class ZeroGradWithoutSetToNone(Rule):
     an upper bound or pin in the linted project's own `torch` requirement (`pyproject.toml`,
     `setup.cfg`, `requirements*.txt` or a conda environment file of the nearest project root:
     `torch>=1.13,<2`, `torch==1.12.1`, conda's `pytorch=1.12.1`). A lower bound alone (`torch>=1.8`) is the oldest torch the project
-    supports, not the one it runs on, which is then the newest. `--show-context` says which
+    supports, not the one it runs on, which is then the newest; an upper bound above 2.0
+    (`torch<2.6`, with or without a lower bound) lets the runtime be 2.5, which already drops
+    the gradients. `--show-context` says which
     version was used and where it came from.
 
     ## Why it is slow
@@ -132,8 +134,8 @@ class ZeroGradWithoutSetToNone(Rule):
     oldest torch the project supports predates `set_to_none` (1.7): the message says so.
 
     ## When it stays silent
-    `zero_grad()` when the runtime is torch 2.0 or newer (the default is already None) or
-    older than 1.7 (no `set_to_none`);
+    `zero_grad()` when the runtime is torch 2.0 or newer (the default is already None: a lower
+    bound alone, an upper bound above 2.0) or older than 1.7 (no `set_to_none`);
     `set_to_none=` given a variable; methods that merely end in `zero_grad`; manual zeroing that
     is not in a loop over parameters, that already sits behind a `set_to_none` choice, or that
     follows `if p.grad is None:` (a gradient being created, e.g. as a view into a flat buffer);

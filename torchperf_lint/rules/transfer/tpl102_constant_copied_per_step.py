@@ -74,6 +74,28 @@ def _moved_host_tensor(move: cst.Call, ctx: Context) -> Optional[cst.BaseExpress
     return source if ctx.is_host_array(source) else None
 
 
+def _remedy(node: cst.Call, ctx: Context) -> str:
+    """Where the tensor should live: a non-persistent buffer of the module whose method copies it,
+    an attribute of a class that is not a module, or a variable before the step loop."""
+    cls = ctx.hot.enclosing_class(node)
+    if cls is not None and ctx.hot.is_module_class(cls):
+        return (
+            "build it once in __init__ with self.register_buffer(name, tensor, persistent=False) "
+            "(a buffer follows .to(device); persistent=False leaves checkpoints' keys unchanged)"
+        )
+    if cls is not None:
+        return "keep it as an attribute built once on the device"
+    reason = ctx.hot_reason(node)
+    while reason is not None and reason.loop is None:
+        reason = reason.caller
+    if reason is not None and reason.loop is not None:
+        return f"build it on the device once, before the loop at line {ctx.line_of(reason.loop)}"
+    return (
+        "build it once on the device where the model is set up (self.register_buffer(name, tensor, "
+        "persistent=False) in its __init__) and pass it in"
+    )
+
+
 class ConstantCopiedPerStep(Rule):
     """## What it does
     Flags a tensor built from host values that never change (`torch.tensor([...])`,
@@ -101,7 +123,11 @@ class ConstantCopiedPerStep(Rule):
 
     ## Fix safety
     No automatic fix: where the tensor should live (a buffer of which module, a variable before
-    which loop) is a design decision. The message says what to do.
+    which loop) is a design decision. The message says what to do: in a module's method, a buffer
+    registered once in `__init__` with `self.register_buffer(name, tensor, persistent=False)` (it
+    follows `.to(device)`, and `persistent=False` leaves checkpoints' keys unchanged); in a class
+    that is not a module, an attribute built once on the device; in a step loop, a variable built
+    on the device before the loop, named by its line.
 
     ## When it stays silent
     Cold code (`__init__`, module level); host values that change every step (batch data,
@@ -428,16 +454,8 @@ class ConstantCopiedPerStep(Rule):
         found = self._constructor(node, ctx) or self._move(node, ctx)
         if found is None:
             return
-        where, source, array = found
-        if reason.from_model_code and array:
-            remedy = "keep it on the device once: self.register_buffer(...) in __init__"
-        elif reason.from_model_code:
-            remedy = "build it once in __init__ and keep it with self.register_buffer(...)"
-        elif array:
-            remedy = "keep it on the device once: build the tensor on the device at set-up"
-        else:
-            remedy = "build it on the device once, before the loop"
-        yield self.report(where, reason=reason, source=source, place=hot_place(node, ctx), remedy=remedy)
+        where, source, _ = found
+        yield self.report(where, reason=reason, source=source, place=hot_place(node, ctx), remedy=_remedy(node, ctx))
 
     @staticmethod
     def _constructor(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, bool]]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
+from ...analysis.cold import cold_sides
 from ...engine.context import Context
-from ...engine.findings import Report, Safety
-from ...syntax.walker import Loop
+from ...engine.findings import Fix, Report, Safety
+from ...syntax.walker import Loop, dotted_name
 from ..base import Rule, hot_place
 from .common import (
     condition_parts,
@@ -58,26 +59,35 @@ class SyncPerStep(Rule):
     matters for small, launch-bound models and under CUDA graphs. The measured effect on an
     H100 is in the Measured section below.
 
+    The finding is on the statement that syncs: an `if` on a tensor, not what its body does
+    (`print(loss)` under `if torch.isnan(loss).any():` runs only when the test is true). A test
+    that reads a tensor and then a flag that is off in a training step
+    (`if torch.isnan(x).any() and DEBUG:`, `... or not self.debug`) is pointed at testing the
+    flag first, which skips the read.
+
     ## Fix safety
-    No automatic fix: keep running totals on the device (`total += loss.detach()`) and read
-    them every N steps, or log under `if step % log_every == 0:`.
+    Safe, for the flag tested second only: the operands of the `and`/`or` are swapped where
+    neither has side effects (the flag is read, the tensor test calls no in-place method and
+    assigns nothing), so the condition keeps its value and the tensor is read only when the flag
+    lets the test go on. Otherwise no automatic fix: keep running totals on the device
+    (`total += loss.detach()`) and read them every N steps, or log under
+    `if step % log_every == 0:`.
 
     ## When it stays silent
     Code under `if step % N == 0:` inside the loop; batches straight from the DataLoader, which
     are still on the host; code after the loop; forward and loss code (TPL105's); a second read of
     values the same step already read on the host (`print(loss.item())` after
-    `value = loss.item()`): the host waited for them once, and that first read is the finding.
+    `value = loss.item()`): the host waited for them once, and that first read is the finding;
+    what the body of an `if` whose test syncs does (the `if` is reported); a read right after an
+    explicit `torch.cuda.synchronize()` in the same block (the host already waited: a timer).
     """
 
     code = "TPL107"
     name = "sync-per-step"
     summary = "Device-to-host sync at every step of a training loop"
-    message = (
-        "{what} makes the host wait for the device in {place} at every step; keep running values "
-        "on the device and read them every N steps{graph}"
-    )
+    message = "{what} makes the host wait for the device in {place} at every step; {remedy}{graph}"
     default_on = False
-    fix_safety = Safety.NONE
+    fix_safety = Safety.SAFE
     where = "step loop"
     node_types = (cst.Call, cst.If, cst.While)
     benchmark = "TPL107"
@@ -144,6 +154,30 @@ class SyncPerStep(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        "sync-tested-before-its-debug-flag": """
+            import torch
+
+            DEBUG = False
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    out = model(x.cuda())
+                    if torch.isnan(out).any() and DEBUG:  # expect: TPL107
+                        raise FloatingPointError("nan in the output")
+                    out.mean().backward()
+                    optimizer.step()
+            """,
+        "print-in-a-rarely-true-branch-is-the-ifs": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    if torch.isnan(loss).any():  # expect: TPL107
+                        print(f"nan loss: {loss}")
+                    loss.backward()
+                    optimizer.step()
+            """,
         "helper-called-every-step": """
             import torch
 
@@ -158,7 +192,36 @@ class SyncPerStep(Rule):
                     log_metrics(loss, history)
             """,
     }
+    FIXED = {
+        "sync-tested-before-its-debug-flag": """
+            import torch
+
+            DEBUG = False
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    out = model(x.cuda())
+                    if DEBUG and torch.isnan(out).any():
+                        raise FloatingPointError("nan in the output")
+                    out.mean().backward()
+                    optimizer.step()
+            """,
+    }
     GOOD = {
+        "timed-read-after-synchronize": """
+            import time
+            import torch
+
+            def train(model, loader, optimizer, log):
+                for x, y in loader:
+                    start = time.perf_counter()
+                    loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    torch.cuda.synchronize()
+                    elapsed = time.perf_counter() - start
+                    log.append((elapsed, loss.item()))
+            """,
         "periodic-logging": """
             import torch
 
@@ -233,12 +296,22 @@ class SyncPerStep(Rule):
         if reason is None or reason.from_model_code:
             return
         if isinstance(node, (cst.If, cst.While)):
-            if _runs_periodically(node, ctx):
+            if _runs_periodically(node, ctx) or _after_synchronize(node, ctx):
                 return
-            if any(self._device_reading(part, ctx) for part in condition_parts(node.test, ctx)):
+            if any(_device_reading(part, ctx) for part in condition_parts(node.test, ctx)):
                 what = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
+                flag = _flag_tested_second(node.test, ctx)
+                remedy = _REMEDY
+                if flag is not None:
+                    remedy = f"test {ctx.code(flag)} first: the tensor is then read only when the flag does not decide"
                 yield self.report(
-                    node, reason=reason, what=what, place=hot_place(node, ctx), graph=ctx.graph_break(node)
+                    node,
+                    reason=reason,
+                    fix=_flag_first(node.test) if flag is not None else None,
+                    what=what,
+                    place=hot_place(node, ctx),
+                    remedy=remedy,
+                    graph=ctx.graph_break(node),
                 )
             return
         assert isinstance(node, cst.Call)
@@ -247,18 +320,106 @@ class SyncPerStep(Rule):
             return
         if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
             return  # a batch from the DataLoader is still on the host
-        if _read_already(node, ctx):
+        if _in_a_syncing_branch(node, ctx) or _after_synchronize(node, ctx) or _read_already(node, ctx):
             return
-        yield self.report(node, reason=reason, what=sync, place=hot_place(node, ctx), graph=ctx.graph_break(node))
+        yield self.report(
+            node, reason=reason, what=sync, place=hot_place(node, ctx), remedy=_REMEDY, graph=ctx.graph_break(node)
+        )
 
-    @staticmethod
-    def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
-        """A condition that reads a device tensor's values: not one computed from a batch still
-        on the host."""
-        if not on_device(part, ctx, certain=True):
+
+
+_REMEDY = "keep running values on the device and read them every N steps"
+
+
+def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
+    """A condition that reads a device tensor's values: not one computed from a batch still
+    on the host."""
+    if not on_device(part, ctx, certain=True):
+        return False
+    names = [n for n in _names_in(part) if isinstance(n, cst.Name)]
+    return not any(ctx.batch_loop(n) is not None for n in names)
+
+
+def _syncs(test: cst.BaseExpression, ctx: Context) -> bool:
+    """The test reads a device value: a condition on a tensor, or a host read inside it."""
+    if any(_device_reading(part, ctx) for part in condition_parts(test, ctx)):
+        return True
+    return any(isinstance(n, cst.Call) and host_sync(n, ctx) is not None for n in _names_in(test))
+
+
+def _in_a_syncing_branch(node: cst.CSTNode, ctx: Context) -> bool:
+    """Inside the body of an `if` whose test syncs (`if torch.isnan(loss).any(): print(loss)`):
+    the finding is the test's; the body runs only when it is true."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef)):
             return False
-        names = [n for n in _names_in(part) if isinstance(n, cst.Name)]
-        return not any(ctx.batch_loop(n) is not None for n in names)
+        if isinstance(ancestor, cst.If) and child is ancestor.body and _syncs(ancestor.test, ctx):
+            return True
+        child = ancestor
+    return False
+
+
+def _statement_in_block(node: cst.CSTNode, ctx: Context) -> Optional[tuple[cst.BaseStatement, Sequence[cst.BaseStatement]]]:
+    """The statement holding `node` and the statements of the block it is in."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
+            return child, ancestor.body
+        child = ancestor
+    return None
+
+
+def _after_synchronize(node: cst.CSTNode, ctx: Context) -> bool:
+    """An earlier statement of the same block calls `torch.cuda.synchronize()`, with only simple
+    statements between (a timer read, a log line): the host waited for the device already."""
+    found = _statement_in_block(node, ctx)
+    if found is None:
+        return False
+    statement, block = found
+    index = next(i for i, s in enumerate(block) if s is statement)
+    for earlier in reversed(block[:index]):
+        if not isinstance(earlier, cst.SimpleStatementLine):
+            return False
+        if any(
+            isinstance(n, cst.Call) and ctx.qualified_name(n) == "torch.cuda.synchronize"
+            for n in _names_in(earlier)
+        ):
+            return True
+    return False
+
+
+def _flag_tested_second(test: cst.BaseExpression, ctx: Context) -> Optional[cst.BaseExpression]:
+    """The flag of `sync and FLAG` (FLAG off in a training step: `DEBUG`, `self.verbose`) or
+    `sync or FLAG` (FLAG on: `not DEBUG`): tested first, it would skip the sync."""
+    if not isinstance(test, cst.BooleanOperation) or not _syncs(test.left, ctx) or _syncs(test.right, ctx):
+        return None
+    body_cold, else_cold = cold_sides(test.right)
+    off_for_and = isinstance(test.operator, cst.And) and body_cold
+    on_for_or = isinstance(test.operator, cst.Or) and else_cold
+    return test.right if off_for_and or on_for_or else None
+
+
+def _flag_first(test: cst.BaseExpression) -> Optional[Fix]:
+    """Swap the operands (safe where neither has side effects: the flag is a name or an attribute,
+    the sync calls no in-place method and assigns nothing)."""
+    assert isinstance(test, cst.BooleanOperation)
+    if not _side_effect_free(test.left) or not _side_effect_free(test.right):
+        return None
+    swapped = test.with_changes(left=test.right, right=test.left)
+    return Fix.replace(test, swapped, Safety.SAFE, "test the flag before reading the tensor")
+
+
+def _side_effect_free(expr: cst.BaseExpression) -> bool:
+    for node in _names_in(expr):
+        if isinstance(node, (cst.NamedExpr, cst.Await, cst.Yield, cst.Lambda)):
+            return False
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func) or ""
+            if name.endswith("_") and not name.endswith("__") or name.split(".")[-1] in ("print", "append"):
+                return False
+    return True
 
 
 # Calls that hand on the same values: `loss.detach().item()` reads what `loss.item()` read.

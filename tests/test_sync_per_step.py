@@ -1,0 +1,127 @@
+"""TPL107 beyond its examples: a sync tested before a flag that is off in a training step, the
+message and the fix that swaps the operands (RULES.md, TPL107)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from torchperf_lint.api import fix_source, lint_source
+
+LOOP = """
+import torch
+
+def train(model, loader, optimizer, debug=False):
+    for x, y in loader:
+        out = model(x.cuda())
+        if {test}:
+            raise FloatingPointError("nan in the output")
+        out.mean().backward()
+        optimizer.step()
+"""
+
+
+def _source(test: str) -> str:
+    return textwrap.dedent(LOOP).lstrip("\n").format(test=test)
+
+
+@pytest.mark.parametrize(
+    "test, fixed",
+    [
+        ("torch.isnan(out).any() and self.debug", "self.debug and torch.isnan(out).any()"),
+        ("out.isnan().any() or not self.verbose", "not self.verbose or out.isnan().any()"),
+    ],
+)
+def test_a_flag_tested_second_is_tested_first(test: str, fixed: str) -> None:
+    (finding,) = lint_source(_source(test), path="t.py", select=["TPL107"])
+    flag = fixed.split(" and ")[0].split(" or ")[0]
+    assert finding.message.endswith(f"; test {flag} first: the tensor is then read only when the flag does not decide")
+    assert f"if {fixed}:" in fix_source(_source(test), path="t.py", select=["TPL107"])
+
+
+def test_no_fix_where_the_tensor_test_has_side_effects() -> None:
+    source = _source("out.clamp_(0, 1).isnan().any() and self.debug")
+    (finding,) = lint_source(source, path="t.py", select=["TPL107"])
+    assert finding.fix is None and "test self.debug first" in finding.message
+
+
+def test_a_flag_that_is_on_keeps_the_usual_advice() -> None:
+    (finding,) = lint_source(_source("torch.isnan(out).any() and self.enabled"), path="t.py", select=["TPL107"])
+    assert finding.fix is None
+    assert finding.message.endswith("; keep running values on the device and read them every N steps")
+
+
+def test_a_value_reassigned_after_its_first_read_is_read_again() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, optimizer, history):
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+                history.append(loss.item())
+                loss = loss * 2
+                print(loss.item())
+                loss.backward()
+                optimizer.step()
+        """
+    ).lstrip("\n")
+    assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [6, 8]
+
+
+def test_a_read_after_synchronize_with_work_between_is_reported() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                torch.cuda.synchronize()
+                for _ in range(2):
+                    loss = model(x.cuda(), y.cuda())
+                print(loss.item())
+                loss.backward()
+                optimizer.step()
+        """
+    ).lstrip("\n")
+    assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [8]
+
+
+def test_a_read_of_a_value_computed_from_a_rebound_name_is_a_new_read() -> None:
+    """DCGAN: `D_x = output.mean().item()`, then `output = model(fake)`, then
+    `D_G_z1 = output.mean().item()` reads new values."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, optimizer, fake):
+            for x, y in loader:
+                output = model(x.cuda())
+                d_x = output.mean().item()
+                output = model(fake)
+                d_g = output.mean().item()
+                output.sum().backward()
+                optimizer.step()
+        """
+    ).lstrip("\n")
+    assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [6, 8]
+
+
+def test_a_second_read_after_the_backward_and_the_step_waits_for_them() -> None:
+    """pytorch/examples' super_resolution: `epoch_loss += loss.item()` before the backward, then
+    `print(... loss.item())` after `optimizer.step()`: the second read waits for both."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                loss = criterion(model(x.cuda()), y.cuda())
+                total = loss.item()
+                loss.backward()
+                optimizer.step()
+                print("loss", loss.item())
+        """
+    ).lstrip("\n")
+    assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [6, 9]
