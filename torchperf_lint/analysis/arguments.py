@@ -171,7 +171,7 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
             equal = value == right.value
             return equal if isinstance(operator, ast.Eq) else not equal
         if known and _number(value) and _number(right.value) and type(operator) in _ORDERS:
-            return bool(_ORDERS[type(operator)](value, right.value))  # `args.num_gpu > 1`
+            return bool(_ORDERS[type(operator)](value, right.value))  # type: ignore[arg-type]  # `args.num_gpu > 1`: both numbers
     return None
 
 

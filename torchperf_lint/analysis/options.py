@@ -44,8 +44,9 @@ def _dest(call: ast.Call) -> Optional[tuple[str, bool]]:
     for keyword in call.keywords:
         if keyword.arg == "dest":
             value = keyword.value
-            named = isinstance(value, ast.Constant) and isinstance(value.value, str)
-            return (value.value, False) if named else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value, False
+            return None
     names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     if not names or len(names) != len(call.args):
         return None

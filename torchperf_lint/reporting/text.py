@@ -37,8 +37,8 @@ def _statistics(findings: Sequence[Finding], options: ReportOptions) -> list[str
 
 def render_text(findings: Sequence[Finding], options: ReportOptions) -> str:
     if options.statistics:
-        lines = _statistics(findings, options)
-        return "\n".join(lines) + ("\n" if lines else "")
+        table = _statistics(findings, options)
+        return "\n".join(table) + ("\n" if table else "")
     lines: list[str] = []
     # a note reads as a compiler's `note:`, at the candidate the rule stayed silent on
     shown = sorted([*findings, *options.notes], key=Finding.sort_key) if options.notes else findings
