@@ -272,7 +272,17 @@ def test_a_loader_batch_stays_on_the_host_until_moved() -> None:
                 probe(x)
         """
     )
-    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False, False, True, False, False, False]
+    assert [ctx.is_host_tensor(p) for p in probes] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_a_name_is_host_where_its_last_binding_before_the_read_is() -> None:
@@ -544,7 +554,9 @@ def test_values_a_function_of_the_file_returns_on_the_host_are_read_without_a_sy
     assert finding_lines(root, "viewer.py", "TPL105") == [11, 15]
 
 
-def test_a_module_every_caller_hands_python_sizes_as_tensors_reads_them_without_a_sync(tmp_path: Path) -> None:
+def test_a_module_every_caller_hands_python_sizes_as_tensors_reads_them_without_a_sync(
+    tmp_path: Path,
+) -> None:
     root = write_project(
         tmp_path,
         {
@@ -679,7 +691,7 @@ def test_example_script_shows_every_transfer_rule() -> None:
 def test_a_host_copy_read_again_is_one_sync_not_two() -> None:
     # kornia's RANSAC and yolov5's exporters copy once (`.cpu()`, `.to("cpu")`) and then read the
     # host copy: only the copy waits for the device.
-    for copy in ('scores.cpu()', 'scores.to("cpu")', 'scores.to(device=torch.device("cpu"))'):
+    for copy in ("scores.cpu()", 'scores.to("cpu")', 'scores.to(device=torch.device("cpu"))'):
         source = textwrap.dedent(
             f"""
             import torch
@@ -731,7 +743,18 @@ def test_the_branch_where_isinstance_tensor_failed_is_not_tensor_code() -> None:
                     probe(other[0])  # not a Tensor, but maybe a tuple of them (torch_geometric)
         """
     )
-    assert [ctx.is_tensor(p) for p in probes] == [True, False, False, True, True, False, False, False, True, True]
+    assert [ctx.is_tensor(p) for p in probes] == [
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        True,
+    ]
 
 
 def test_a_fix_never_takes_the_device_of_a_parameter_used_as_a_string() -> None:
@@ -975,3 +998,26 @@ def test_a_factory_in_a_file_that_never_uses_cuda_is_silent() -> None:
     assert _lines(source + 'DEVICE = "cuda"\n', "TPL101") == [10, 15]  # the same code once the file uses CUDA
     combined = source.replace("self.fc(x + noise)", "self.fc(x + torch.randn(x.shape[0], 8))")
     assert _lines(combined, "TPL101") == [11]  # met right away: the argument's device decides
+
+
+def test_a_batch_moved_and_rebound_under_its_own_name_is_not_moved_again() -> None:
+    """MelGAN's `x_t = x_t.cuda()` then `netD(x_t.cuda())`: the second `.cuda()` is a no-op on a
+    device tensor, no copy to make non-blocking; the first stays reported, and so does a move of a
+    batch rebound by `.to(...)` of a device not known to be CUDA."""
+    source = textwrap.dedent(
+        """
+        def train(netD, loader, optimizer, out):
+            for x_t, y in loader:
+                x_t = x_t.cuda()
+                y = y.to(out.device)
+                loss = netD(x_t.cuda(), y.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+        """
+    ).lstrip("\n")
+    findings = lint_source("import torch\n" + source, path="example.py", select=["TPL106"])
+    assert [(f.line, f.col) for f in findings] == [
+        (4, 15),
+        (5, 13),
+        (6, 33),
+    ]  # the second x_t.cuda() (col 21) is silent

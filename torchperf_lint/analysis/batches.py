@@ -230,6 +230,8 @@ class Batches:
 
     def _loop_of(self, expr: cst.BaseExpression) -> Optional[Source]:
         if isinstance(expr, cst.Name):
+            if self._moved_by_cuda(expr):
+                return None
             for binding in self._names.lookup(expr.value, expr):
                 loop = self._binding(binding, expr.value)
                 if loop is not None:
@@ -246,6 +248,19 @@ class Batches:
                 return self.loop_of(expr.func.value)
             return self._drawn(expr)
         return None
+
+    def _moved_by_cuda(self, name: cst.Name) -> bool:
+        """Every binding that reaches `name` is `name = <...>.cuda(...)`: a batch moved and rebound
+        under its own name (MelGAN's `x_t = x_t.cuda()`) is on the device below, and `x_t.cuda()`
+        there copies nothing. (`.to(d)` may go anywhere, so only `.cuda()` decides.)"""
+        reaching = self._names.reaching(name)
+        return bool(reaching) and all(
+            b.kind == "assign"
+            and isinstance(b.node, cst.Call)
+            and isinstance(b.node.func, cst.Attribute)
+            and b.node.func.attr.value == "cuda"
+            for b in reaching
+        )
 
     def _drawn(self, call: cst.Call) -> Optional[cst.Call]:
         """`next(it)` in a step loop, where `it` iterates a DataLoader's host batches."""

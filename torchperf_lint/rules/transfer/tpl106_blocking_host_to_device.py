@@ -232,6 +232,17 @@ class BlockingHostToDevice(Rule):
             """,
     }
     GOOD = {
+        "second-move-of-a-batch-already-moved": """
+            import torch
+
+            def train(netD, loader, optimizer):
+                for x, y in loader:
+                    x = x.cuda(non_blocking=True)
+                    y = y.cuda(non_blocking=True)
+                    loss = netD(x.cuda(), y.cuda()).mean()  # no-ops: both are on the device already
+                    loss.backward()
+                    optimizer.step()
+            """,
         "non-blocking-given": """
             import torch
 
