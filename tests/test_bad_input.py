@@ -202,7 +202,10 @@ def test_a_symlink_loop_is_reported_and_a_directory_loop_is_not_followed(tmp_pat
     code, lines = run(capsys, *SELECT, loop)  # named explicitly
     assert (code, lines) == (
         2,
-        [f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links", "1 file could not be checked."],
+        [
+            f"{loop}:1:1: TPL000 could not read: Too many levels of symbolic links",
+            "1 file could not be checked.",
+        ],
     )
 
 

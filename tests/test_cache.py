@@ -44,7 +44,9 @@ def test_key_changes_with_bytes_path_settings_rules_and_version(tmp_path: Path, 
     assert Cache(tmp_path, Settings(), ["TPL101"]).key("a.py", b"x") != base
 
 
-def test_an_edit_to_the_tools_own_sources_changes_its_identity_and_every_key(tmp_path: Path, monkeypatch) -> None:
+def test_an_edit_to_the_tools_own_sources_changes_its_identity_and_every_key(
+    tmp_path: Path, monkeypatch
+) -> None:
     package = tmp_path / "package"
     (package / "rules").mkdir(parents=True)
     (package / "__pycache__").mkdir()

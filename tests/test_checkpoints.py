@@ -89,7 +89,6 @@ def _project(root: Path, files: dict[str, str]) -> Path:
     return write_project(root, {"pkg/__init__.py": "", **files})
 
 
-
 def test_a_backbone_whose_weights_another_module_downloads_keeps_its_bias(tmp_path: Path) -> None:
     root = _project(tmp_path, {"pkg/backbones.py": BACKBONE, "pkg/detector.py": DETECTOR})
     assert finding_lines(root, "pkg/backbones.py", "TPL401") == []

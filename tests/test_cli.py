@@ -160,7 +160,12 @@ def test_help_describes_every_output_format(capsys) -> None:
     text = " ".join(capsys.readouterr().out.split())
     start = text.rindex("--format {github,json,sarif,text}")  # the option, after the usage line
     described = text[start : text.index("--show-context", start)]
-    for said in ("text: path:line:col: CODE message", "json: a list of findings", "sarif: SARIF 2.1.0", "github:"):
+    for said in (
+        "text: path:line:col: CODE message",
+        "json: a list of findings",
+        "sarif: SARIF 2.1.0",
+        "github:",
+    ):
         assert said in described
 
 
@@ -400,7 +405,14 @@ def test_list_rules_as_json(capsys, monkeypatch) -> None:
         "precision": rows["TPL702"]["precision"],
     }
     assert set(rows["TPL702"]["precision"]) == {"training", "library"}
-    assert set(rows["TPL702"]["precision"]["library"]) == {"findings", "labelled", "true", "small", "debatable", "false"}
+    assert set(rows["TPL702"]["precision"]["library"]) == {
+        "findings",
+        "labelled",
+        "true",
+        "small",
+        "debatable",
+        "false",
+    }
     assert rows["TPL199"]["default_on"] is False and rows["TPL199"]["fix"] == "none"
 
 

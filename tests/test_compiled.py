@@ -60,7 +60,9 @@ def test_command_line_flag_is_a_decision() -> None:
 
 
 def test_regex_compile_is_not_torch_compile() -> None:
-    source = _SCRIPT.replace("import torch\n", "import re\n    import torch\n\n    PATTERN = re.compile('x')\n")
+    source = _SCRIPT.replace(
+        "import torch\n", "import re\n    import torch\n\n    PATTERN = re.compile('x')\n"
+    )
     assert [line for line, _ in _lint(source, "TPL703")] == [7]
 
 
@@ -112,11 +114,15 @@ def test_forward_of_a_compiled_instance_is_compiled_code() -> None:
 
 
 def test_layout_conversion_is_not_the_move_to_the_device() -> None:
-    source = _SCRIPT.replace("model.cuda()", "model = model.to(memory_format=torch.channels_last)\n        model.cuda()")
+    source = _SCRIPT.replace(
+        "model.cuda()", "model = model.to(memory_format=torch.channels_last)\n        model.cuda()"
+    )
     assert [line for line, _ in _lint(source, "TPL703")] == [5]
 
 
 def test_step_through_a_grad_scaler_of_any_name_is_a_training_step() -> None:
     """Pytorch-UNet: `grad_scaler.step(optimizer)`."""
-    source = _SCRIPT.replace("optimizer.step()", "grad_scaler.scale(loss)\n            grad_scaler.step(optimizer)")
+    source = _SCRIPT.replace(
+        "optimizer.step()", "grad_scaler.scale(loss)\n            grad_scaler.step(optimizer)"
+    )
     assert [line for line, _ in _lint(source, "TPL703")] == [4]

@@ -107,7 +107,9 @@ def monorepo(root: Path) -> tuple[Path, Path]:
         root / "a" / "pyproject.toml",
         '[tool.torchperf-lint]\nselect = ["TPL10"]\nper-file-ignores = {"models/*" = ["TPL101"]}\n',
     )
-    write(root / "b" / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\ntorch-version = "1.13"\n')
+    write(
+        root / "b" / "pyproject.toml", '[tool.torchperf-lint]\nselect = ["TPL101"]\ntorch-version = "1.13"\n'
+    )
     for package in ("a", "b"):
         write(root / package / "models" / "loss.py", HOT)
         write(root / package / "train.py", HOT)
@@ -139,7 +141,10 @@ def test_each_file_is_checked_under_its_nearest_config_whatever_the_path_order(
 def test_the_command_line_applies_over_each_files_config(tmp_path: Path, capsys) -> None:
     a, b = monorepo(tmp_path)
     main(["--format", "json", "--extend-select", "TPL103", str(b), str(a)])
-    found = {(Path(f["path"]).relative_to(tmp_path).as_posix(), f["code"]) for f in json.loads(capsys.readouterr().out)}
+    found = {
+        (Path(f["path"]).relative_to(tmp_path).as_posix(), f["code"])
+        for f in json.loads(capsys.readouterr().out)
+    }
     assert {code for path, code in found if path.startswith("b/")} == {"TPL101", "TPL103"}
     assert ("a/models/loss.py", "TPL101") not in found  # a's per-file-ignores still apply
 
@@ -156,7 +161,9 @@ def test_a_walk_skips_what_each_directorys_nearest_config_excludes(tmp_path: Pat
         config.write('extend-exclude = ["models"]\n')
     for paths in ([tmp_path], [b, a]):
         main(["--show-files", *map(str, paths)])
-        listed = {Path(line).relative_to(tmp_path).as_posix() for line in capsys.readouterr().out.splitlines()}
+        listed = {
+            Path(line).relative_to(tmp_path).as_posix() for line in capsys.readouterr().out.splitlines()
+        }
         assert listed == {"a/models/loss.py", "a/train.py", "b/train.py"}
 
 

@@ -67,7 +67,10 @@ def test_a_rule_below_a_bar_says_which_on_its_page(monkeypatch) -> None:
     monkeypatch.setattr(rule, "default_on", False)
     page = render_rule_page(rule)
     assert "off (enable with `--extend-select TPL503`)" in page
-    assert "on training code 2 TRUE, 1 SMALL, 1 DEBATABLE, 1 FALSE of 5 labelled findings (60% TRUE+SMALL" in page
+    assert (
+        "on training code 2 TRUE, 1 SMALL, 1 DEBATABLE, 1 FALSE of 5 labelled findings (60% TRUE+SMALL"
+        in page
+    )
     assert "the bar is 90% TRUE+SMALL" in page
     assert "- Training code (two training repositories): 2 TRUE" in page
     assert "- Libraries (three libraries): 4 TRUE, 0 SMALL, 0 DEBATABLE, 0 FALSE of 4" in page
@@ -83,7 +86,11 @@ def test_small_findings_keep_a_rule_on(monkeypatch) -> None:
 
 
 def test_memory_cut_counts_as_a_gain(monkeypatch) -> None:
-    rows = {"TPL999": [{"speedup": 1.0, "ci": [0.99, 1.01], "note": "x: peak memory 3.04 GB before, 1.16 GB after"}]}
+    rows = {
+        "TPL999": [
+            {"speedup": 1.0, "ci": [0.99, 1.01], "note": "x: peak memory 3.04 GB before, 1.16 GB after"}
+        ]
+    }
     monkeypatch.setattr(evidence, "measured", lambda: rows)
     assert evidence.speed_evidence("TPL999")
     rows["TPL999"][0]["note"] = "x: peak memory 153 MB before, 158 MB after"

@@ -53,7 +53,9 @@ def test_model_never_wrapped_in_the_project_is_silent(tmp_path: Path) -> None:
 
 def test_data_parallel_is_not_distributed(tmp_path: Path) -> None:
     """nn.DataParallel reduces once per forward: accumulation does not multiply its traffic."""
-    root = write_project(tmp_path, {"engine.py": _ENGINE, "main.py": _main("model = torch.nn.DataParallel(model)")})
+    root = write_project(
+        tmp_path, {"engine.py": _ENGINE, "main.py": _main("model = torch.nn.DataParallel(model)")}
+    )
     assert finding_lines(root, "engine.py", "TPL406") == []
 
 
@@ -96,13 +98,17 @@ def test_fix_is_unsafe_only() -> None:
 
 
 def test_no_fix_where_the_stepping_test_reads_what_the_micro_step_computes() -> None:
-    source = _SCRIPT.replace("if (i + 1) % accum == 0 or i + 1 == len(loader):", "if (i + 1) % accum == 0 or loss > 9:")
+    source = _SCRIPT.replace(
+        "if (i + 1) % accum == 0 or i + 1 == len(loader):", "if (i + 1) % accum == 0 or loss > 9:"
+    )
     (finding,) = lint_source(source, path="train.py", select=["TPL406"])
     assert finding.fix is None
 
 
 def test_no_fix_where_backward_is_inside_a_branch() -> None:
-    source = _SCRIPT.replace("        loss.backward()\n", "        if loss.requires_grad:\n            loss.backward()\n")
+    source = _SCRIPT.replace(
+        "        loss.backward()\n", "        if loss.requires_grad:\n            loss.backward()\n"
+    )
     (finding,) = lint_source(source, path="train.py", select=["TPL406"])
     assert finding.fix is None
 
@@ -146,7 +152,9 @@ def test_helper_context_handed_the_model_decides_sync() -> None:
         """
     ).lstrip("\n")
     assert lint_source(source, path="train.py", select=["TPL406"]) == []
-    unguarded = source.replace("with misc.ddp_sync(ddp, round_idx == num_accumulation_rounds - 1):", "if True:")
+    unguarded = source.replace(
+        "with misc.ddp_sync(ddp, round_idx == num_accumulation_rounds - 1):", "if True:"
+    )
     assert [f.line for f in lint_source(unguarded, path="train.py", select=["TPL406"])] == [9]
 
 

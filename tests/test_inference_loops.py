@@ -133,7 +133,17 @@ def test_flake8_and_the_library_api_agree(tmp_path: Path) -> None:
     by_api: set[tuple[str, int, str]] = set()
     for name in _FILES:
         result = subprocess.run(
-            [sys.executable, "-m", "flake8", "--isolated", "--select", "TPL103", "--format", "%(row)d %(code)s", name],
+            [
+                sys.executable,
+                "-m",
+                "flake8",
+                "--isolated",
+                "--select",
+                "TPL103",
+                "--format",
+                "%(row)d %(code)s",
+                name,
+            ],
             capture_output=True,
             text=True,
             cwd=root,
@@ -141,7 +151,9 @@ def test_flake8_and_the_library_api_agree(tmp_path: Path) -> None:
         assert result.returncode in (0, 1), result.stderr
         by_flake8 |= {(name, int(row), code) for row, code in map(str.split, result.stdout.splitlines())}
         path = root / name
-        by_api |= {(name, f.line, f.code) for f in lint_source(path.read_text(), str(path), select=["TPL103"])}
+        by_api |= {
+            (name, f.line, f.code) for f in lint_source(path.read_text(), str(path), select=["TPL103"])
+        }
     assert by_flake8 == by_api == _EXPECTED
 
 

@@ -34,7 +34,11 @@ def test_output_over_every_example_matches_the_schema(tmp_path: Path, capsys) ->
                         "metadata": {},
                         "outputs": [],
                         "execution_count": None,
-                        "source": ["import torch\n", "for x in train_loader:\n", "    x.cuda()[[0, 2, 1]].sum().backward()\n"],
+                        "source": [
+                            "import torch\n",
+                            "for x in train_loader:\n",
+                            "    x.cuda()[[0, 2, 1]].sum().backward()\n",
+                        ],
                     }
                 ],
                 "metadata": {},
@@ -43,7 +47,18 @@ def test_output_over_every_example_matches_the_schema(tmp_path: Path, capsys) ->
             }
         )
     )
-    assert main(["--format", "json", "--extend-select", "TPL102,TPL107,TPL403,TPL502,TPL602,TPL604", str(tmp_path)]) == 2
+    assert (
+        main(
+            [
+                "--format",
+                "json",
+                "--extend-select",
+                "TPL102,TPL107,TPL403,TPL502,TPL602,TPL604",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
     findings = json.loads(capsys.readouterr().out)
     jsonschema.validate(findings, SCHEMA)
     codes = {f["code"] for f in findings}

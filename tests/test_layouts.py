@@ -513,7 +513,9 @@ def test_silent_where_the_runtime_is_older_than_channels_last(tmp_path: Path) ->
 
 
 def test_a_runtime_that_may_have_channels_last_is_reported_without_a_fix_before_it(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {"train.py": SPECTROGRAM_CLASSIFIER, "requirements.txt": "torch>=1.4,<1.8\n"})
+    root = write_project(
+        tmp_path, {"train.py": SPECTROGRAM_CLASSIFIER, "requirements.txt": "torch>=1.4,<1.8\n"}
+    )
     path = root / "train.py"
     findings = lint_source(path.read_text(), str(path), select=["TPL404"])
     assert [(f.line, f.fix) for f in findings] == [(18, None)]

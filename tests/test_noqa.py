@@ -185,7 +185,8 @@ def test_flake8_disable_noqa_reports_what_the_comments_would_hide(tmp_path: Path
     # the CLI runs with the precision-off rules on (conftest): name them to flake8 too
     on = ",".join(sorted(PRECISION_OFF))
     from_flake8 = {
-        (line, col, text) for _, line, col, text in flake8_findings([fixture], "--disable-noqa", "--extend-select", on)
+        (line, col, text)
+        for _, line, col, text in flake8_findings([fixture], "--disable-noqa", "--extend-select", on)
     }
     from_cli = {(line, col, text) for _, line, col, text in cli_findings([bare], capsys)}
     assert from_flake8 == from_cli

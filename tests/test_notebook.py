@@ -166,7 +166,10 @@ def test_a_cell_magic_with_a_python_body_is_linted_at_the_cells_lines(magic: str
 
 @pytest.mark.parametrize("magic", ["%%bash", "%%html", "%%writefile train.py", "%%javascript", "%%sh"])
 def test_a_cell_magic_whose_body_is_not_python_is_skipped_without_a_finding(magic: str) -> None:
-    text = _notebook(("code", MODEL_CELL), ("code", _timed_loop(magic)[:-1] + ["    optimizer.step()\n", "echo 'not (python'"]))
+    text = _notebook(
+        ("code", MODEL_CELL),
+        ("code", _timed_loop(magic)[:-1] + ["    optimizer.step()\n", "echo 'not (python'"]),
+    )
     notebook = read_notebook(text)
     source = notebook.module_source()
     assert [(notebook.locate(f.line), f.code) for f in lint_source(source)] == [((1, 7), "TPL101")]

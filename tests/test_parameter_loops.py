@@ -154,10 +154,14 @@ def test_a_global_norm_summed_by_hand_is_pointed_at_the_global_norm_helpers() ->
         """
     )
     assert "computes gradient norms one tensor at a time" in message
-    assert message.endswith("use torch.nn.utils.clip_grad_norm_(..., foreach=True) or torch.nn.utils.get_total_norm")
+    assert message.endswith(
+        "use torch.nn.utils.clip_grad_norm_(..., foreach=True) or torch.nn.utils.get_total_norm"
+    )
 
 
-@pytest.mark.parametrize("step", ["p.data.add_(p.grad, alpha=-lr)", "p.data -= lr * p.grad", "p.sub_(lr * p.grad)"])
+@pytest.mark.parametrize(
+    "step", ["p.data.add_(p.grad, alpha=-lr)", "p.data -= lr * p.grad", "p.sub_(lr * p.grad)"]
+)
 def test_a_manual_sgd_step_is_pointed_at_foreach_add(step: str) -> None:
     (message,) = _messages(
         f"""

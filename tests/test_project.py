@@ -53,7 +53,11 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, objec
 
 def _keys(findings: list[dict[str, object]], root: Path) -> set[tuple[str, int, str]]:
     return {
-        (Path(str(f["path"])).resolve().relative_to(root.resolve()).as_posix(), int(f["line"]), str(f["code"]))  # type: ignore[call-overload]
+        (
+            Path(str(f["path"])).resolve().relative_to(root.resolve()).as_posix(),
+            int(f["line"]),
+            str(f["code"]),
+        )  # type: ignore[call-overload]
         for f in findings
     }
 
@@ -91,7 +95,17 @@ def test_flake8_file_by_file_agrees_with_the_cli(project: Path) -> None:
     found: set[tuple[str, int, str]] = set()
     for path in sorted(project.rglob("*.py")):
         result = subprocess.run(
-            [sys.executable, "-m", "flake8", "--isolated", "--select", "TPL", "--format", "%(row)d %(code)s", str(path)],
+            [
+                sys.executable,
+                "-m",
+                "flake8",
+                "--isolated",
+                "--select",
+                "TPL",
+                "--format",
+                "%(row)d %(code)s",
+                str(path),
+            ],
             capture_output=True,
             text=True,
             cwd=project,

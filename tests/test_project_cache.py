@@ -37,7 +37,10 @@ def project(tmp_path: Path) -> Path:
 
 def _facts(projects: Projects, root: Path) -> dict[str, EntryFacts]:
     """Every module's facts, as a run over the whole project asks for them."""
-    return {path.relative_to(root).as_posix(): projects.facts_for(str(path)) for path in sorted(root.rglob("*.py"))}
+    return {
+        path.relative_to(root).as_posix(): projects.facts_for(str(path))
+        for path in sorted(root.rglob("*.py"))
+    }
 
 
 def _saved_run(root: Path, cache: Path) -> dict[str, EntryFacts]:
@@ -73,7 +76,9 @@ def test_an_unchanged_project_hands_out_the_kept_facts_without_a_pass(
     }
 
 
-def test_another_build_of_the_tool_runs_the_pass_again(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_another_build_of_the_tool_runs_the_pass_again(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A developer's edit to the analysis changes the tool's identity: nothing it kept is used."""
     cache = tmp_path / "cache"
     _saved_run(project, cache)
@@ -87,7 +92,11 @@ def test_another_build_of_the_tool_runs_the_pass_again(project: Path, tmp_path: 
 
 def _stop_calling_shuffle(root: Path) -> None:
     net = root / "detector" / "models" / "net.py"
-    net.write_text(net.read_text().replace("x = shuffle_channels(self.drop(self.body(x)))", "x = self.drop(self.body(x))"))
+    net.write_text(
+        net.read_text().replace(
+            "x = shuffle_channels(self.drop(self.body(x)))", "x = self.drop(self.body(x))"
+        )
+    )
 
 
 def _remove_the_caller(root: Path) -> None:
@@ -138,7 +147,12 @@ def test_a_module_edited_during_the_run_leaves_its_project_unsaved(
         lambda kept: "not json",
         lambda kept: json.dumps({**kept, "modules": []}),
         lambda kept: json.dumps(
-            {**kept, "modules": {name: {**facts, "module_classes": [True]} for name, facts in kept["modules"].items()}}
+            {
+                **kept,
+                "modules": {
+                    name: {**facts, "module_classes": [True]} for name, facts in kept["modules"].items()
+                },
+            }
         ),
         lambda kept: json.dumps({**kept, "modules": {name: {} for name in kept["modules"]}}),
     ],

@@ -22,8 +22,6 @@ from .helpers import finding_lines, write_project
 pytestmark = pytest.mark.usefixtures("precision_off_rules_on")  # TPL101 is off by default
 
 
-
-
 def _facts(root: Path, target: str):  # type: ignore[no-untyped-def]
     return Projects(Settings()).facts_for(str(root / target))
 

@@ -402,7 +402,7 @@ def test_noqa_action_silences_the_finding_and_merges_codes(server: Client, every
 
 def test_noqa_merges_into_the_comment_after_a_multiline_string(server: Client, every_rule: Path) -> None:
     text = (
-        "import torch\ndevice = torch.device(\"cuda\")\nfor x, y in loader:\n"
+        'import torch\ndevice = torch.device("cuda")\nfor x, y in loader:\n'
         '    x = x[range(4)] + len("""\n    text\n    """)  # noqa: E501\n'
         "    loss(x).backward()\n"
     )

@@ -61,7 +61,10 @@ def loaded(*args: str, cwd: Path) -> tuple[int, str, list[str]]:
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**{k: v for k, v in os.environ.items() if k != "TORCHPERF_LINT_NO_CACHE"}, "PYTHONPATH": str(REPO)},
+        env={
+            **{k: v for k, v in os.environ.items() if k != "TORCHPERF_LINT_NO_CACHE"},
+            "PYTHONPATH": str(REPO),
+        },
         check=False,
     )
     *_, last = result.stderr.splitlines() or [""]
@@ -79,9 +82,15 @@ def test_version_and_help_load_neither_libcst_nor_the_rules(tmp_path: Path, opti
     assert modules == []
 
 
-@pytest.mark.parametrize("output", [[], ["--format", "json"], ["--statistics"]], ids=["text", "json", "statistics"])
-def test_a_fully_cached_run_loads_neither_libcst_the_rules_nor_the_project_pass(tmp_path: Path, output: list[str]) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\nignore = ["TPL401"]\n')
+@pytest.mark.parametrize(
+    "output", [[], ["--format", "json"], ["--statistics"]], ids=["text", "json", "statistics"]
+)
+def test_a_fully_cached_run_loads_neither_libcst_the_rules_nor_the_project_pass(
+    tmp_path: Path, output: list[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\nignore = ["TPL401"]\n'
+    )
     (tmp_path / "model.py").write_text(HOT)
     (tmp_path / "plain.py").write_text("print('no torch here')\n")
     command = ["--jobs", "1", *output, "."]  # one process: what it parses, it imports

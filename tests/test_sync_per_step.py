@@ -36,7 +36,9 @@ def _source(test: str) -> str:
 def test_a_flag_tested_second_is_tested_first(test: str, fixed: str) -> None:
     (finding,) = lint_source(_source(test), path="t.py", select=["TPL107"])
     flag = fixed.split(" and ")[0].split(" or ")[0]
-    assert finding.message.endswith(f"; test {flag} first: the tensor is then read only when the flag does not decide")
+    assert finding.message.endswith(
+        f"; test {flag} first: the tensor is then read only when the flag does not decide"
+    )
     assert f"if {fixed}:" in fix_source(_source(test), path="t.py", select=["TPL107"])
 
 
@@ -47,7 +49,9 @@ def test_no_fix_where_the_tensor_test_has_side_effects() -> None:
 
 
 def test_a_flag_that_is_on_keeps_the_usual_advice() -> None:
-    (finding,) = lint_source(_source("torch.isnan(out).any() and self.enabled"), path="t.py", select=["TPL107"])
+    (finding,) = lint_source(
+        _source("torch.isnan(out).any() and self.enabled"), path="t.py", select=["TPL107"]
+    )
     assert finding.fix is None
     assert finding.message.endswith("; keep running values on the device and read them every N steps")
 

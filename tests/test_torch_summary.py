@@ -44,9 +44,7 @@ def test_a_pin_that_hides_findings_says_how_many_and_what_shows_them(tmp_path: P
     assert sorted(hidden) == ["TPL404", "TPL701", "TPL702"]
     code, out, _ = run(capsys, path)
     assert code == 1
-    assert out.splitlines()[-1] == (
-        f"3 findings {NEWER} (torch==1.4.0); `--torch-version 2.3` shows them."
-    )
+    assert out.splitlines()[-1] == (f"3 findings {NEWER} (torch==1.4.0); `--torch-version 2.3` shows them.")
     assert ASSUMED not in out
 
 
@@ -74,7 +72,9 @@ def test_a_hidden_finding_on_a_noqa_line_is_not_counted(tmp_path: Path, capsys) 
         ("torch==1.4.0", ["--select", "TPL103"]),  # none of the hidden rules selected
     ],
 )
-def test_no_pin_line_where_nothing_is_hidden(tmp_path: Path, capsys, requirement: str, args: list[str]) -> None:
+def test_no_pin_line_where_nothing_is_hidden(
+    tmp_path: Path, capsys, requirement: str, args: list[str]
+) -> None:
     path = _project(tmp_path, requirement)
     _, out, _ = run(capsys, *args, path)
     assert NEWER not in out and ASSUMED not in out

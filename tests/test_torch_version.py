@@ -433,6 +433,7 @@ def test_a_bound_read_from_the_imports_alone_does_not_make_zero_grad_old(tmp_pat
     findings = lint_source(source, path=_file_in(tmp_path), select=["TPL301"])
     assert [f.code for f in findings] == []
 
+
 CONDA_ENVIRONMENT = """\
 name: ldm
 channels:
@@ -471,9 +472,7 @@ def test_other_conda_packages_are_not_torch(line: str) -> None:
     assert conda_torch_specifier(line) is None
 
 
-@pytest.mark.parametrize(
-    "name", ["environment.yaml", "environment.yml", "environment-gpu.yml", "conda.yaml"]
-)
+@pytest.mark.parametrize("name", ["environment.yaml", "environment.yml", "environment-gpu.yml", "conda.yaml"])
 def test_a_conda_pin_bounds_the_runtime_like_a_requirement(tmp_path: Path, name: str) -> None:
     (tmp_path / name).write_text(CONDA_ENVIRONMENT.format(torch="pytorch=1.7.0"))
     found = target_version(_file_in(tmp_path), None, NEWEST)

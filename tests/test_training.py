@@ -215,7 +215,12 @@ def test_log_sum_exp_by_hand_in_its_spellings() -> None:
             return a, b, c, d
         """
     findings = lint_source(textwrap.dedent(source), path="train.py", select=["TPL303"])
-    assert [(f.line, "logsumexp" in f.message) for f in findings] == [(5, True), (6, True), (7, True), (8, False)]
+    assert [(f.line, "logsumexp" in f.message) for f in findings] == [
+        (5, True),
+        (6, True),
+        (7, True),
+        (8, False),
+    ]
     fixed = _fix(source, "TPL303")
     assert "a = torch.logsumexp(x, -1)" in fixed
     assert "b = torch.logsumexp(x, dim=1, keepdim=True)" in fixed

@@ -33,10 +33,16 @@ def _data_sized(source: str) -> Optional[str]:
         ("def f(masks):\n    for i in range(masks.size(0)):\n        pass", "a dimension of masks"),
         ("def f():\n    for i in range(1000):\n        pass", "range()"),
         ("def f(a, loader):\n    for x, b in zip(a, loader):\n        pass", "loader"),
-        ("def f(step_losses):\n    return [l.item() for l in step_losses]\n    for l in step_losses:\n        pass", "step_losses"),
+        (
+            "def f(step_losses):\n    return [l.item() for l in step_losses]\n    for l in step_losses:\n        pass",
+            "step_losses",
+        ),
         ("def f():\n    for path in sorted(glob.glob('*.pt')):\n        pass", "the files of glob.glob()"),
         ("def f(x):\n    while x.norm() > 1:\n        x = x / 2", "a while loop"),
-        ("def f(n, v):\n    it = tqdm(range(n)) if v else iter(range(n))\n    for i in it:\n        pass", "range(n)"),
+        (
+            "def f(n, v):\n    it = tqdm(range(n)) if v else iter(range(n))\n    for i in it:\n        pass",
+            "range(n)",
+        ),
     ],
 )
 def test_loops_over_data_are_data_sized(source: str, expected: str) -> None:

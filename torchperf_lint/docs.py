@@ -205,7 +205,9 @@ def run_for_transcript(command: str) -> str:
     """What `command` prints on stdout when run at the repository root with this checkout's linter:
     the cache off (a transcript shows a cold run and must not leave one behind) and one process."""
     argv = shlex.split(command)[1:]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    )
     env["TORCHPERF_LINT_NO_CACHE"] = "1"
     done = subprocess.run(
         [sys.executable, "-m", "torchperf_lint", *argv, "--jobs", "1"],

@@ -24,7 +24,9 @@ def train(model, optimizer, batches, device):
 """
 
 # What the message asks for: the model moves once, before the loop.
-GOOD = BAD.replace("    for x, y in batches:\n        model.to(device)\n", "    model.to(device)\n    for x, y in batches:\n")
+GOOD = BAD.replace(
+    "    for x, y in batches:\n        model.to(device)\n", "    model.to(device)\n    for x, y in batches:\n"
+)
 STEPS = 4  # per call: the steps of one loop
 
 
@@ -32,7 +34,10 @@ def make_moving_step(module, size, device):
     model = common.init_by_name(common.mlp(size["width"], size["depth"], 10, device))
     optimizer = common.sgd(model)
     batches = [
-        (torch.randn(size["batch"], size["width"], device=device), torch.randint(0, 10, (size["batch"],), device=device))
+        (
+            torch.randn(size["batch"], size["width"], device=device),
+            torch.randint(0, 10, (size["batch"],), device=device),
+        )
         for _ in range(STEPS)
     ]
 

@@ -50,7 +50,9 @@ class Trainer:
 def make_accumulating_step(module, size, device):
     """One optimizer step of `accum` micro-steps on this rank's own batches."""
     rank = dist.get_rank() if dist.is_initialized() else 0
-    model = common.TinyGPT(size["vocab"], size["width"], size["depth"], size["heads"], size["tokens"]).to(device)
+    model = common.TinyGPT(size["vocab"], size["width"], size["depth"], size["heads"], size["tokens"]).to(
+        device
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
     trainer = module.Trainer(model, optimizer, size["accum"])
     generator = torch.Generator().manual_seed(1000 + rank)
@@ -109,7 +111,9 @@ CASES = [
                 "accum": 2,
             }
         ],
-        tolerance=Tolerance(1e-3, 5e-4, "loss and weights after one AdamW step; the reductions round differently"),
+        tolerance=Tolerance(
+            1e-3, 5e-4, "loss and weights after one AdamW step; the reductions round differently"
+        ),
         note="2 GPUs of one host; NCCL with NVLink multicast off (NCCL_NVLS_ENABLE=0); bf16 autocast, fused AdamW",
     )
 ]

@@ -52,7 +52,10 @@ def make_step(module, size, device):
         model = model.to(device)
         shape = (size["batch"], size["tokens"])
         batches = [
-            (torch.randint(0, size["vocab"], shape, device=device), torch.randint(0, size["vocab"], shape, device=device))
+            (
+                torch.randint(0, size["vocab"], shape, device=device),
+                torch.randint(0, size["vocab"], shape, device=device),
+            )
             for _ in range(STEPS)
         ]
     else:
@@ -126,7 +129,9 @@ CASES = [
                 "backend": "eager",
             },
         ],
-        tolerance=Tolerance(2e-2, 2e-3, "loss and weights after 2 AdamW steps; compiled kernels round differently"),
+        tolerance=Tolerance(
+            2e-2, 2e-3, "loss and weights after 2 AdamW steps; compiled kernels round differently"
+        ),
         note="first call = compilation (cold inductor cache on a fresh machine); time = steady-state steps",
     )
 ]

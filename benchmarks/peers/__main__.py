@@ -70,7 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cases:
         for verdict in verdicts:
             case = verdict.case
-            print(f"{case.peer} {case.rule} {case.expect} {case.name}: {verdict.as_written} {verdict.with_cuda}")
+            print(
+                f"{case.peer} {case.rule} {case.expect} {case.name}: {verdict.as_written} {verdict.with_cuda}"
+            )
     return 0
 
 

@@ -19,7 +19,10 @@ OURS: dict[str, tuple[str, ...]] = {
     "TG007": ("TPL105", "TPL107", "TPL604"),
     "TG013": ("TPL101", "TPL102", "TPL307"),
 }
-PEER_RULES = {"torchfix": ("TOR401", "TOR402"), "torch-preflight": ("TG001", "TG002", "TG004", "TG007", "TG013")}
+PEER_RULES = {
+    "torchfix": ("TOR401", "TOR402"),
+    "torch-preflight": ("TG001", "TG002", "TG004", "TG007", "TG013"),
+}
 
 # What makes a snippet show CUDA use (RULES.md) without touching its other lines: the peers' snippets
 # mostly leave the device unsaid, and several of our rules look only at code that runs on CUDA.
@@ -45,9 +48,7 @@ def reported(case: Case, findings: Iterable[Found]) -> bool:
     """Whether our rules for the case's peer rule report it: anywhere in the snippet, or on the
     fixture's line."""
     wanted = our_rules(case)
-    return any(
-        found.code in wanted and (case.line is None or found.line == case.line) for found in findings
-    )
+    return any(found.code in wanted and (case.line is None or found.line == case.line) for found in findings)
 
 
 def agrees(case: Case, findings: Iterable[Found]) -> bool:
@@ -124,4 +125,3 @@ def _row(row: Tally, ours: str) -> str:
         f"| {row.peer} | {row.rule} | {ours} | {row.caught}/{row.positives} | {row.caught_with_cuda}/{row.positives}"
         f" | {row.silent}/{row.negatives} |"
     )
-

@@ -79,7 +79,9 @@ class Accumulations:
         loop = loops[0]
         steps = list(self._steps_in(loop))
         if any(self._steps_with(step, backward, loop) for step in steps):
-            return None  # an optimizer steps after every backward (stylegan2's discriminator, then its R1 term)
+            return (
+                None  # an optimizer steps after every backward (stylegan2's discriminator, then its R1 term)
+            )
         for step in steps:
             for guard in self._guards(step, loop):
                 if (
@@ -92,7 +94,11 @@ class Accumulations:
         if steps or len(loops) < 2 or not isinstance(loop, cst.For) or not _says(loop, _SAYS_MICRO_STEPS):
             return None
         outer = loops[1]
-        after = [s for s in self._steps_in(outer) if not _inside(s, loop, self._facts) and _after(s, loop, outer, self._facts)]
+        after = [
+            s
+            for s in self._steps_in(outer)
+            if not _inside(s, loop, self._facts) and _after(s, loop, outer, self._facts)
+        ]
         if not after:
             return None
         counter, count = _range_loop(loop, self._names)

@@ -62,7 +62,11 @@ class Wrappers:
             return self._built(expr, depth)
         if isinstance(expr, cst.Name):
             return self._of_name(expr, depth)
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        if (
+            isinstance(expr, cst.Attribute)
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value == "self"
+        ):
             cls = self._hot.enclosing_class(expr)
             if cls is None:
                 return None

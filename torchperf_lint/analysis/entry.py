@@ -123,7 +123,9 @@ class EntryFacts:
             unpinned_collates=frozenset(map(str, data["unpinned_collates"])),
             offers_ddp=_text(data["offers_ddp"]),
             compiles=_text(data.get("compiles")),
-            wrapper_builders=tuple((str(name), str(wrapper)) for name, wrapper in data.get("wrapper_builders", ())),
+            wrapper_builders=tuple(
+                (str(name), str(wrapper)) for name, wrapper in data.get("wrapper_builders", ())
+            ),
             wrapped_parameters=tuple(
                 (int(index), tuple((str(name), str(wrapper)) for name, wrapper in params))
                 for index, params in data.get("wrapped_parameters", ())

@@ -182,7 +182,9 @@ def is_loader_name(dotted: str) -> bool:
     return "loader" in dotted.split(".")[-1].lower()
 
 
-_HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation", "holdout", "dev"})
+_HELD_OUT_WORDS = frozenset(
+    {"val", "valid", "validation", "test", "testing", "eval", "evaluation", "holdout", "dev"}
+)
 # What a word of a data name may end with: `valloader`, `testset`, `valdata` are `val`/`test` data.
 _DATA_SUFFIXES = ("dataloader", "loader", "dataset", "data", "set", "ds")
 
@@ -228,6 +230,8 @@ DEBUG_FLAGS = frozenset(
 )
 # `if logger.isEnabledFor(logging.DEBUG):`: a branch that only feeds log output, as a debug switch
 LOG_LEVEL_CHECKS = frozenset({"isEnabledFor"})
+
+
 # Switches that only an export path turns on (`m.export = True`, `self.export_nms` set by an export
 # script before tracing): the branches they open run while exporting, never in a training step.
 def is_export_flag(name: str) -> bool:

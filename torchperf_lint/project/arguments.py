@@ -60,7 +60,9 @@ def _open(param: str, into: str) -> Optional[str]:
     return None
 
 
-def passed_tokens(call: Call, callee: Function, bound: bool, handed: Handed = _open) -> dict[str, Optional[str]]:
+def passed_tokens(
+    call: Call, callee: Function, bound: bool, handed: Handed = _open
+) -> dict[str, Optional[str]]:
     """The token each parameter gets from `call`; None when not known."""
     found: dict[str, Optional[str]] = {}
     for position, param in enumerate(callee.params):

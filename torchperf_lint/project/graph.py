@@ -894,7 +894,9 @@ class Project:
     def signal_convnet_constructors(self, module: Module) -> frozenset[str]:
         """Those of convnet_constructors whose model also works on a signal or a volume."""
         return frozenset(
-            written for written in self.convnet_constructors(module) if self.layers.takes_signal(module, written)
+            written
+            for written in self.convnet_constructors(module)
+            if self.layers.takes_signal(module, written)
         )
 
     def model_precision(self, module: Module) -> Optional[str]:
@@ -902,7 +904,9 @@ class Project:
         precision by itself on its default configuration (project/precision.py), or None."""
         todo: deque[tuple[Module, str, int]] = deque()
         for function in (module.summary.toplevel, *module.summary.functions):
-            todo.extend((module, call.target, 0) for call in function.calls if call.kind in ("global", "dotted"))
+            todo.extend(
+                (module, call.target, 0) for call in function.calls if call.kind in ("global", "dotted")
+            )
         seen: set[tuple[int, int]] = set()
         while todo:
             owner, written, depth = todo.popleft()
@@ -979,7 +983,9 @@ class Project:
             for slot, wrapper in call.wrapped.items():
                 if slot.isdigit():
                     position = int(slot) + bound
-                    param = info.params[position] if position < min(info.positional, len(info.params)) else None
+                    param = (
+                        info.params[position] if position < min(info.positional, len(info.params)) else None
+                    )
                 else:
                     param = slot if slot in info.params else None
                 if param is not None:
@@ -1010,7 +1016,11 @@ class Project:
                 if module.is_test:
                     continue
                 for info in [module.summary.toplevel, *module.summary.functions]:
-                    names = [(c.target, c.line) for c in (*info.calls, *info.cold_calls) if c.kind in ("global", "dotted")]
+                    names = [
+                        (c.target, c.line)
+                        for c in (*info.calls, *info.cold_calls)
+                        if c.kind in ("global", "dotted")
+                    ]
                     names.extend((d, info.line) for d in info.decorators)
                     for name, line in names:
                         found = self.resolve_dotted(module, name)

@@ -23,9 +23,7 @@ Value = Union[bool, None]  # a guard's value on the default configuration; None:
 
 def reduced_precision(cls: ast.ClassDef) -> str:
     """How the class runs reduced precision by default (`casts to float16 in forward`), or ""."""
-    methods = {
-        f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+    methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     defaults = _attribute_defaults(methods.get("__init__"))
     for name in _ENTRY_METHODS:
         method = methods.get(name)
@@ -156,7 +154,11 @@ def _attribute_defaults(init: Optional[Union[ast.FunctionDef, ast.AsyncFunctionD
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0]
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
             value = node.value
             truth = params.get(value.id) if isinstance(value, ast.Name) else _constant(value)
             found[target.attr] = None if target.attr in found and found[target.attr] != truth else truth

@@ -478,7 +478,9 @@ class ConvnetWithoutChannelsLast(Rule):
         model = self._model_name(node, ctx)
         if model is not None and not _first_move_of_a_model_it_runs(node, model, ctx):
             return
-        image_batch = not any(dotted_name(c.func) in ctx.entry.signal_convnet_constructors for c in constructors)
+        image_batch = not any(
+            dotted_name(c.func) in ctx.entry.signal_convnet_constructors for c in constructors
+        )
         yield self.report(
             node,
             fix=self._fix(node, model, image_batch, ctx),
@@ -535,7 +537,10 @@ class ConvnetWithoutChannelsLast(Rule):
         layout, needs_import = torch_attribute(ctx, "channels_last")
         if not image_batch:  # channels_last raises on a 3-D or 5-D input: the model alone
             return Fix(
-                ((move, _with_layout(move, layout)),), Safety.UNSAFE, "move the model in channels_last layout", needs_import
+                ((move, _with_layout(move, layout)),),
+                Safety.UNSAFE,
+                "move the model in channels_last layout",
+                needs_import,
             )
         batch = self._batch_move(move, model, ctx)
         if batch is None:

@@ -507,7 +507,12 @@ def _no_sync_fix(accumulation: Accumulation, model: cst.BaseExpression, ctx: Con
         (i for i, s in enumerate(statements) if _calls(s, model, ctx)),
         None,
     )
-    if last is None or first is None or first > last or not isinstance(statements[last], cst.SimpleStatementLine):
+    if (
+        last is None
+        or first is None
+        or first > last
+        or not isinstance(statements[last], cst.SimpleStatementLine)
+    ):
         return None
     not_stepping = _not_stepping(accumulation, statements, first, ctx)
     if not_stepping is None:

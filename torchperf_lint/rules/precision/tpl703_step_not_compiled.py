@@ -228,7 +228,8 @@ class StepNotCompiled(Rule):
         # optimizer factory of the same file: no training step)
         around = ctx.hot.loops_around(backward)  # an outer loop steps after inner micro-steps (edm)
         if not any(
-            steps_an_optimizer(c, ctx.is_optimizer_step) and any(a is b for a in ctx.ancestors(c) for b in around)
+            steps_an_optimizer(c, ctx.is_optimizer_step)
+            and any(a is b for a in ctx.ancestors(c) for b in around)
             for c in calls
         ):
             return

@@ -339,7 +339,11 @@ class HandWrittenFusedOp(Rule):
         subtracts the maximum first, where `exp` overflows for logits above about 88 (fp32). The
         log-softmax form (`x - log(sum(exp(x)))`) is reported whole, by the subtraction."""
         parent = ctx.facts.parents.get(call)
-        if isinstance(parent, cst.BinaryOperation) and parent.right is call and self._log_softmax_by_hand(parent, ctx):
+        if (
+            isinstance(parent, cst.BinaryOperation)
+            and parent.right is call
+            and self._log_softmax_by_hand(parent, ctx)
+        ):
             return None
         replacement, needs_import = None, False
         if self._dims_only(dims):
@@ -354,7 +358,10 @@ class HandWrittenFusedOp(Rule):
         """The sum's arguments are a dim (logsumexp needs one) and perhaps keepdim, nothing else."""
         if not dims or any(arg.star for arg in dims):
             return False
-        names = [arg.keyword.value if arg.keyword else ("dim", "keepdim", "")[min(i, 2)] for i, arg in enumerate(dims)]
+        names = [
+            arg.keyword.value if arg.keyword else ("dim", "keepdim", "")[min(i, 2)]
+            for i, arg in enumerate(dims)
+        ]
         return names[0] == "dim" and set(names) <= {"dim", "keepdim"} and len(set(names)) == len(names)
 
     def _log_softmax_by_hand(self, node: cst.BinaryOperation, ctx: Context) -> Optional[_Composition]:

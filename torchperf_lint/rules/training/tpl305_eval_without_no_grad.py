@@ -331,7 +331,11 @@ class EvalWithoutNoGrad(Rule):
             why = f"in {function.name.value}()"
         if reason is None and not (function is not None and self._hook(function)):
             loader = self._held_out_loader(loop, ctx)
-            if loader is not None and ctx.tensors.is_module_value(model) and not self._part_of_a_model(node, ctx):
+            if (
+                loader is not None
+                and ctx.tensors.is_module_value(model)
+                and not self._part_of_a_model(node, ctx)
+            ):
                 reason = _EvalLoopReason(loop, None, None, loader)
                 why = f"in the loop over {loader}"
         if reason is None or ctx.grad_disabled(node) or ctx.grad_mode.frozen(model) is not None:

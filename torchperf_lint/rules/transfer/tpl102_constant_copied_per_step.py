@@ -455,7 +455,9 @@ class ConstantCopiedPerStep(Rule):
         if found is None:
             return
         where, source, _ = found
-        yield self.report(where, reason=reason, source=source, place=hot_place(node, ctx), remedy=_remedy(node, ctx))
+        yield self.report(
+            where, reason=reason, source=source, place=hot_place(node, ctx), remedy=_remedy(node, ctx)
+        )
 
     @staticmethod
     def _constructor(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, bool]]:

@@ -260,7 +260,11 @@ class AssertOnTensor(Rule):
         if reason is None or not _reads_tensor(node.test, ctx):
             return
         yield self.report(
-            node, reason=reason, fix=self._fix(node, ctx), place=hot_place(node, ctx), graph=ctx.graph_break(node)
+            node,
+            reason=reason,
+            fix=self._fix(node, ctx),
+            place=hot_place(node, ctx),
+            graph=ctx.graph_break(node),
         )
 
     @staticmethod

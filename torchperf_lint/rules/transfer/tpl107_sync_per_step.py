@@ -323,9 +323,13 @@ class SyncPerStep(Rule):
         if _in_a_syncing_branch(node, ctx) or _after_synchronize(node, ctx) or _read_already(node, ctx):
             return
         yield self.report(
-            node, reason=reason, what=sync, place=hot_place(node, ctx), remedy=_REMEDY, graph=ctx.graph_break(node)
+            node,
+            reason=reason,
+            what=sync,
+            place=hot_place(node, ctx),
+            remedy=_REMEDY,
+            graph=ctx.graph_break(node),
         )
-
 
 
 _REMEDY = "keep running values on the device and read them every N steps"
@@ -360,7 +364,9 @@ def _in_a_syncing_branch(node: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
-def _statement_in_block(node: cst.CSTNode, ctx: Context) -> Optional[tuple[cst.BaseStatement, Sequence[cst.BaseStatement]]]:
+def _statement_in_block(
+    node: cst.CSTNode, ctx: Context
+) -> Optional[tuple[cst.BaseStatement, Sequence[cst.BaseStatement]]]:
     """The statement holding `node` and the statements of the block it is in."""
     child = node
     for ancestor in ctx.ancestors(node):
@@ -424,7 +430,16 @@ def _side_effect_free(expr: cst.BaseExpression) -> bool:
 
 # Calls that hand on the same values: `loss.detach().item()` reads what `loss.item()` read.
 _SAME_VALUES = frozenset({"detach", "float", "double", "cpu", "clone"})
-_CONDITIONAL = (cst.If, cst.Else, cst.IfExp, cst.BooleanOperation, cst.For, cst.While, cst.Try, cst.ExceptHandler)
+_CONDITIONAL = (
+    cst.If,
+    cst.Else,
+    cst.IfExp,
+    cst.BooleanOperation,
+    cst.For,
+    cst.While,
+    cst.Try,
+    cst.ExceptHandler,
+)
 
 
 def _read_name(call: cst.Call) -> Optional[cst.Name]:
@@ -436,7 +451,11 @@ def _read_name(call: cst.Call) -> Optional[cst.Name]:
         value = call.args[0].value
     else:
         return None
-    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _SAME_VALUES:
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _SAME_VALUES
+    ):
         value = value.func.value
     return value if isinstance(value, cst.Name) else None
 
