@@ -230,3 +230,29 @@ def test_the_code_after_an_early_return_on_every_cuda_step_is_the_host_path(
 def test_an_early_return_that_some_cuda_steps_skip_keeps_what_follows_hot(guard: str) -> None:
     body = f"if {guard}:\n    return self.fast(x)\nreturn x / x.max().item()"
     assert lint(body) == [8]
+
+
+def test_a_periodic_branch_that_steps_the_optimizer_is_the_step_itself() -> None:
+    """Gradient accumulation's guard (`if (i + 1) % accumulate == 0: optimizer.step()`) and cleanlr's
+    DQN family (training every `train_frequency` environment steps): the branch that calls
+    `optimizer.step()` is the training step, so an EMA it updates runs every optimizer step; a
+    periodic branch beside it that does not step stays cold."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, ema, loader, optimizer, accumulate):
+            model.cuda()
+            for i, (x, y) in enumerate(loader):
+                model(x.cuda(non_blocking=True), y).backward()
+                if (i + 1) % accumulate == 0:
+                    optimizer.step()
+                    for e, p in zip(ema.parameters(), model.parameters()):  # line 9
+                        e.mul_(0.99).add_(p.detach(), alpha=0.01)
+                if i % 1000 == 0:
+                    for e, p in zip(ema.parameters(), model.parameters()):  # line 12: periodic
+                        e.copy_(p)
+        """
+    ).lstrip("\n")
+    findings = lint_source(source, path="train.py", select=["TPL204"])
+    assert [f.line for f in findings] == [9]

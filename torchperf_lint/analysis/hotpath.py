@@ -491,6 +491,13 @@ class HotPaths:
             owners[each] = result
         return result
 
+    def _steps_in(self, branch: cst.If) -> bool:
+        """The body of `branch` calls `optimizer.step()` (in this function, not in a def inside)."""
+        return any(
+            self._is_optimizer_step(call) and any(a is branch.body for a in self._facts.ancestors(call))
+            for call in self._facts.method_calls.get("step", ())
+        )
+
     def _crosses_cold_branch(self, child: cst.CSTNode, parent: cst.CSTNode) -> bool:
         key = (child, parent)
         crosses = self._cold_edges.get(key)
@@ -506,6 +513,10 @@ class HotPaths:
                 crosses = crosses_cold_branch(child, parent, self._alias) or self._fills_looked_up_cache(
                     child, parent
                 )
+                if crosses and isinstance(parent, cst.If) and child is parent.body and self._steps_in(parent):
+                    # `if step % train_frequency == 0: ... optimizer.step()`: the branch that steps the
+                    # optimizer is the step itself, not a periodic extra (RULES.md, cold code)
+                    crosses = False
                 if not crosses and values and isinstance(parent, (cst.If, cst.IfExp)):
                     body, orelse = argument_sides(parent.test, values)
                     crosses = (body and child is parent.body) or (orelse and child is parent.orelse)

@@ -964,6 +964,8 @@ class _Summarizer:
 
     def _If(self, node: ast.If) -> None:
         body, orelse = cold_sides(node.test)
+        # the branch that steps the optimizer is the step itself, never a periodic extra
+        body = body and not _steps_an_optimizer(node.body)
         local = self.locals() if self.function_stack else None
         memo = fills_cache(node, local) or fills_looked_up_cache(node, self.block)
         self.visit(node.test)
@@ -1587,3 +1589,15 @@ def summarize(source: str) -> Optional[Summary]:
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
     summary.rpc_device_map = names_rpc_device_map(source)
     return summary
+
+
+def _steps_an_optimizer(block: list[ast.stmt]) -> bool:
+    """`optimizer.step()` somewhere in `block` (hotpath.py's `_steps_in` for the file pass)."""
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "step"
+        and is_optimizer_name(ast.unparse(call.func.value))
+        for statement in block
+        for call in ast.walk(statement)
+    )
