@@ -76,6 +76,28 @@ def _digest(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
+def _lint_json(target: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """This checkout's linter on `target` (relative to `cwd`), every rule on, as JSON."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchperf_lint",
+            "--format",
+            "json",
+            "--extend-select",
+            "ALL",
+            "--no-cache",
+            target,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
 def prepare(target: Path) -> int:
     """Lint every bad variant (as one project of unrelated modules, every rule on) and keep the
     findings with the hashes of the sources they were found in."""
@@ -85,44 +107,10 @@ def prepare(target: Path) -> int:
         folder.mkdir()
         for case in cases:
             (folder / f"{case.name}.py").write_text(case.bad, encoding="utf-8")
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "torchperf_lint",
-                "--format",
-                "json",
-                "--extend-select",
-                "ALL",
-                "--no-cache",
-                "cases",
-            ],
-            cwd=scratch,
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        result = _lint_json("cases", Path(scratch))
     examples = {}
     for script, project in EXAMPLES:
-        found = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "torchperf_lint",
-                "--format",
-                "json",
-                "--extend-select",
-                "ALL",
-                "--no-cache",
-                project,
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        found = _lint_json(project, ROOT)
         examples[script] = {
             "project": project,
             "source": _project_digest(project),
