@@ -10,27 +10,13 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .console import EXIT_CLOSED_PIPE, emit, usage_error
+from .console import EXIT_CLOSED_PIPE, comma_list, emit, positive_int, usage_error
 from .reporting import FORMATS
 from .settings import DEFAULT_CACHE_DIRECTORY, NO_CACHE_VARIABLE
 
 # no release is on a package index and the project has no published home: the extra installs
 # from a clone
 SERVER_INSTALL = "pip install -e '.[server]' in a clone of torchperf-lint"
-
-
-def _codes(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,24 +40,26 @@ def build_parser() -> argparse.ArgumentParser:
         "selector wins, and ignore wins a tie; a prefix enables only default-on rules, ALL every rule)"
     )
     select.add_argument(
-        "--select", type=_codes, help="only these rules (replaces the default set and the config's selection)"
+        "--select",
+        type=comma_list,
+        help="only these rules (replaces the default set and the config's selection)",
     )
     select.add_argument(
         "--extend-select",
-        type=_codes,
+        type=comma_list,
         default=[],
         help="add rules, e.g. off-by-default ones (ALL: every rule)",
     )
-    select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
+    select.add_argument("--ignore", type=comma_list, default=[], help="rules to skip")
     select.add_argument(
         "--extend-ignore",
-        type=_codes,
+        type=comma_list,
         default=[],
         help="rules to skip as well (as --ignore: neither replaces the config's ignore)",
     )
     files = parser.add_argument_group("files")
-    files.add_argument("--exclude", type=_codes, help="names or globs to skip (replaces the defaults)")
-    files.add_argument("--extend-exclude", type=_codes, default=[], help="names or globs to skip as well")
+    files.add_argument("--exclude", type=comma_list, help="names or globs to skip (replaces the defaults)")
+    files.add_argument("--extend-exclude", type=comma_list, default=[], help="names or globs to skip as well")
     files.add_argument("--stdin-filename", metavar="PATH", help="the path to report for - (stdin)")
     files.add_argument(
         "--config",
@@ -88,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     speed = parser.add_argument_group("speed")
     speed.add_argument(
-        "-j", "--jobs", type=_positive, metavar="N", help="processes to lint with (default: the CPU count)"
+        "-j", "--jobs", type=positive_int, metavar="N", help="processes to lint with (default: the CPU count)"
     )
     speed.add_argument(
         "--no-cache",

@@ -3,6 +3,7 @@ writing to the terminal."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import TextIO
 
@@ -25,3 +26,19 @@ def usage_error(message: str) -> int:
     is in a path or a config file, not in how the command was spelled."""
     emit(sys.stderr, f"torchperf-lint: error: {message}\n")
     return EXIT_ERROR
+
+
+def comma_list(text: str) -> list[str]:
+    """An option's comma-separated values (`--select TPL101,TPL103`), blanks dropped."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def positive_int(text: str, why: str = "") -> int:
+    """An option's count, at least 1; `why` says what 0 would mean."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1{f' ({why})' if why else ''}")
+    return value

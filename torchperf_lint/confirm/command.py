@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..console import EXIT_CLEAN, EXIT_FINDINGS, emit, usage_error
+from ..console import EXIT_CLEAN, EXIT_FINDINGS, comma_list, emit, positive_int, usage_error
 from .launcher import main_report, run_instrumented
 from .outcome import confirm_findings, measured_windows
 from .render import render_json, render_text
@@ -24,17 +24,7 @@ ERROR_CODE = "TPL000"
 
 
 def _steps(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1 (a run of no steps confirms nothing)")
-    return value
-
-
-def _codes(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+    return positive_int(text, "a run of no steps confirms nothing")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,10 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     select = parser.add_argument_group(
         "rule selection (as for a lint; without --select every rule is checked, those off by default too)"
     )
-    select.add_argument("--select", type=_codes, help="only these rules")
-    select.add_argument("--extend-select", type=_codes, default=[], help="add rules")
-    select.add_argument("--ignore", type=_codes, default=[], help="rules to skip")
-    select.add_argument("--extend-ignore", type=_codes, default=[], help="rules to skip as well")
+    select.add_argument("--select", type=comma_list, help="only these rules")
+    select.add_argument("--extend-select", type=comma_list, default=[], help="add rules")
+    select.add_argument("--ignore", type=comma_list, default=[], help="rules to skip")
+    select.add_argument("--extend-ignore", type=comma_list, default=[], help="rules to skip as well")
     select.add_argument("--config", metavar="FILE", help="read the settings from this file")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     return parser
