@@ -73,3 +73,21 @@ def hot_rules_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """TPL101 and TPL103 on by default, for tests of selection and output that use them as the
     default-on rules: which rules the evidence keeps on (tests/test_evidence.py) is another matter."""
     turn_on(monkeypatch, frozenset({"TPL101", "TPL103"}))
+
+
+@pytest.fixture(autouse=True)
+def _hot_by_assumption(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests of the engine's routes, fixes and rules were written on snippets without a step loop,
+    with TPL101, TPL104 or TPL401 as the rules to watch: what they check is how a finding is found,
+    placed, fixed and reported, not whether the project's loops run its code. In process they see
+    every rule's broad form (as `--library` does); whether code is stepped, and what the default
+    form leaves out, is tested where a test asks for it with `@pytest.mark.stepping_evidence`
+    (tests/test_stepping.py, tests/test_rule_examples.py). A subprocess run is the product as
+    shipped: such tests pass `--library` where their snippet has no step loop."""
+    if request.node.get_closest_marker("stepping_evidence") is not None:
+        return
+    from torchperf_lint.rules import ALL_RULES
+
+    for rule in ALL_RULES:
+        if rule.stepping_evidence:
+            monkeypatch.setattr(rule, "stepping_evidence", False)

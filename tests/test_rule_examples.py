@@ -11,8 +11,11 @@ from torchperf_lint.api import fix_source, lint_source
 from torchperf_lint.engine.findings import Safety
 from torchperf_lint.rules import ALL_RULES
 from torchperf_lint.rules.base import Rule
+from torchperf_lint.settings import Settings
 
 from .helpers import example_source, expected_findings
+
+pytestmark = pytest.mark.stepping_evidence  # settings_for: examples are shown as --library shows them
 
 
 def _cases(kind: str) -> list[pytest.param]:
@@ -23,9 +26,16 @@ def _cases(kind: str) -> list[pytest.param]:
     ]
 
 
+def settings_for(rule: type[Rule]) -> Settings:
+    """An example is a fragment without the step loop that would run it: a rule whose default form
+    asks for one (`Rule.stepping_evidence`) is shown its examples as --library shows them;
+    tests/test_stepping.py holds the default form."""
+    return Settings(library=rule.stepping_evidence)
+
+
 def _lint(rule: type[Rule], source: str) -> list[tuple[int, str]]:
     # Exact selection, so off-by-default rules run too; TPL000 would show a broken example.
-    findings = lint_source(source, path="example.py", select=[rule.code])
+    findings = lint_source(source, path="example.py", settings=settings_for(rule), select=[rule.code])
     return sorted((f.line, f.code) for f in findings)
 
 
@@ -45,16 +55,23 @@ def test_good_example_stays_silent(rule: type[Rule], label: str) -> None:
 @pytest.mark.parametrize("rule, label", _cases("FIXED"))
 def test_fixed_example_is_what_fix_produces(rule: type[Rule], label: str) -> None:
     assert label in rule.BAD, "a FIXED example must fix a BAD example of the same label"
-    fixed = fix_source(example_source(rule.BAD[label]), path="example.py", unsafe=True, select=[rule.code])
+    fixed = fix_source(
+        example_source(rule.BAD[label]),
+        "example.py",
+        unsafe=True,
+        settings=settings_for(rule),
+        select=[rule.code],
+    )
     assert fixed == textwrap.dedent(rule.FIXED[label]).lstrip("\n")
 
 
 @pytest.mark.parametrize("rule, label", _cases("FIXED"))
 def test_fixed_example_is_clean_and_stable(rule: type[Rule], label: str) -> None:
     fixed = textwrap.dedent(rule.FIXED[label]).lstrip("\n")
-    remaining = lint_source(fixed, path="example.py", select=[rule.code])
+    settings = settings_for(rule)
+    remaining = lint_source(fixed, path="example.py", settings=settings, select=[rule.code])
     assert [f for f in remaining if f.fix is not None] == []
-    assert fix_source(fixed, path="example.py", unsafe=True, select=[rule.code]) == fixed
+    assert fix_source(fixed, "example.py", unsafe=True, settings=settings, select=[rule.code]) == fixed
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)

@@ -22,7 +22,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL305", "eval-without-no-grad", False),
     ("TPL306", "hand-written-attention", False),
     ("TPL307", "model-moved-per-step", False),
-    ("TPL401", "conv-bias-before-batchnorm", False),
+    ("TPL401", "conv-bias-before-batchnorm", True),
     ("TPL402", "data-parallel", False),
     ("TPL403", "cudnn-benchmark-off", False),
     ("TPL404", "convnet-without-channels-last", True),

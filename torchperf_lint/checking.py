@@ -61,6 +61,8 @@ class FileOutcome:
     notes: list[Finding] = dataclasses.field(default_factory=list)  # why rules stayed silent (--show-context)
     # what the project's torch requirement hides, of the rules that are on (Settings.newer_torch)
     newer_torch: list[Finding] = dataclasses.field(default_factory=list)
+    # what only --library shows, of the rules that are on (Settings.unstepped)
+    unstepped: list[Finding] = dataclasses.field(default_factory=list)
     seconds: float = 0.0  # how long the check took (0 when it came from the cache)
 
 
@@ -172,14 +174,20 @@ class Checker:
 
     def _hidden_apart(self, outcome: FileOutcome) -> FileOutcome:
         """The findings of the job's hidden rules (off by default, only counted) set apart, and
-        notes and what the torch requirement hides apart from findings, so that they never count;
-        a hidden rule's notes, and what the requirement hides of it, are dropped."""
+        notes, what the torch requirement hides and what only --library shows apart from findings,
+        so that they never count; a hidden rule's notes, and what those hide of it, are dropped."""
         hidden = set(self.job.hidden_codes)
-        if hidden or self.job.settings.notes or self.job.settings.newer_torch:
-            found = [f for f in outcome.findings if f.code not in hidden or not (f.note or f.newer_torch)]
+        settings = self.job.settings
+        if hidden or settings.notes or settings.newer_torch or settings.unstepped:
+
+            def apart(f: Finding) -> bool:
+                return f.note or f.newer_torch or (f.unstepped and not settings.library)
+
+            found = [f for f in outcome.findings if f.code not in hidden or not apart(f)]
             outcome.notes = [f for f in found if f.note]
             outcome.newer_torch = [f for f in found if f.newer_torch]
-            shown = [f for f in found if not (f.note or f.newer_torch)]
+            outcome.unstepped = [f for f in found if apart(f) and not (f.note or f.newer_torch)]
+            shown = [f for f in found if not apart(f)]
             outcome.hidden = [f for f in shown if f.code in hidden]
             outcome.findings = [f for f in shown if f.code not in hidden]
         return outcome

@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="rules to skip as well (as --ignore: neither replaces the config's ignore)",
     )
+    select.add_argument(
+        "--library",
+        action="store_true",
+        help="lint as a library: the rules that ask for a step loop of this project also report code "
+        "hot only by assumption (a forward no step loop here runs, which users of the library will)",
+    )
     files = parser.add_argument_group("files")
     files.add_argument("--exclude", type=comma_list, help="names or globs to skip (replaces the defaults)")
     files.add_argument("--extend-exclude", type=comma_list, default=[], help="names or globs to skip as well")

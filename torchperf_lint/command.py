@@ -32,6 +32,7 @@ _OPTIONS = {
     "extend_exclude": "--extend-exclude",
     "torch_version": "--torch-version",
     "lint_all_files": "--lint-all-files",
+    "library": "--library",
     "respect_gitignore": "--no-respect-gitignore",
 }
 
@@ -48,6 +49,8 @@ def _over_command_line(args: argparse.Namespace, settings: Settings) -> Settings
         changes["torch_version_source"] = f"--torch-version {args.torch_version}"
     if args.lint_all_files:
         changes["lint_all_files"] = True
+    if args.library:
+        changes["library"] = True
     if args.show_context:
         changes["notes"] = True  # why a rule stays silent is context too
     if args.no_respect_gitignore:
@@ -56,8 +59,9 @@ def _over_command_line(args: argparse.Namespace, settings: Settings) -> Settings
         changes["text_edits"] = True  # SARIF carries safe fixes as text replacements
     if not (args.fix or args.diff):
         # the text summary says what the torch requirement hides; every format asks, so that they
-        # share cache entries, and a fix never sees it
+        # share cache entries, and a fix never sees it; the same for what only --library shows
         changes["newer_torch"] = True
+        changes["unstepped"] = True
     return settings.replace(**changes)
 
 
@@ -311,6 +315,17 @@ def _torch_lines(
     return lines
 
 
+def _library_lines(unstepped: Sequence[Finding]) -> list[str]:
+    """How many findings are in code hot only by assumption, which --library shows."""
+    if not unstepped:
+        return []
+    verb = "is" if len(unstepped) == 1 else "are"
+    return [
+        f"{_count(len(unstepped), 'finding')} {verb} in code no step loop of this project runs "
+        f"(hot only by assumption); `--library` shows {'it' if len(unstepped) == 1 else 'them'}."
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     """Check, fix or inform, as the parsed command line asks; the exit status."""
     out = sys.stdout
@@ -391,11 +406,13 @@ def run(args: argparse.Namespace) -> int:
     hidden: list[Finding] = []
     notes: list[Finding] = []
     newer: list[Finding] = []
+    unstepped: list[Finding] = []
     for outcome in outcomes:
         findings.extend(outcome.findings)
         hidden.extend(outcome.hidden)
         notes.extend(outcome.notes)
         newer.extend(outcome.newer_torch)
+        unstepped.extend(outcome.unstepped)
         diffs.append(outcome.diff)
     findings.extend(error_finding(path, message) for path, message in discovery_errors)
     if args.add_noqa:
@@ -405,7 +422,7 @@ def run(args: argparse.Namespace) -> int:
     checked = list(zip(checked_paths, outcomes, strict=True))
     for line in slow_file_lines(checked, SLOW_FILE_SECONDS):
         emit(sys.stderr, line)
-    torch_lines = _torch_lines(jobs, checked, newer)
+    torch_lines = _torch_lines(jobs, checked, newer) + _library_lines(unstepped)
     options = ReportOptions(args.show_context, args.unsafe_fixes, args.statistics, hidden, notes, torch_lines)
     report = reporter(args.format)(findings, options)
     if stdin_output is not None and args.fix:

@@ -81,6 +81,7 @@ KEYS = (
     "test-file-patterns",
     "lint-all-files",
     "respect-gitignore",
+    "library",
     "cache-dir",
     "module-bases",
 )
@@ -117,7 +118,7 @@ def apply_values(settings: Settings, raw: dict[str, Any], where: str) -> Setting
                 raise ConfigError(f'{where}: torch-version must be a string like "2.1", got {value!r}')
             changes["torch_version"] = parse_version(value, where)
             changes["torch_version_source"] = f"torch-version {value} from {where}"
-        elif name in ("lint-all-files", "respect-gitignore"):
+        elif name in ("lint-all-files", "respect-gitignore", "library"):
             flag = value if isinstance(value, bool) else _BOOLEANS.get(str(value).strip().lower())
             if flag is None:
                 raise ConfigError(f"{where}: {name} must be true or false, got {value!r}")

@@ -60,6 +60,15 @@ def _precision_section(rule: type[Rule]) -> str:
         + "."
         for population, row in rows
     ]
+    if rule.stepping_evidence:
+        lines = [line.replace("- ", "- Default form, ", 1) for line in lines]
+        for population in POPULATIONS:
+            extra = precision_of(rule.code, population, library=True)
+            if extra is not None:
+                lines.append(
+                    f"- What only `--library` adds on {POPULATION_NAMES[population]} (code no step loop of "
+                    f"the project runs): {extra.describe()}."
+                )
     return "\n".join(lines) + (
         "\n\nTRUE: a performance engineer would make the change in that code; SMALL: right, and the fix is "
         "free and safe, but the gain there is small; DEBATABLE: a real cost nobody can or should remove "
@@ -75,6 +84,16 @@ def _default_line(rule: type[Rule]) -> str:
     return f"{enable}: {why}" if why else enable
 
 
+def _where(rule: type[Rule]) -> str:
+    if not rule.stepping_evidence:
+        return rule.where
+    return (
+        f"{rule.where}, where a step or inference loop of the project runs it (evidence of stepping); with "
+        "`--library`, also code hot only by assumption, such as a forward no step loop of the project "
+        "runs. The examples below are shown as `--library` reports them"
+    )
+
+
 def render_rule_page(rule: type[Rule]) -> str:
     default = _default_line(rule)
     parts = [
@@ -84,7 +103,7 @@ def render_rule_page(rule: type[Rule]) -> str:
         "",
         f"- Default: {default}",
         f"- Fix: {rule.fix_safety.value}",
-        f"- Looks at: {rule.where}",
+        f"- Looks at: {_where(rule)}",
         "",
     ]
     body = rule.explanation()

@@ -136,9 +136,13 @@ def bars(population: str) -> str:
     )
 
 
-def precision_of(code: str, population: str) -> Optional[Precision]:
-    """The rule's row for one population in precision.json, or None when the check does not track it."""
+def precision_of(code: str, population: str, library: bool = False) -> Optional[Precision]:
+    """The rule's row for one population in precision.json (what a run without --library reports), or
+    None when the check does not track it; with `library`, the row of what only --library adds (code
+    no step loop of the project runs), or None when there is none."""
     row = precision_table().get("populations", {}).get(population, {}).get("rules", {}).get(code)
+    if row is not None and library:
+        row = row.get("library")
     if row is None:
         return None
     return Precision(

@@ -66,6 +66,10 @@ class Settings:
     notes: bool = False  # report rules' notes on candidates they stay silent on (--show-context)
     # also find what a declared torch requirement hides, to count it (a text run's summary)
     newer_torch: bool = False
+    # report code hot only by hypothesis too (forwards no step loop of the project runs): a library
+    library: bool = False
+    # also find what only `library` shows, to count it (a text run's summary)
+    unstepped: bool = False
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

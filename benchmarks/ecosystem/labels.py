@@ -134,6 +134,34 @@ def precision_per_rule(
     return [rows[code] for code in sorted(rows)]
 
 
+LIBRARY_FORM = " (library)"  # the row of a rule's findings that only --library shows
+
+
+def forms_per_rule(
+    findings: Iterable[Finding], labels: Iterable[Label], codes: Sequence[str] = ()
+) -> list[tuple[RulePrecision, str]]:
+    """The rows of `precision_per_rule` for what a run without --library reports, and after each
+    rule with findings in code no step loop runs (`Finding.hypothesis`), a row for those, marked
+    LIBRARY_FORM. A label belongs to the row of the finding with its key."""
+    findings, labels = list(findings), list(labels)
+    assumed = [f for f in findings if f.hypothesis]
+    assumed_keys = {f.key for f in assumed}
+    evidence = precision_per_rule(
+        [f for f in findings if not f.hypothesis], [x for x in labels if x.key not in assumed_keys], codes
+    )
+    library = {
+        row.code: row
+        for row in precision_per_rule(assumed, [x for x in labels if x.key in assumed_keys])
+        if row.findings
+    }
+    rows: list[tuple[RulePrecision, str]] = []
+    for row in evidence:
+        rows.append((row, ""))
+        if row.code in library:
+            rows.append((library.pop(row.code), LIBRARY_FORM))
+    return rows + [(row, LIBRARY_FORM) for row in library.values()]
+
+
 def template(findings: Iterable[Finding], labels: Iterable[Label]) -> str:
     """A CSV of the findings that have no label yet, verdict and reason left empty."""
     labelled = {label.key for label in labels}
@@ -156,31 +184,33 @@ def published(
     projects: Sequence[Project],
 ) -> str:
     """precision.json: the labelled findings per tracked rule and population, as the rule pages, the
-    rule list and the default policy read them."""
+    rule list and the default policy read them: what a run without --library reports, and under
+    "library" what only --library adds (findings in code no step loop of the project runs)."""
     findings, labels, codes = list(findings), list(labels), [code for code, _ in rules]
     table: dict[str, object] = {}
     for population in POPULATIONS:
         names = {p.name for p in projects if p.population == population}
         if not names:
             continue
-        rows = precision_per_rule(
-            (f for f in findings if f.project in names),
-            (label for label in labels if label.project in names),
+        rules: dict[str, dict[str, object]] = {}
+        for row, form in forms_per_rule(
+            [f for f in findings if f.project in names],
+            [label for label in labels if label.project in names],
             codes,
-        )
-        table[population] = {
-            "corpus": CORPUS[population].format(count=len(names)),
-            "rules": {
-                row.code: {
-                    "findings": row.findings,
-                    "labelled": row.labelled,
-                    "true": row.true,
-                    "small": row.small,
-                    "debatable": row.debatable,
-                    "false": row.false,
-                }
-                for row in rows
-                if row.code in codes
-            },
-        }
+        ):
+            if row.code not in codes:
+                continue
+            counts: dict[str, object] = {
+                "findings": row.findings,
+                "labelled": row.labelled,
+                "true": row.true,
+                "small": row.small,
+                "debatable": row.debatable,
+                "false": row.false,
+            }
+            if form:
+                rules[row.code]["library"] = counts
+            else:
+                rules[row.code] = counts
+        table[population] = {"corpus": CORPUS[population].format(count=len(names)), "rules": rules}
     return json.dumps({"populations": table}, indent=2, sort_keys=True) + "\n"

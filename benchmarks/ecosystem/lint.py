@@ -33,6 +33,9 @@ class Finding:
     source: str
     message: str = ""
     context: str = ""  # why the line counts as hot, when the rule says
+    # in code no step loop of the project runs, of a rule whose default form asks for one: only
+    # `--library` shows it (the ecosystem check lints with it, and a default run leaves it out)
+    hypothesis: bool = False
 
     @property
     def key(self) -> Key:
@@ -100,6 +103,7 @@ def findings_from_json(items: list[dict[str, Any]], project: Project, root: Path
                 source_line(root, path, item["line"], lines),
                 item["message"],
                 item.get("context") or "",
+                bool(item.get("hypothesis")),
             )
         )
     return sorted(findings, key=lambda f: f.key)
@@ -110,7 +114,8 @@ def lint_project(project: Project, root: Path, rules: Sequence[tuple[str, str]] 
     rules = tracked_rules() if rules is None else rules
     start = time.perf_counter()
     # the cache of unpacked projects usually sits in a gitignored folder of a git work tree
-    args = ["--format", "json", "--no-cache", "--no-respect-gitignore", "--exit-zero", *selection(rules)]
+    args = ["--format", "json", "--no-cache", "--no-respect-gitignore", "--exit-zero", "--library"]
+    args += selection(rules)
     done = run_linter([*args, str(root)], cwd=root)
     seconds = time.perf_counter() - start
     failure = trouble(done)

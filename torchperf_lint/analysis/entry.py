@@ -77,6 +77,9 @@ class EntryFacts:
     # parameters every project caller passes one for
     in_memory_datasets: frozenset[str] = frozenset()
     in_memory_parameters: tuple[tuple[int, frozenset[str]], ...] = ()
+    # the functions (-1: the top level) the project's own step and inference loops run, by evidence
+    # (project/stepping.py); None where no project pass ran: then no code is known to be unstepped
+    stepped_functions: Optional[frozenset[int]] = None
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -147,6 +150,7 @@ class EntryFacts:
                 (int(index), frozenset(map(str, names)))
                 for index, names in data.get("in_memory_parameters", ())
             ),
+            stepped_functions=_optional_ints(data.get("stepped_functions")),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
@@ -201,6 +205,10 @@ def digest_of(data: dict[str, Any]) -> str:
 
 def _text(value: Any) -> Optional[str]:
     return None if value is None else str(value)
+
+
+def _optional_ints(values: Any) -> Optional[frozenset[int]]:
+    return None if values is None else frozenset(_ints(values))
 
 
 def _ints(values: Iterable[Any]) -> list[int]:

@@ -118,6 +118,16 @@ class Context:
         defaults never take (analysis/hotpath.py)."""
         return self.hot.runs_by_default(node)
 
+    def stepped(self, node: cst.CSTNode) -> bool:
+        """A step or inference loop of the project runs the code at `node`: per step by evidence, not
+        only by hypothesis (project/stepping.py). True where no project pass ran."""
+        stepped = self.entry.stepped_functions
+        if stepped is None:
+            return True
+        function = self.facts.enclosing_function(node)
+        index = self.hot.function_index(function) if function is not None else -1
+        return index in stepped
+
     def runs_only_in_special_mode(self, node: cst.CSTNode) -> bool:
         """`node` runs only while scripting, tracing or exporting (analysis/hotpath.py)."""
         return self.hot.runs_only_in_special_mode(node)

@@ -75,6 +75,7 @@ class Report:
     fix: Fix | None = None
     note: bool = False
     newer_torch: bool = False  # see `Finding.newer_torch`
+    unstepped: bool = False  # see `Finding.unstepped`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +88,11 @@ class Finding:
 
     A `newer_torch` finding is one the project's torch requirement hides (the API its advice needs
     is newer than the pin): found only where `Settings.newer_torch` asks, and only counted.
+
+    An `unstepped` finding is one of a rule whose default form asks for evidence of stepping
+    (`Rule.stepping_evidence`), in code no step or inference loop of the project runs: hot by
+    hypothesis (a library's forward). `Settings.library` shows it, marked; otherwise it is found only
+    where `Settings.unstepped` asks, and only counted.
     """
 
     code: str
@@ -104,6 +110,7 @@ class Finding:
     edits: tuple[TextEdit, ...] = ()  # the fix as text edits, when it can be expressed as such
     note: bool = False
     newer_torch: bool = False
+    unstepped: bool = False
 
     @property
     def fixable(self) -> bool:

@@ -29,6 +29,7 @@ class RunnableRule(Protocol):
 
     code: ClassVar[str]
     node_types: ClassVar[tuple[type[cst.CSTNode], ...]]
+    stepping_evidence: ClassVar[bool]
 
     def check(self, node: Any, ctx: Context) -> Iterator[Report]: ...
 
@@ -208,9 +209,29 @@ def run_rules(
         reports = [report for report in reports if not report.note]  # before positions are paid for
     # what only an opt-in option runs is not the code users run (RULES.md, "Values that travel")
     reports = [report for report in reports if ctx.runs_by_default(report.node)]
+    reports = _by_stepping_evidence(reports, rules, ctx, settings)
     if not reports and not failures:
         return [], facts.parents
     return _place(module, source, path, reports + failures, settings), facts.parents
+
+
+def _by_stepping_evidence(
+    reports: list[Report], rules: Sequence[RunnableRule], ctx: Context, settings: Settings
+) -> list[Report]:
+    """The findings of rules that ask for evidence of stepping, in code no step loop of the project
+    runs, marked `unstepped`: shown with `Settings.library`, kept to be counted with
+    `Settings.unstepped`, dropped otherwise."""
+    asking = {rule.code for rule in rules if rule.stepping_evidence}
+    if not asking:
+        return reports
+    kept: list[Report] = []
+    for report in reports:
+        if report.code in asking and not report.note and not ctx.stepped(report.node):
+            if not (settings.library or settings.unstepped):
+                continue
+            report = dataclasses.replace(report, unstepped=True)
+        kept.append(report)
+    return kept
 
 
 def _run_rule(rule: RunnableRule, facts: FileFacts, ctx: Context, reports: list[Report]) -> None:
@@ -276,7 +297,7 @@ def _place(
                 continue
             if ignored and report.code.startswith(ignored):
                 continue
-        key = (report.code, start_line, start_col, report.note or report.newer_torch)
+        key = (report.code, start_line, start_col, report.note or report.newer_torch or report.unstepped)
         if key in seen:
             continue
         seen.add(key)
@@ -297,6 +318,7 @@ def _place(
                 edits=_text_edits(report.fix, module, source) if settings.text_edits else (),
                 note=report.note,
                 newer_torch=report.newer_torch,
+                unstepped=report.unstepped,
             )
         )
     findings.sort(key=Finding.sort_key)

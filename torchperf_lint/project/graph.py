@@ -28,6 +28,7 @@ from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
 from .options import option_values
+from .stepping import stepped_functions
 from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
@@ -144,6 +145,7 @@ class Project:
         self._wrapped: Optional[dict[tuple[int, int], dict[str, str]]] = None
         self._wrapped_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._compiles: Optional[str] = None  # "" once found to be nowhere
+        self._stepped: Optional[dict[int, frozenset[int]]] = None
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -302,13 +304,24 @@ class Project:
             functions = [found] if isinstance(found, FunctionRef) else []
         classes: dict[tuple[int, int], ClassRef] = {}
         for function in functions:
-            info = function.info
-            names = [returned[0] for returned in info.returns if returned]
-            for dotted_class in [*names, *filter(None, [info.returns_annotation])]:
-                built = self.resolve_dotted(function.module, dotted_class)
-                if isinstance(built, ClassRef):
-                    classes.setdefault(built.key(), built)
+            for built in self.returned_classes(function):
+                classes.setdefault(built.key(), built)
         return list(classes.values())
+
+    def attribute_builds(self, cls: ClassRef, callee: str) -> list[ClassRef]:
+        """What `self.<attribute> = callee(...)`, written in `cls`, builds."""
+        return self._built_by(cls, cls.module, callee)
+
+    def returned_classes(self, function: FunctionRef) -> list[ClassRef]:
+        """The project classes `function` returns instances of (`return Loss(self)`, `-> LMModel`)."""
+        info = function.info
+        names = [returned[0] for returned in info.returns if returned]
+        found = []
+        for dotted_class in [*names, *filter(None, [info.returns_annotation])]:
+            built = self.resolve_dotted(function.module, dotted_class)
+            if isinstance(built, ClassRef):
+                found.append(built)
+        return found
 
     def subclasses(self, cls: ClassRef) -> list[ClassRef]:
         """Project classes deriving from `cls`, directly or not."""
@@ -1154,6 +1167,12 @@ class Project:
             self._published = published_functions(self)
         return self._published
 
+    def stepped(self, module: Module) -> frozenset[int]:
+        """The functions of `module` (-1: its top level) the project's own programs run (stepping.py)."""
+        if self._stepped is None:
+            self._stepped = stepped_functions(self)
+        return self._stepped.get(id(module), frozenset())
+
     def entry_facts(self, module: Module) -> EntryFacts:
         key = id(module)
         hot = self.hot()
@@ -1230,6 +1249,7 @@ class Project:
                     _of_module(self.datasets.parameters(), self._datasets_by_module).get(key, ()), key=_first
                 )
             ),
+            stepped_functions=self.stepped(module),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

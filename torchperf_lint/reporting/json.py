@@ -20,6 +20,8 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     if finding.fix is not None:
         fix = {"safety": finding.fix.safety.value, "description": finding.fix.description}
     kind = {"kind": "note"} if finding.note else {}  # present only where notes were asked for
+    # present only with --library, on code no step loop of the project runs
+    hypothesis = {"hypothesis": True} if finding.unstepped else {}
     return {
         "path": finding.path,
         "cell": finding.cell,
@@ -33,6 +35,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "context": finding.context,
         "fix": fix,
         **kind,
+        **hypothesis,
     }
 
 

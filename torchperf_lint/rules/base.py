@@ -28,6 +28,9 @@ class Rule:
     summary: ClassVar[str]
     message: ClassVar[str]
     default_on: ClassVar[bool] = True
+    # the default form reports only code the project's own step loops run (RULES.md, "Defaults
+    # follow evidence"); code hot only by hypothesis is shown with `--library`
+    stepping_evidence: ClassVar[bool] = False
     fix_safety: ClassVar[Safety] = Safety.NONE
     where: ClassVar[str] = "hot code"
     node_types: ClassVar[tuple[type[cst.CSTNode], ...]] = ()

@@ -204,6 +204,7 @@ class LoopOverTensorDim(Rule):
         "vectorise it (broadcasting, torch.gather, torch.einsum, torch.bmm, torch.bucketize)"
     )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
+    stepping_evidence = True  # its default form: code a step loop of the project runs (RULES.md)
     where = "hot code"
     node_types = (cst.For,)
     benchmark = "TPL201"

@@ -69,13 +69,22 @@ class ConvBiasBeforeBatchnorm(Rule):
     (torchvision 0.29): `torchvision/models/vgg.py:81:22: TPL401 note: nn.Conv2d keeps its bias before
     nn.BatchNorm2d: the weights are published (_vgg (torchvision/models/vgg.py:98) calls
     get_state_dict)`.
+
+    By default it looks only at models the project's own programs build: those built (directly, as a
+    part, through a builder or a class handed on) by the code around a step or inference loop of the
+    project, or by a Lightning module. A model class no program of the project builds, a library's
+    model zoo above all, is reported only with `--library`: there the bias is most often in the
+    layout of published weights (RULES.md, "Defaults follow evidence").
     """
 
     code = "TPL401"
     name = "conv-bias-before-batchnorm"
     summary = "Conv bias followed by a BatchNorm that cancels it"
     message = "nn.{conv} adds a bias that the nn.{norm} after it subtracts again; pass bias=False"
-    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
+    # on in its precise form: models a step or inference loop of the project builds (RULES.md,
+    # "Defaults follow evidence"); the broad form, with --library, keeps pretrained layouts (libraries)
+    default_on = True
+    stepping_evidence = True
     fix_safety = Safety.UNSAFE
     where = "anywhere"
     node_types = (cst.Call,)

@@ -139,6 +139,7 @@ class ConstantCopiedPerStep(Rule):
 
     code = "TPL102"
     default_on = False
+    stepping_evidence = True  # its default form: code a step loop of the project runs (RULES.md)
     name = "constant-copied-per-step"
     summary = "Constant host data copied to the device at every step"
     message = "{source} copies the same host values to the device in {place} at every step; {remedy}"

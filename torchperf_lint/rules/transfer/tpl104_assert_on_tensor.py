@@ -97,6 +97,7 @@ class AssertOnTensor(Rule):
         "use torch._assert_async(...) or validate the data in the input pipeline{graph}"
     )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
+    stepping_evidence = True  # its default form: code a step loop of the project runs (RULES.md)
     fix_safety = Safety.UNSAFE
     where = "hot code"
     node_types = (cst.Assert,)
