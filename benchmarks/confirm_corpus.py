@@ -133,11 +133,12 @@ def _kept(output: str) -> list[dict[str, Any]]:
     return [{k: f[k] for k in fields} for f in json.loads(output)]
 
 
-def _project_digest(project: str) -> str:
-    """The hash of a file, or of every Python file under a directory (the findings' sources)."""
-    path = ROOT / project
+def _project_digest(project: str, base: Path = ROOT) -> str:
+    """The hash of a file, or of every Python file under a directory (the findings' sources), with
+    their paths relative to `base`."""
+    path = base / project
     files = [path] if path.is_file() else sorted(path.rglob("*.py"))
-    return _digest("".join(f"{file.relative_to(ROOT)}\0{file.read_text(encoding='utf-8')}" for file in files))
+    return _digest("".join(f"{file.relative_to(base)}\0{file.read_text(encoding='utf-8')}" for file in files))
 
 
 def _measured(case: Any, size: dict) -> dict[str, Any] | None:
