@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -83,6 +81,8 @@ NANOGPT_ARGS = (
     "--always_save_checkpoint=False",
 )
 
+# Each runs as its README runs it, made small (model, batch, workers); logging intervals are the
+# script's defaults, so that confirm sees what a user's run does.
 SCRIPTS = (
     Script(
         "nanogpt",
@@ -101,7 +101,7 @@ SCRIPTS = (
         "pytorch+examples",
         "word_language_model",
         "main.py",
-        ("--data", "data/synthetic", "--epochs", "1", "--log-interval", "5"),
+        ("--data", "data/synthetic", "--epochs", "1"),
         cpu=(),
         cuda=("--accel",),
         shim="none",
@@ -136,7 +136,7 @@ SCRIPTS = (
         "pytorch+examples",
         "imagenet",
         "main.py",
-        ("--dummy", "-a", "resnet18", "-b", "32", "-j", "4", "--epochs", "1", "-p", "5"),
+        ("--dummy", "-a", "resnet18", "-b", "32", "-j", "4", "--epochs", "1"),
         cpu=("--no-accel",),
         cuda=(),
         shim="none",
@@ -147,7 +147,7 @@ SCRIPTS = (
         "pytorch+examples",
         "mnist",
         "main.py",
-        ("--epochs", "1", "--log-interval", "5"),
+        ("--epochs", "1"),
         cpu=("--no-accel",),
         cuda=(),
         shim="mnist",
@@ -180,7 +180,7 @@ SCRIPTS = (
         "akamaster+pytorch_resnet_cifar10",
         "",
         "trainer.py",
-        ("-a", "resnet20", "-b", "128", "-j", "2", "--epochs", "1", "-p", "5", "--save-dir", "save_temp"),
+        ("-a", "resnet20", "-b", "128", "-j", "2", "--epochs", "1", "--save-dir", "save_temp"),
         cpu=None,
         cuda=(),
         shim="cifar10",
@@ -192,8 +192,8 @@ SCRIPTS = (
         "",
         "run.py",
         ("-dataset-name", "cifar10", "-a", "resnet18", "-b", "64", "-j", "2", "--epochs", "1"),
-        cpu=None,
-        cuda=("--log-every-n-steps", "5"),
+        cpu=("--disable-cuda",),
+        cuda=(),
         shim="cifar10",
         data="SyntheticCIFAR10 for torchvision.datasets.CIFAR10",
     ),
@@ -204,7 +204,9 @@ def _source(repository: str) -> Path:
     for base in SOURCES:
         if (base / repository).is_dir():
             return base / repository
-    raise SystemExit(f"confirm_training: no training source {repository} under {', '.join(map(str, SOURCES))}")
+    raise SystemExit(
+        f"confirm_training: no training source {repository} under {', '.join(map(str, SOURCES))}"
+    )
 
 
 def _copy_project(script: Script, target: Path) -> int:
@@ -233,12 +235,13 @@ def prepare(folder: Path = FOLDER, scripts: tuple[Script, ...] = SCRIPTS) -> int
         found = _lint_json(".", copy)
         if found.returncode not in (0, 1):
             raise SystemExit(f"confirm_training: the lint of {copy} failed: {found.stderr.strip()[-300:]}")
+        kept = _kept(found.stdout)
         entries[script.name] = {
             "source": _project_digest(script.name, folder),
             "files": files,
-            "findings": _kept(found.stdout),
+            "findings": kept,
         }
-        print(f"{script.name}: {files} files, {len(entries[script.name]['findings'])} findings")
+        print(f"{script.name}: {files} files, {len(kept)} findings")
     (folder / "findings.json").write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
     return 0
 
@@ -268,9 +271,7 @@ def _summary(script: Script, outcome: dict[str, Any]) -> dict[str, Any]:
         "ended": report["ended"],
         "cuda": report["cuda"],
         **{status: counts.get(status, 0) for status in STATUSES},
-        "seen": [
-            f"{f['code']} {f['path']}:{f['line']} {f['status']} x{f['per_step']:g}/step" for f in seen
-        ],
+        "seen": [f"{f['code']} {f['path']}:{f['line']} {f['status']} x{f['per_step']:g}/step" for f in seen],
         "unreported": [
             f"{e['kind']} {e['path']}:{e['line']} {e['status']} x{e['per_step']:g}/step ({', '.join(e['details'])})"
             for e in report["unreported"]
@@ -307,7 +308,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         data = json.loads((Path(args.folder) / "findings.json").read_text(encoding="utf-8"))
     except OSError:
-        raise SystemExit("confirm_training: no .confirm_training/findings.json: run `prepare` first") from None
+        raise SystemExit(
+            "confirm_training: no .confirm_training/findings.json: run `prepare` first"
+        ) from None
     wanted = {name.strip() for name in (args.only or "").split(",") if name.strip()}
     out = Path(args.out).resolve()
     reports = out / "confirm"
@@ -355,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.confirm_training", description=__doc__.split("\n\n")[0]
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    ready = commands.add_parser("prepare", help="copy, write the synthetic data, lint into .confirm_training/")
+    ready = commands.add_parser(
+        "prepare", help="copy, write the synthetic data, lint into .confirm_training/"
+    )
     ready.add_argument("--folder", default=str(FOLDER), help=argparse.SUPPRESS)
     running = commands.add_parser("run", help="confirm each script's findings by running it a few steps")
     running.add_argument("--out", required=True, help="where the reports and the summary go")
@@ -364,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     running.add_argument("--profile", action="store_true", help="host time per line (confirm --profile)")
     running.add_argument("--timeout", type=int, default=150, help="seconds per script")
     running.add_argument("--only", help="script names, comma separated")
-    running.add_argument("--keep-work", action="store_true", help="keep DIR/work/NAME (what the script wrote)")
+    running.add_argument(
+        "--keep-work", action="store_true", help="keep DIR/work/NAME (what the script wrote)"
+    )
     running.add_argument("--folder", default=str(FOLDER), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.command == "prepare":

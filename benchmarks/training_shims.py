@@ -58,7 +58,7 @@ class SyntheticImages:
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         from PIL import Image
 
-        image: Any = Image.fromarray(self.pixels(index), mode="L" if len(self.shape) == 2 else "RGB")
+        image: Any = Image.fromarray(self.pixels(index))  # uint8: "L" for (H, W), "RGB" for (H, W, 3)
         target: Any = self.targets[index]
         if self.transform is not None:
             image = self.transform(image)
