@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -161,6 +162,7 @@ class Target:
     project: str
     program: list[str]
     case: Any = None  # the benchmark case, for its committed measurement
+    timeout: int | None = None  # seconds, when shorter than --timeout
 
 
 def _confirm(target: Target, out: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -172,24 +174,30 @@ def _confirm(target: Target, out: Path, args: argparse.Namespace) -> dict[str, A
         *("--findings", target.findings, "--project", target.project, *profile, "--", *target.program),
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    try:
-        result = subprocess.run(
-            command,
-            cwd=target.cwd,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=args.timeout,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"no report within {args.timeout} s"}
-    (out / f"{target.name}.log").write_text(result.stderr, encoding="utf-8")
-    if not result.stdout.strip():
-        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {result.returncode}: {last}"}
-    (out / f"{target.name}.json").write_text(result.stdout, encoding="utf-8")
-    return {"report": json.loads(result.stdout)}
+    timeout = target.timeout or args.timeout
+    # a session of its own: on a timeout the program under confirm goes too, not only confirm
+    with subprocess.Popen(
+        command,
+        cwd=target.cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            (out / f"{target.name}.log").write_text(stderr, encoding="utf-8")
+            return {"error": f"no report within {timeout} s"}
+    (out / f"{target.name}.log").write_text(stderr, encoding="utf-8")
+    if not stdout.strip():
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {process.returncode}: {last}"}
+    (out / f"{target.name}.json").write_text(stdout, encoding="utf-8")
+    return {"report": json.loads(stdout)}
 
 
 def _cost(entry: dict[str, Any]) -> float | None:

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import shutil
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -82,7 +83,8 @@ NANOGPT_ARGS = (
 )
 
 # Each runs as its README runs it, made small (model, batch, workers); logging intervals are the
-# script's defaults, so that confirm sees what a user's run does.
+# script's defaults, so that confirm sees what a user's run does. Those that use CUDA come first (a
+# run cut short by --budget loses the CPU-only ones).
 SCRIPTS = (
     Script(
         "nanogpt",
@@ -97,41 +99,6 @@ SCRIPTS = (
         write_data=_tokens,
     ),
     Script(
-        "examples_word_language_model",
-        "pytorch+examples",
-        "word_language_model",
-        "main.py",
-        ("--data", "data/synthetic", "--epochs", "1"),
-        cpu=(),
-        cuda=("--accel",),
-        shim="none",
-        data="random text (1000-word vocabulary) in data/synthetic/{train,valid,test}.txt",
-        write_data=_text("data/synthetic", {"train.txt": 40000, "valid.txt": 4000, "test.txt": 4000}),
-    ),
-    Script(
-        "examples_regression",
-        "pytorch+examples",
-        "regression",
-        "main.py",
-        (),
-        cpu=(),
-        cuda=(),
-        shim="none",
-        data="none (the script draws its own batches; it computes on the CPU whatever the device)",
-    ),
-    Script(
-        "tutorial_language_model",
-        "yunjey+pytorch-tutorial",
-        "tutorials/02-intermediate/language_model",
-        "main.py",
-        (),
-        cpu=(),
-        cuda=(),
-        shim="none",
-        data="random text (1000-word vocabulary) in data/train.txt",
-        write_data=_text("data", {"train.txt": 40000}),
-    ),
-    Script(
         "examples_imagenet",
         "pytorch+examples",
         "imagenet",
@@ -141,28 +108,6 @@ SCRIPTS = (
         cuda=(),
         shim="none",
         data="the script's own --dummy (torchvision FakeData, 224x224, 1000 classes)",
-    ),
-    Script(
-        "examples_mnist",
-        "pytorch+examples",
-        "mnist",
-        "main.py",
-        ("--epochs", "1"),
-        cpu=("--no-accel",),
-        cuda=(),
-        shim="mnist",
-        data="SyntheticMNIST for torchvision.datasets.MNIST",
-    ),
-    Script(
-        "tutorial_cnn",
-        "yunjey+pytorch-tutorial",
-        "tutorials/02-intermediate/convolutional_neural_network",
-        "main.py",
-        (),
-        cpu=(),
-        cuda=(),
-        shim="mnist",
-        data="SyntheticMNIST for torchvision.datasets.MNIST",
     ),
     Script(
         "pytorch_cifar100",
@@ -196,6 +141,63 @@ SCRIPTS = (
         cuda=(),
         shim="cifar10",
         data="SyntheticCIFAR10 for torchvision.datasets.CIFAR10",
+    ),
+    Script(
+        "examples_mnist",
+        "pytorch+examples",
+        "mnist",
+        "main.py",
+        ("--epochs", "1"),
+        cpu=("--no-accel",),
+        cuda=(),
+        shim="mnist",
+        data="SyntheticMNIST for torchvision.datasets.MNIST",
+    ),
+    Script(
+        "tutorial_cnn",
+        "yunjey+pytorch-tutorial",
+        "tutorials/02-intermediate/convolutional_neural_network",
+        "main.py",
+        (),
+        cpu=(),
+        cuda=(),
+        shim="mnist",
+        data="SyntheticMNIST for torchvision.datasets.MNIST",
+    ),
+    Script(
+        "examples_word_language_model",
+        "pytorch+examples",
+        "word_language_model",
+        "main.py",
+        ("--data", "data/synthetic", "--epochs", "1"),
+        cpu=(),
+        cuda=("--accel",),
+        shim="none",
+        data="random text (1000-word vocabulary) in data/synthetic/{train,valid,test}.txt",
+        write_data=_text("data/synthetic", {"train.txt": 40000, "valid.txt": 4000, "test.txt": 4000}),
+    ),
+    Script(
+        "tutorial_language_model",
+        "yunjey+pytorch-tutorial",
+        "tutorials/02-intermediate/language_model",
+        "main.py",
+        (),
+        cpu=(),
+        cuda=(),
+        shim="none",
+        data="random text (1000-word vocabulary) in data/train.txt",
+        write_data=_text("data", {"train.txt": 40000}),
+    ),
+    Script(
+        "examples_regression",
+        "pytorch+examples",
+        "regression",
+        "main.py",
+        (),
+        cpu=(),
+        cuda=(),
+        shim="none",
+        data="none (the script draws its own batches; it computes on the CPU whatever the device)",
     ),
 )
 
@@ -304,6 +306,15 @@ def _markdown(summaries: list[dict[str, Any]], args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write_summary(out: Path, summaries: list[dict[str, Any]], rows: list[dict[str, Any]], args: Any) -> str:
+    text = _markdown(summaries, args)
+    (out / "confirm_training.json").write_text(
+        json.dumps({"summary": summaries, "rows": rows}, indent=1) + "\n", encoding="utf-8"
+    )
+    (out / "confirm_training.md").write_text(text, encoding="utf-8")
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         data = json.loads((Path(args.folder) / "findings.json").read_text(encoding="utf-8"))
@@ -315,7 +326,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     reports = out / "confirm"
     reports.mkdir(parents=True, exist_ok=True)
-    summaries, rows = [], []
+    deadline = time.monotonic() + getattr(args, "budget", 1e9)
+    summaries: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     for script in SCRIPTS:
         if wanted and script.name not in wanted:
             continue
@@ -323,33 +336,31 @@ def run(args: argparse.Namespace) -> int:
         copy = Path(args.folder) / script.name
         work = out / "work" / script.name
         program = command_of(script, args.device, work)
+        left = int(deadline - time.monotonic())
         if script.name not in data or not copy.is_dir():
             summaries.append({**entry, "skipped": "not prepared: run `prepare`"})
-            continue
-        if data[script.name]["source"] != _project_digest(script.name, Path(args.folder)):
+        elif data[script.name]["source"] != _project_digest(script.name, Path(args.folder)):
             summaries.append({**entry, "skipped": "its findings are stale: run `prepare`"})
-            continue
-        if program is None:
+        elif program is None:
             summaries.append({**entry, "skipped": f"needs CUDA (run with --device {args.device})"})
-            continue
-        if work.exists():
-            shutil.rmtree(work)
-        shutil.copytree(copy, work)
-        findings = out / "work" / f"{script.name}.findings.json"
-        findings.write_text(json.dumps(data[script.name]["findings"]), encoding="utf-8")
-        print(f"confirm_training: {script.name}: {' '.join(program[1:])}", file=sys.stderr, flush=True)
-        target = Target(script.name, work, str(findings), ".", program)
-        outcome = _confirm(target, reports, args)
-        summaries.append(_summary(script, outcome))
-        rows.extend(_rows(target, outcome, False))
-        if not args.keep_work:
-            shutil.rmtree(work, ignore_errors=True)  # checkpoints and logs the script wrote
-    text = _markdown(summaries, args)
-    (out / "confirm_training.json").write_text(
-        json.dumps({"summary": summaries, "rows": rows}, indent=1) + "\n", encoding="utf-8"
-    )
-    (out / "confirm_training.md").write_text(text, encoding="utf-8")
-    print(text)
+        elif left < 10:
+            summaries.append({**entry, "skipped": "the --budget was spent"})
+        else:
+            if work.exists():
+                shutil.rmtree(work)
+            shutil.copytree(copy, work)
+            findings = out / "work" / f"{script.name}.findings.json"
+            findings.write_text(json.dumps(data[script.name]["findings"]), encoding="utf-8")
+            print(f"confirm_training: {script.name}: {' '.join(program[1:])}", file=sys.stderr, flush=True)
+            target = Target(script.name, work, str(findings), ".", program, timeout=min(args.timeout, left))
+            outcome = _confirm(target, reports, args)
+            summaries.append(_summary(script, outcome))
+            rows.extend(_rows(target, outcome, False))
+            if not args.keep_work:
+                shutil.rmtree(work, ignore_errors=True)  # checkpoints and logs the script wrote
+        # after each script: a run cut short still leaves what it saw
+        _write_summary(out, summaries, rows, args)
+    print(_write_summary(out, summaries, rows, args))
     return 0
 
 
@@ -367,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     running.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if _cuda() else "cpu")
     running.add_argument("--steps", type=int, default=10)
     running.add_argument("--profile", action="store_true", help="host time per line (confirm --profile)")
-    running.add_argument("--timeout", type=int, default=150, help="seconds per script")
+    running.add_argument("--timeout", type=int, default=120, help="seconds per script")
+    running.add_argument(
+        "--budget", type=int, default=480, help="seconds for all the scripts: those left after it are skipped"
+    )
     running.add_argument("--only", help="script names, comma separated")
     running.add_argument(
         "--keep-work", action="store_true", help="keep DIR/work/NAME (what the script wrote)"
