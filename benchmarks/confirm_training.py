@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import time
@@ -265,6 +266,10 @@ def _summary(script: Script, outcome: dict[str, Any]) -> dict[str, Any]:
     report = outcome["report"]
     counts = Counter(finding["status"] for finding in report["findings"])
     seen = [f for f in report["findings"] if f["status"] in ("every-step", "some-steps")]
+    ran = {_normalised(script.script)} | {
+        _normalised(item["path"])
+        for item in [*seen, *report["unreported"]] + [f for f in report["findings"] if "line_ran_steps" in f]
+    }
     return {
         **entry,
         "steps": report["steps"],
@@ -273,12 +278,30 @@ def _summary(script: Script, outcome: dict[str, Any]) -> dict[str, Any]:
         "ended": report["ended"],
         "cuda": report["cuda"],
         **{status: counts.get(status, 0) for status in STATUSES},
-        "seen": [f"{f['code']} {f['path']}:{f['line']} {f['status']} x{f['per_step']:g}/step" for f in seen],
+        "seen": [f"{f['code']} {f['path']}:{f['line']} {_how_often(f)}" for f in seen],
         "unreported": [
-            f"{e['kind']} {e['path']}:{e['line']} {e['status']} x{e['per_step']:g}/step ({', '.join(e['details'])})"
+            f"{e['kind']} {e['path']}:{e['line']} {_how_often(e)} ({', '.join(e['details'])})"
             for e in report["unreported"]
         ],
+        # the refutations worth reading: not seen in a file the run is known to have run (the script,
+        # or a file where something was seen); those in the project's other files may never have run
+        "not_seen": [
+            f"{f['code']} {f['path']}:{f['line']}"
+            + (f" (the line ran at {f['line_ran_steps']} steps)" if "line_ran_steps" in f else "")
+            for f in report["findings"]
+            if f["status"] == "not-seen" and _normalised(f["path"]) in ran
+        ],
     }
+
+
+def _normalised(path: str) -> str:
+    return os.path.normpath(path)
+
+
+def _how_often(entry: dict[str, Any]) -> str:
+    """every-step x2/step, and with --profile the host time it took per step."""
+    cost = f", {entry['seconds_per_step'] * 1e3:.3g} ms/step" if "seconds_per_step" in entry else ""
+    return f"{entry['status']} x{entry['per_step']:g}/step{cost}"
 
 
 def _markdown(summaries: list[dict[str, Any]], args: argparse.Namespace) -> str:
@@ -291,7 +314,7 @@ def _markdown(summaries: list[dict[str, Any]], args: argparse.Namespace) -> str:
     ]
     for s in summaries:
         if "error" in s or "skipped" in s:
-            lines.append(f"| {s['script']} | {s['data']} | {s.get('error') or s['skipped']} ||||||| |")
+            lines.append(f"| {s['script']} | {s['data']} | {s.get('error') or s['skipped']} |{' |' * 6}")
             continue
         lines.append(
             f"| {s['script']} | {s['data']} | {s['steps']} of {s['steps_run']} ({s['step_kind']}) | "
@@ -299,10 +322,11 @@ def _markdown(summaries: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{len(s['unreported'])} |"
         )
     for s in summaries:
-        if s.get("seen") or s.get("unreported"):
+        if s.get("seen") or s.get("unreported") or s.get("not_seen"):
             lines += ["", f"## {s['script']}", ""]
             lines += [f"- seen: {line}" for line in s["seen"]]
             lines += [f"- unreported: {line}" for line in s["unreported"]]
+            lines += [f"- not seen: {line}" for line in s["not_seen"]]
     return "\n".join(lines) + "\n"
 
 

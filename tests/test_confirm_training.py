@@ -211,3 +211,44 @@ def test_confirm_sees_the_script_run_through_the_launcher(tmp_path: Path) -> Non
     assert [(e["path"], e["line"], e["kind"], e["status"]) for e in report["unreported"]] == [
         ("project/train.py", 13, "item", "every-step")
     ]
+
+
+def test_the_summary_counts_each_status_and_lists_what_was_seen_missed_and_refuted() -> None:
+    by_name = {script.name: script for script in SCRIPTS}
+    finding = {"path": "train.py", "code": "TPL107", "per_step": 1.0}
+    report = {
+        "steps": 3,
+        "steps_run": 4,
+        "step_kind": "optimizer.step()",
+        "ended": "stopped",
+        "cuda": True,
+        "findings": [
+            {**finding, "line": 5, "status": "every-step", "seconds_per_step": 0.002},
+            {**finding, "line": 9, "status": "not-seen", "per_step": 0.0, "line_ran_steps": 3},
+            {**finding, "path": "bench.py", "line": 2, "status": "not-seen", "per_step": 0.0},
+            {**finding, "line": 1, "code": "TPL702", "status": "not-checked", "per_step": 0.0},
+        ],
+        "unreported": [
+            {
+                "path": "model.py",
+                "line": 7,
+                "kind": "sync",
+                "status": "some-steps",
+                "per_step": 0.5,
+                "details": [],
+            }
+        ],
+    }
+    summary = confirm_training._summary(by_name["nanogpt"], {"report": report})
+    assert (summary["every-step"], summary["not-seen"], summary["not-checked"]) == (1, 2, 1)
+    assert summary["seen"] == ["TPL107 train.py:5 every-step x1/step, 2 ms/step"]
+    assert summary["unreported"] == ["sync model.py:7 some-steps x0.5/step ()"]
+    assert summary["not_seen"] == ["TPL107 train.py:9 (the line ran at 3 steps)"]  # not bench.py's
+    failed = confirm_training._summary(by_name["simclr"], {"error": "exit 2: boom"})
+    args = argparse.Namespace(device="cuda", steps=3, profile=True)
+    text = confirm_training._markdown([summary, failed], args)
+    assert "| nanogpt |" in text and "| 3 of 4 (optimizer.step()) | stopped | 1 | 0 | 2 | 1 | 1 |" in text
+    assert (
+        text.count("|", text.index("| simclr")) - text.count("|", text.index("\n", text.index("| simclr")))
+        == 10
+    )
