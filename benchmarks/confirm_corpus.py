@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,11 +134,12 @@ def _kept(output: str) -> list[dict[str, Any]]:
     return [{k: f[k] for k in fields} for f in json.loads(output)]
 
 
-def _project_digest(project: str) -> str:
-    """The hash of a file, or of every Python file under a directory (the findings' sources)."""
-    path = ROOT / project
+def _project_digest(project: str, base: Path = ROOT) -> str:
+    """The hash of a file, or of every Python file under a directory (the findings' sources), with
+    their paths relative to `base`."""
+    path = base / project
     files = [path] if path.is_file() else sorted(path.rglob("*.py"))
-    return _digest("".join(f"{file.relative_to(ROOT)}\0{file.read_text(encoding='utf-8')}" for file in files))
+    return _digest("".join(f"{file.relative_to(base)}\0{file.read_text(encoding='utf-8')}" for file in files))
 
 
 def _measured(case: Any, size: dict) -> dict[str, Any] | None:
@@ -160,6 +162,7 @@ class Target:
     project: str
     program: list[str]
     case: Any = None  # the benchmark case, for its committed measurement
+    timeout: int | None = None  # seconds, when shorter than --timeout
 
 
 def _confirm(target: Target, out: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -171,24 +174,30 @@ def _confirm(target: Target, out: Path, args: argparse.Namespace) -> dict[str, A
         *("--findings", target.findings, "--project", target.project, *profile, "--", *target.program),
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    try:
-        result = subprocess.run(
-            command,
-            cwd=target.cwd,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=args.timeout,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"no report within {args.timeout} s"}
-    (out / f"{target.name}.log").write_text(result.stderr, encoding="utf-8")
-    if not result.stdout.strip():
-        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {result.returncode}: {last}"}
-    (out / f"{target.name}.json").write_text(result.stdout, encoding="utf-8")
-    return {"report": json.loads(result.stdout)}
+    timeout = target.timeout or args.timeout
+    # a session of its own: on a timeout the program under confirm goes too, not only confirm
+    with subprocess.Popen(
+        command,
+        cwd=target.cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            (out / f"{target.name}.log").write_text(stderr, encoding="utf-8")
+            return {"error": f"no report within {timeout} s"}
+    (out / f"{target.name}.log").write_text(stderr, encoding="utf-8")
+    if not stdout.strip():
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {process.returncode}: {last}"}
+    (out / f"{target.name}.json").write_text(stdout, encoding="utf-8")
+    return {"report": json.loads(stdout)}
 
 
 def _cost(entry: dict[str, Any]) -> float | None:
