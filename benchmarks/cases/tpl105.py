@@ -114,6 +114,24 @@ def make_compiled_step(module, size, device):
     return step
 
 
+# The detector's strides and letterbox padding kept as buffers (they follow the model to the GPU): each is
+# then a 0-dim CUDA tensor where Python needs a number. Per level a clamp_ bound and two slice bounds, and four
+# int() for F.pad: 13 syncs per step. The good variant is the detection source itself, its Python ints kept
+# beside the tensors.
+DEVICE_SCALARS = common.edited(
+    common.DETECTION,
+    (
+        "        self.pad = [0, border, 0, border]\n",
+        '        self.register_buffer("pad", torch.tensor([0, border, 0, border]))\n',
+    ),
+    ("F.pad(images, self.pad)", "F.pad(images, [int(v) for v in self.pad])"),
+    (
+        "        self.strides = tuple(strides)\n",
+        '        self.register_buffer("strides", torch.tensor(strides))\n',
+    ),
+)
+
+
 CASES = [
     Case(
         name="tpl105_nan_check",
@@ -189,5 +207,50 @@ CASES = [
         ],
         tolerance=Tolerance(1e-4, 1e-5, "loss and weights; the two compilations fuse differently"),
         note="first call = compilation (cold inductor cache on a fresh machine); time = steady-state steps",
+    ),
+    Case(
+        name="tpl105_detector_device_scalars",
+        code="TPL105",
+        title="detector training step whose strides and padding are 0-dim CUDA tensors (clamp_ bound, slice "
+        "bounds, F.pad amounts: 13 syncs) vs Python ints kept beside them",
+        bad=DEVICE_SCALARS,
+        good=common.DETECTION,
+        make=common.make_detection_step,
+        # The configuration, and the same step with twice the channels (about 4x the convolution work):
+        # a sync costs what the host could have queued meanwhile.
+        sizes=[
+            {
+                "label": "batch 16, 320x320, ~100 targets per image and level",
+                "regime": "whole training step, ResNet-18-width detector, bf16 autocast",
+                "batch": 16,
+                "canvas": 320,
+                "border": 16,
+                "width": 64,
+                "targets": 100,
+            },
+            {
+                "label": "batch 16, 320x320, twice the widths",
+                "regime": "whole training step, 2x ResNet-18-width detector, bf16 autocast (GPU-bound)",
+                "batch": 16,
+                "canvas": 320,
+                "border": 16,
+                "width": 128,
+                "targets": 100,
+            },
+        ],
+        smoke_sizes=[
+            {
+                "label": "batch 2, 64x64, ~6 targets",
+                "batch": 2,
+                "canvas": 64,
+                "border": 8,
+                "width": 8,
+                "targets": 6,
+            }
+        ],
+        tolerance=common.DETECTION_TOLERANCE,
+        # a gain of some percent beside the step's noise: more samples, in both orders
+        sampling_s=6.0,
+        rounds=2,
     ),
 ]
