@@ -389,6 +389,32 @@ def build(detector, border, strides, content):
     return Letterbox(detector, border).cuda(), DetectionLoss(strides, content).cuda()
 '''
 
+# The issue's step (ResNet-18's widths), and the same step with twice the widths (about 4x the convolutions'
+# work): a sync costs what the host could have queued meanwhile, so less where the GPU's work dominates.
+DETECTION_SIZES = [
+    {
+        "label": "batch 16, 320x320, ~100 targets per image and level",
+        "regime": "whole training step, ResNet-18-width detector, bf16 autocast",
+        "batch": 16,
+        "canvas": 320,
+        "border": 16,
+        "width": 64,
+        "targets": 100,
+    },
+    {
+        "label": "batch 16, 320x320, twice the widths",
+        "regime": "whole training step, 2x ResNet-18-width detector, bf16 autocast (GPU-bound)",
+        "batch": 16,
+        "canvas": 320,
+        "border": 16,
+        "width": 128,
+        "targets": 100,
+    },
+]
+DETECTION_SMOKE_SIZES = [
+    {"label": "batch 2, 64x64, ~6 targets", "batch": 2, "canvas": 64, "border": 8, "width": 8, "targets": 6}
+]
+
 # The loss to float rounding, and the weights after the step: the variants sum in other orders (per image or
 # per batch; index_add_'s atomics on a GPU), which can flip a bf16 rounding in the backward of a convolution
 # (a relative 2**-8 of one gradient element, times the learning rate).

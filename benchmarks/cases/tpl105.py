@@ -216,38 +216,8 @@ CASES = [
         bad=DEVICE_SCALARS,
         good=common.DETECTION,
         make=common.make_detection_step,
-        # The configuration, and the same step with twice the channels (about 4x the convolution work):
-        # a sync costs what the host could have queued meanwhile.
-        sizes=[
-            {
-                "label": "batch 16, 320x320, ~100 targets per image and level",
-                "regime": "whole training step, ResNet-18-width detector, bf16 autocast",
-                "batch": 16,
-                "canvas": 320,
-                "border": 16,
-                "width": 64,
-                "targets": 100,
-            },
-            {
-                "label": "batch 16, 320x320, twice the widths",
-                "regime": "whole training step, 2x ResNet-18-width detector, bf16 autocast (GPU-bound)",
-                "batch": 16,
-                "canvas": 320,
-                "border": 16,
-                "width": 128,
-                "targets": 100,
-            },
-        ],
-        smoke_sizes=[
-            {
-                "label": "batch 2, 64x64, ~6 targets",
-                "batch": 2,
-                "canvas": 64,
-                "border": 8,
-                "width": 8,
-                "targets": 6,
-            }
-        ],
+        sizes=common.DETECTION_SIZES,
+        smoke_sizes=common.DETECTION_SMOKE_SIZES,
         tolerance=common.DETECTION_TOLERANCE,
         # a gain of some percent beside the step's noise: more samples, in both orders
         sampling_s=6.0,

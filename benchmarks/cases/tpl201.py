@@ -136,22 +136,6 @@ def make_scores(module, size, device):
     return lambda: scores(q, k)
 
 
-DETECTOR_SIZES = [
-    {
-        "label": "batch 16, 320x320, ~100 targets per image and level",
-        "regime": "whole training step, ResNet-18-width detector, bf16 autocast",
-        "batch": 16,
-        "canvas": 320,
-        "border": 16,
-        "width": 64,
-        "targets": 100,
-    }
-]
-DETECTOR_SMOKE_SIZES = [
-    {"label": "batch 2, 64x64, ~6 targets", "batch": 2, "canvas": 64, "border": 8, "width": 8, "targets": 6}
-]
-
-
 CASES = [
     Case(
         name="tpl201_seed_quantize",
@@ -193,10 +177,10 @@ CASES = [
         bad=DETECTOR_MASK_LOOP,
         good=common.DETECTION,
         make=common.make_detection_step,
-        # 16 images x 3 levels = 48 iterations, 240 mask selections (a sync each) and some 50 small kernels
+        # 16 images x 3 levels = 48 iterations, 240 mask selections (a sync each) and dozens of small kernels
         # per iteration, forward and backward.
-        sizes=DETECTOR_SIZES,
-        smoke_sizes=DETECTOR_SMOKE_SIZES,
+        sizes=common.DETECTION_SIZES,
+        smoke_sizes=common.DETECTION_SMOKE_SIZES,
         tolerance=common.DETECTION_TOLERANCE,
     ),
     Case(
@@ -207,8 +191,8 @@ CASES = [
         bad=DETECTOR_ONE_MASK,
         good=common.DETECTION,
         make=common.make_detection_step,
-        sizes=DETECTOR_SIZES,
-        smoke_sizes=DETECTOR_SMOKE_SIZES,
+        sizes=common.DETECTION_SIZES,
+        smoke_sizes=common.DETECTION_SMOKE_SIZES,
         tolerance=common.DETECTION_TOLERANCE,
         reported=False,
         note="one sync per step, not reported by TPL201: the control for its per-item loops",
