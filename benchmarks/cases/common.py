@@ -259,9 +259,9 @@ def detection_targets(
     """Random targets for each level of ThreeLevelDetector, as a YOLO-style target builder hands them to the
     loss: per level, each image's ~`per_image` targets (between 0.8x and 1.2x, at least one) concatenated for
     the batch, as a tuple (YOLOv5's build_targets returns one per level) of the image each belongs to, its
-    centre and size as fractions of the image, its class, the anchor it was matched to (width and height in
-    cells) and a weight; and per level a map of the cells inside
-    the image (the canvas less its letterbox `border`) whose objectness is ignored (crowd regions, ~5%)."""
+    centre and size as fractions of the image (the canvas less its letterbox `border`), its class, the anchor
+    it was matched to (width and height in cells) and a weight; and per level a map of the cells inside the
+    image whose objectness is ignored (crowd regions, ~5%)."""
     content = canvas - border
     targets, ignore = [], []
     for stride in DETECTOR_STRIDES:
