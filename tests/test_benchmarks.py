@@ -79,16 +79,39 @@ def test_generated_good_variant_is_the_fixers_output(case: Case) -> None:
     assert case.generated_path.read_text(encoding="utf-8") == render(case)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+# Cases written before their rule can see them (issue 39 item 1, another branch): the check runs and must
+# fail; strict, so that it fails once the rule flags the bad variant, and the entry must go.
+AHEAD_OF_THE_RULE = {
+    "tpl201_detector_mask_loop": "TPL201 does not report boolean-mask selections in a per-image loop yet",
+    "tpl105_detector_device_scalars": "TPL105 does not report 0-dim device tensors read as numbers yet",
+}
+
+
+def _flag_cases() -> list:
+    return [
+        pytest.param(
+            case,
+            id=case.name,
+            marks=[pytest.mark.xfail(strict=True, reason=AHEAD_OF_THE_RULE[case.name])]
+            if case.name in AHEAD_OF_THE_RULE
+            else [],
+        )
+        for case in CASES
+    ]
+
+
+@pytest.mark.parametrize("case", _flag_cases())
 def test_bad_variant_is_flagged_and_good_variant_is_not(case: Case) -> None:
     codes = [code for code in _rule_codes(case) if code in REGISTERED]
     if not codes or (case.fixes and not case.generated_path.exists()):
         pytest.skip("rule or generated good variant not there yet")
     good = case.good if case.good is not None else case.generated_path.read_text(encoding="utf-8")
     for code in codes:
-        assert [f.code for f in lint_source(case.bad, path=f"{case.name}.py", select=[code])], (
-            f"{code} silent on bad"
-        )
+        found = [f.code for f in lint_source(case.bad, path=f"{case.name}.py", select=[code])]
+        if case.reported:
+            assert found, f"{code} silent on bad"
+        else:  # a form the rule leaves alone on purpose: the case measures why
+            assert found == [], f"{code} fires on a bad variant it should leave alone"
         assert lint_source(good, path=f"{case.name}.py", select=[code]) == [], f"{code} still fires on good"
 
 

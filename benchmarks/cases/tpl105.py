@@ -114,6 +114,24 @@ def make_compiled_step(module, size, device):
     return step
 
 
+# The detector's strides and letterbox padding kept as buffers (they follow the model to the GPU): each is
+# then a 0-dim CUDA tensor where Python needs a number. Per level a clamp_ bound and two slice bounds, and four
+# int() for F.pad: 13 syncs per step. The good variant is the detection source itself, its Python ints kept
+# beside the tensors.
+DEVICE_SCALARS = common.edited(
+    common.DETECTION,
+    (
+        "        self.pad = [0, border, 0, border]\n",
+        '        self.register_buffer("pad", torch.tensor([0, border, 0, border]))\n',
+    ),
+    ("F.pad(images, self.pad)", "F.pad(images, [int(v) for v in self.pad])"),
+    (
+        "        self.strides = tuple(strides)\n",
+        '        self.register_buffer("strides", torch.tensor(strides))\n',
+    ),
+)
+
+
 CASES = [
     Case(
         name="tpl105_nan_check",
@@ -189,5 +207,20 @@ CASES = [
         ],
         tolerance=Tolerance(1e-4, 1e-5, "loss and weights; the two compilations fuse differently"),
         note="first call = compilation (cold inductor cache on a fresh machine); time = steady-state steps",
+    ),
+    Case(
+        name="tpl105_detector_device_scalars",
+        code="TPL105",
+        title="detector training step whose strides and padding are 0-dim CUDA tensors (clamp_ bound, slice "
+        "bounds, F.pad amounts: 13 syncs) vs Python ints kept beside them",
+        bad=DEVICE_SCALARS,
+        good=common.DETECTION,
+        make=common.make_detection_step,
+        sizes=common.DETECTION_SIZES,
+        smoke_sizes=common.DETECTION_SMOKE_SIZES,
+        tolerance=common.DETECTION_TOLERANCE,
+        # a gain of some percent beside the step's noise: more samples, in both orders
+        sampling_s=6.0,
+        rounds=2,
     ),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..harness import EXACT, Case, Tolerance
+from . import common
 
 QUANTIZE = '''
 import torch
@@ -70,6 +71,58 @@ class Scores(nn.Module):
 '''
 
 
+# The per-image loop of many detection losses: each image's targets picked out of the batch's with a boolean
+# mask, five selections per image and level, each a nonzero() whose size the host must wait for.
+DETECTOR_MASK_LOOP = common.edited(
+    common.DETECTION,
+    (
+        """            xy = centres * self.content / stride
+            wh = sizes * self.content / stride
+            cells = xy.long().clamp_(0, inside - 1)
+            raw = p[image, cells[:, 1], cells[:, 0]]
+            boxes = torch.cat([xy - cells, wh], 1)
+            per_target = weights * (
+                1.0
+                - giou(decode(raw[:, :4], anchors), boxes)
+                + F.cross_entropy(raw[:, 5:], labels, reduction="none")
+            )
+            totals = p.new_zeros(batch).index_add_(0, image, per_target)
+            weight_sums = p.new_zeros(batch).index_add_(0, image, weights)
+            box_cls = box_cls + (totals / weight_sums).sum()
+            present[image, cells[:, 1], cells[:, 0]] = 1.0
+""",
+        """            for b in range(p.shape[0]):
+                mask = image == b
+                xy = centres[mask] * self.content / stride
+                wh = sizes[mask] * self.content / stride
+                cls = labels[mask]
+                anchor = anchors[mask]
+                weight = weights[mask]
+                cells = xy.long().clamp_(0, inside - 1)
+                raw = p[b, cells[:, 1], cells[:, 0]]
+                boxes = torch.cat([xy - cells, wh], 1)
+                per_target = weight * (
+                    1.0
+                    - giou(decode(raw[:, :4], anchor), boxes)
+                    + F.cross_entropy(raw[:, 5:], cls, reduction="none")
+                )
+                box_cls = box_cls + per_target.sum() / weight.sum()
+                present[b, cells[:, 1], cells[:, 0]] = 1.0
+""",
+    ),
+)
+
+# The objectness of every cell but the ignored ones, selected once per step with a boolean mask: the
+# ordinary dynamic-shape cost of many losses, one sync per step, which TPL201 does not report.
+DETECTOR_ONE_MASK = common.edited(
+    common.DETECTION,
+    (
+        "torch.where(keep, objectness, 0.0).sum() / keep.sum()",
+        "objectness[keep].mean()",
+    ),
+)
+
+
 def make_quantize(module, size, device):
     quantize = module.Quantize(16).to(device)
     x = torch.randn(size["rows"], size["cols"], device=device)
@@ -115,5 +168,36 @@ CASES = [
         smoke_sizes=[{"label": "4 heads x 8x64", "heads": 4, "seq": 8}],
         tolerance=Tolerance(1e-4, 1e-4),
         note="fp32 matmuls (TF32 off, PyTorch's default): mm and bmm kernels round differently",
+    ),
+    Case(
+        name="tpl201_detector_mask_loop",
+        code="TPL201",
+        title="detector training step, loss looping over images and levels with 5 boolean-mask selections "
+        "each vs the same gathers once for the batch (index_add_ per image)",
+        bad=DETECTOR_MASK_LOOP,
+        good=common.DETECTION,
+        make=common.make_detection_step,
+        # 16 images x 3 levels = 48 iterations, 240 mask selections (a sync each) and dozens of small kernels
+        # per iteration, forward and backward.
+        sizes=common.DETECTION_SIZES,
+        smoke_sizes=common.DETECTION_SMOKE_SIZES,
+        tolerance=common.DETECTION_TOLERANCE,
+    ),
+    Case(
+        name="tpl201_detector_one_mask",
+        code="TPL201",
+        title="detector training step with one boolean-mask selection per step (objectness[keep].mean()) "
+        "vs torch.where: not reported",
+        bad=DETECTOR_ONE_MASK,
+        good=common.DETECTION,
+        make=common.make_detection_step,
+        sizes=common.DETECTION_SIZES,
+        smoke_sizes=common.DETECTION_SMOKE_SIZES,
+        tolerance=common.DETECTION_TOLERANCE,
+        reported=False,
+        note="one sync per step, not reported by TPL201: the control for its per-item loops",
+        # a small gain beside the step's noise: more samples, in both orders
+        sampling_s=6.0,
+        rounds=2,
     ),
 ]
