@@ -259,6 +259,10 @@ class HostTensors:
         qualified = self._names.qualified_name(call) or ""
         name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
         if name in GENERATING_FACTORIES:
+            if draws_around_tensor(call, name):
+                return self._operands_on_host(
+                [arg.value for arg in call.args if arg.keyword is None or arg.keyword.value in ("mean", "std")]
+                )
             return not self._factories_on_device and not _names_device(call)
         if name == "from_numpy":
             return True
@@ -701,6 +705,17 @@ def builds_no_elements(call: cst.Call, factory: str) -> bool:
         else:
             dimensions.append(size)
     return any(isinstance(d, cst.Integer) and d.evaluated_value == 0 for d in dimensions)
+
+
+def draws_around_tensor(call: cst.Call, factory: str) -> bool:
+    """`torch.normal(mean, std)` without a size: only the form with both numbers takes a size, so
+    one of them is a tensor, and the draw is made on its device (DDPG's exploration noise
+    `torch.normal(0, actor.action_scale * sigma)`), as with the `*_like` factories."""
+    if factory != "normal" or may_pass_keyword(call):
+        return False
+    positional = [arg for arg in call.args if arg.keyword is None]
+    sized = any(arg.keyword is not None and arg.keyword.value == "size" for arg in call.args)
+    return len(positional) < 3 and not sized and not any(arg.star for arg in positional)
 
 
 def fills_device_tensor(call: cst.Call, qualified_name: Callable[[cst.BaseExpression], str | None]) -> bool:

@@ -9,6 +9,7 @@ import libcst as cst
 from ...analysis.devices import (
     GENERATING_FACTORIES,
     builds_no_elements,
+    draws_around_tensor,
     consumed_on_host,
     fills_device_tensor,
     flows_into_tensor,
@@ -65,7 +66,8 @@ class CpuFactoryInHotPath(Rule):
 
     ## When it stays silent
     Cold code (`__init__`, module level, setup functions); `*_like` factories, which inherit their
-    argument's device; calls with `device=` or `generator=` (a CPU generator is deliberate);
+    argument's device, and `torch.normal(mean, std)` without a size, which draws on the device of
+    its tensor argument (only the form with two numbers takes a size); calls with `device=` or `generator=` (a CPU generator is deliberate);
     calls that fill an `out=` tensor made on the device (`out=torch.cuda.LongTensor(n)`); results
     sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`), also as an entry of a
     returned dict that the project reads only on the host (`return {"order": torch.randperm(4)}`
@@ -135,6 +137,15 @@ class CpuFactoryInHotPath(Rule):
                     device = self.proj.weight.device
                     mask = ~torch.zeros(shape).to(device=device, dtype=torch.bool)  # expect: TPL101
                     return mask.cumsum(1)
+            """,
+        "normal-of-two-numbers": """
+            import torch
+            from torch import nn
+
+            class NoisyNet(nn.Module):
+                def forward(self, x):
+                    noise = torch.normal(0.0, 0.1, size=(x.shape[0], 8))  # expect: TPL101
+                    return x + noise.cuda()
             """,
         "written-into-a-host-buffer": """
             import torch
@@ -227,6 +238,23 @@ class CpuFactoryInHotPath(Rule):
                     keep = torch.randperm(8, generator=gen).cuda()
                     return torch.zeros_like(x) + x[keep]
             """,
+        "normal-around-a-device-tensor": """
+            import torch
+
+            def train(actor, critic, envs, optimizer, sigma, steps):
+                device = torch.device("cuda")
+                obs = envs.reset()
+                for step in range(steps):
+                    with torch.no_grad():
+                        actions = actor(torch.Tensor(obs).to(device))
+                        # no size: `std` is a tensor, and the noise is drawn on its device
+                        actions += torch.normal(0, actor.action_scale * sigma)
+                    obs = envs.step(actions.cpu().numpy())
+                    loss = critic(torch.Tensor(obs).to(device)).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            """,
         "straight-to-host": """
             import torch
             from torch import nn
@@ -278,7 +306,11 @@ class CpuFactoryInHotPath(Rule):
         if qualified is None or not qualified.startswith("torch."):
             return
         factory = qualified[len("torch.") :]
-        if factory not in GENERATING_FACTORIES or builds_no_elements(node, factory):
+        if (
+            factory not in GENERATING_FACTORIES
+            or builds_no_elements(node, factory)
+            or draws_around_tensor(node, factory)
+        ):
             return
         if keyword(node, "device") is not None or keyword(node, "generator") is not None:
             return
