@@ -9,8 +9,8 @@ import libcst as cst
 from ...analysis.devices import (
     GENERATING_FACTORIES,
     builds_no_elements,
-    draws_around_tensor,
     consumed_on_host,
+    draws_around_tensor,
     fills_device_tensor,
     flows_into_tensor,
     may_pass_keyword,
