@@ -1264,13 +1264,29 @@ class _Summarizer:
         the string of `torch.device("cuda")`."""
         if not node.args:
             return None
-        argument = node.args[0]
+        argument: ast.AST = node.args[0]
+        if isinstance(argument, ast.Name):
+            argument = self._bound_before(argument.id, node.lineno) or argument
         if self._is_device_call(argument) and argument.args:  # type: ignore[attr-defined]
             argument = argument.args[0]  # type: ignore[attr-defined]
-        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-            return argument.value
+        # `"cuda" if torch.cuda.is_available() else "cpu"`: the device the script picks on a GPU
+        sides = [argument.body, argument.orelse] if isinstance(argument, ast.IfExp) else [argument]
+        strings = [s.value for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+        if strings:
+            return next((s for s in strings if s.startswith("cuda")), strings[0])
         name = dotted(argument)
         return self.qualify(name) if name else None
+
+    def _bound_before(self, name: str, line: int) -> Optional[ast.expr]:
+        """The value `name` was last bound to above `line`, in the innermost scope binding it
+        (`device = torch.device(...)` then `torch.set_default_device(device)`)."""
+        for scope in self.scopes():
+            values = [v for v in scope.values.get(name, ()) if isinstance(v, ast.expr) and v.lineno < line]
+            if values:
+                return max(values, key=lambda v: (v.lineno, v.col_offset))
+            if name in scope.names:
+                return None
+        return None
 
     def _moved(self, func: ast.Attribute, scopes: tuple[_Locals, ...]) -> list[str]:
         """`Net().to(device)`, `model.cuda()` after `model = Net(...)`: what is constructed and moved."""
