@@ -14,6 +14,7 @@ from ...analysis.devices import (
     fills_device_tensor,
     flows_into_tensor,
     may_pass_keyword,
+    staged_on_host,
 )
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
@@ -40,7 +41,9 @@ def _goes_to_host(call: cst.Call, ctx: Context) -> bool:
     attribute = ctx.parent(call)
     if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST:
         return True
-    return consumed_on_host(call, ctx.facts, ctx.entry.host_read_keys) or ctx.only_sent_over_rpc(call)
+    if consumed_on_host(call, ctx.facts, ctx.entry.host_read_keys) or ctx.only_sent_over_rpc(call):
+        return True
+    return staged_on_host(call, ctx.facts, lambda e: ctx.is_tensor(e) and not ctx.is_host_tensor(e))
 
 
 class CpuFactoryInHotPath(Rule):
@@ -71,7 +74,9 @@ class CpuFactoryInHotPath(Rule):
     calls that fill an `out=` tensor made on the device (`out=torch.cuda.LongTensor(n)`); results
     sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`), also as an entry of a
     returned dict that the project reads only on the host (`return {"order": torch.randperm(4)}`
-    for `params["order"].tolist()`); empty tensors (a literal 0 in the size: `torch.empty(0)`,
+    for `params["order"].tolist()`); host staging buffers, only filled in place with values not
+    known to be on the device and moved whole (`buf[i].copy_(state)` then `buf.cuda()`: made on the
+    device, every fill would be a copy of its own); empty tensors (a literal 0 in the size: `torch.empty(0)`,
     `torch.zeros(0, 4)`, `torch.arange(0)`); CPU-only files.
     """
 
@@ -146,6 +151,18 @@ class CpuFactoryInHotPath(Rule):
                 def forward(self, x):
                     noise = torch.normal(0.0, 0.1, size=(x.shape[0], 8))  # expect: TPL101
                     return x + noise.cuda()
+            """,
+        "buffer-filled-with-device-values": """
+            import torch
+
+            def train(policy, encoder, optimizer, envs, steps):
+                for step in range(steps):
+                    states = torch.zeros(len(envs), 4)  # expect: TPL101
+                    for i, env in enumerate(envs):
+                        states[i] = encoder(env.observe().cuda())  # a device tensor written to the host
+                    loss = policy(states.cuda()).sum()
+                    loss.backward()
+                    optimizer.step()
             """,
         "written-into-a-host-buffer": """
             import torch
@@ -252,6 +269,19 @@ class CpuFactoryInHotPath(Rule):
                     obs = envs.step(actions.cpu().numpy())
                     loss = critic(torch.Tensor(obs).to(device)).mean()
                     optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "host-staging-buffer": """
+            import torch
+
+            def train(policy, optimizer, envs, steps):
+                for step in range(steps):
+                    # gathered row by row from the host, then moved in one copy
+                    states = torch.zeros(len(envs), 4)
+                    for i, env in enumerate(envs):
+                        states[i].copy_(env.observe())
+                    loss = policy(states.cuda()).sum()
                     loss.backward()
                     optimizer.step()
             """,
