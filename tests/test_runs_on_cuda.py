@@ -306,6 +306,28 @@ def test_a_default_device_named_by_a_variable_is_read_through_it(
     assert finding_lines(root, "train.py", "TPL101") == ([] if on_device else [5])
 
 
+def test_a_default_device_holds_in_the_process_that_sets_it(tmp_path: Path) -> None:
+    # cleanrl: ppo_trxl.py sets the default device; dqn.py is another script, another process
+    script = """
+        import torch
+        {setter}
+
+        def train(q, loader, optimizer):
+            for x in loader:
+                picked = q(x.cuda())[torch.arange(len(x))]
+                picked.sum().backward()
+                optimizer.step()
+        """
+    files = {
+        "ppo_trxl.py": script.format(setter='torch.set_default_device("cuda")'),
+        "dqn.py": script.format(setter=""),
+    }
+    root = write_project(tmp_path, files)
+    assert _facts(root, "dqn.py").cuda_default is None
+    assert finding_lines(root, "ppo_trxl.py", "TPL101") == []
+    assert finding_lines(root, "dqn.py", "TPL101") == [6]
+
+
 def test_a_default_device_set_for_loading_and_restored_is_not_the_default(tmp_path: Path) -> None:
     files = {
         "train.py": """
