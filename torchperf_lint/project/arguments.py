@@ -177,6 +177,7 @@ def _own_step_sites(project: Project, sites: Sites, roots: set[tuple[int, int]])
     owners: dict[tuple[int, int], FunctionRef] = {}
     for module in project.modules.values():
         loops = module.summary.loops
+        # the inference loops the first spread found (project.inference_loops() would spread again)
         for index in [*project.step_loops(module), *project._inference_loops.get(id(module), ())]:
             function = FunctionRef(module, loops[index].function)
             if function.index >= 0 and function.key() not in sites and function.key() not in roots:
@@ -206,9 +207,10 @@ def _handed_on(
 ) -> dict[tuple[int, int], Values]:
     """The values of each function's parameters, where a caller that hands on a parameter of
     its own (or an option it holds) passes what its callers decided for it, and an instance it
-    builds is its class and the attributes its construction sets (`instances` gathers them). Each round reads the last one's values,
-    which are right as far as they go, so every round is, and later rounds only learn more;
-    a recursive call handing a parameter on to itself passes it unchanged (SAME)."""
+    builds is its class and the attributes its construction sets (`instances` gathers them).
+    Each round reads the last one's values, which are right as far as they go, so every round
+    is, and later rounds only learn more; a recursive call handing a parameter on to itself
+    passes it unchanged (SAME)."""
     found: dict[tuple[int, int], Values] = {}
 
     def handed_by(caller: FunctionRef, callee_key: tuple[int, int]) -> Handed:
