@@ -212,6 +212,7 @@ def _handed_on(
     is, and later rounds only learn more; a recursive call handing a parameter on to itself
     passes it unchanged (SAME)."""
     found: dict[tuple[int, int], Values] = {}
+    built: dict[tuple[tuple[int, int], str], Optional[str]] = {}  # (caller, class as written) -> token
 
     def handed_by(caller: FunctionRef, callee_key: tuple[int, int]) -> Handed:
         values = found.get(caller.key(), {})
@@ -220,8 +221,11 @@ def _handed_on(
 
         def handed(param: str, into: str) -> Optional[str]:
             if param.startswith(BUILT_PREFIX):
-                written = param[len(BUILT_PREFIX) :]
-                return _instance_token(project, caller, written, options, outer, instances)
+                key = (caller.key(), param)
+                if key not in built:
+                    written = param[len(BUILT_PREFIX) :]
+                    built[key] = _instance_token(project, caller, written, options, outer, instances)
+                return built[key]
             if recursive and param == into:
                 return SAME
             return values.get(param, held.get(param))
