@@ -269,6 +269,65 @@ def test_a_default_device_set_to_cuda_makes_factories_device_side(tmp_path: Path
     assert finding_lines(root, "helpers.py", "TPL101") == []
 
 
+@pytest.mark.parametrize(
+    ("binding", "on_device"),
+    [
+        # cleanrl's ppo_trxl: the device the script picks, handed to the setter through a name
+        ('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', True),
+        ('device = "cuda:0"', True),
+        ('device = torch.device("cpu")', False),
+        ('device = "cpu"', False),
+    ],
+)
+def test_a_default_device_named_by_a_variable_is_read_through_it(
+    tmp_path: Path, binding: str, on_device: bool
+) -> None:
+    files = {
+        "train.py": f"""
+            import torch
+
+            class Encoding(torch.nn.Module):
+                def forward(self, n):
+                    return torch.arange(n - 1, -1, -1.0)
+
+            if __name__ == "__main__":
+                if torch.cuda.device_count():
+                    {binding}
+                    torch.set_default_device(device)
+                else:
+                    device = torch.device("cpu")
+                model = Encoding().cuda()
+                for x in torch.utils.data.DataLoader([]):
+                    (model(8) * x.cuda()).sum().backward()
+            """,
+    }
+    root = write_project(tmp_path, files)
+    assert (_facts(root, "train.py").cuda_default is not None) == on_device
+    assert finding_lines(root, "train.py", "TPL101") == ([] if on_device else [5])
+
+
+def test_a_default_device_holds_in_the_process_that_sets_it(tmp_path: Path) -> None:
+    # cleanrl: ppo_trxl.py sets the default device; dqn.py is another script, another process
+    script = """
+        import torch
+        {setter}
+
+        def train(q, loader, optimizer):
+            for x in loader:
+                picked = q(x.cuda())[torch.arange(len(x))]
+                picked.sum().backward()
+                optimizer.step()
+        """
+    files = {
+        "ppo_trxl.py": script.format(setter='torch.set_default_device("cuda")'),
+        "dqn.py": script.format(setter=""),
+    }
+    root = write_project(tmp_path, files)
+    assert _facts(root, "dqn.py").cuda_default is None
+    assert finding_lines(root, "ppo_trxl.py", "TPL101") == []
+    assert finding_lines(root, "dqn.py", "TPL101") == [6]
+
+
 def test_a_default_device_set_for_loading_and_restored_is_not_the_default(tmp_path: Path) -> None:
     files = {
         "train.py": """

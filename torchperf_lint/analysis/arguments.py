@@ -26,6 +26,12 @@ ABSENT = "!absent"
 # what a call passes when it hands on its caller's own parameter (`g(x, size)` in `f(x, size)`):
 # the project pass replaces it by the caller's value for that parameter, when it has one
 PARAM_PREFIX = "@"
+# a name the caller binds to an instance it constructs (`model = UNet(...)`, then
+# `train_model(model=model)`): BUILT_PREFIX + the class as written there, which the project pass
+# resolves in the caller's module to INSTANCE_PREFIX + the class; a test on an attribute of such
+# a parameter (`if net.n_classes == 1:`) reads what the class's `__init__` sets it to
+BUILT_PREFIX = "!built:"
+INSTANCE_PREFIX = "!instance:"
 # the parsed command-line options (analysis/options.py): a test reads their attributes
 # (`args.prefetcher`), whose values the project pass knows when the default run decides them
 OPTIONS = "!options"

@@ -15,6 +15,7 @@ from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .tensors import Tensorness
+from .vocabulary import LAYOUT_READS
 
 # Factories that generate data; without device= they fill a CPU tensor.
 GENERATING_FACTORIES = frozenset(
@@ -259,6 +260,10 @@ class HostTensors:
         qualified = self._names.qualified_name(call) or ""
         name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
         if name in GENERATING_FACTORIES:
+            if draws_around_tensor(call, name):
+                return self._operands_on_host(
+                [arg.value for arg in call.args if arg.keyword is None or arg.keyword.value in ("mean", "std")]
+                )
             return not self._factories_on_device and not _names_device(call)
         if name == "from_numpy":
             return True
@@ -591,6 +596,85 @@ def reads_of_bound_name(value: cst.CSTNode, facts: FileFacts) -> list[cst.Name]:
     return [n for n in visitor.found if n is not target]
 
 
+class _SelfAttributeReads(cst.CSTVisitor):
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+        self.found: list[cst.Attribute] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if (
+            node.attr.value == self.attribute
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+        ):
+            self.found.append(node)
+
+
+# Methods that fill a tensor in place from their argument, and those that move it whole.
+_FILLS = frozenset({"copy_"})
+_WHOLE_MOVES = frozenset({"cuda", "to"})
+
+
+def staged_on_host(
+    call: cst.Call, facts: FileFacts, on_device: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """A host staging buffer: the factory's value, bound to a local name or to a `self.` attribute,
+    is only filled in place (`buf[i].copy_(state)`, `buf[i] = row`) with values not known to be on
+    the device, and moved whole (`buf.cuda()`, `buf.to(d)`), both at least once. Made on the
+    device, every fill would be a host-to-device copy of its own; the one move is the copy the
+    design wants (pytorch/examples' batched RPC agent gathers the observers' states so)."""
+    reads: list[cst.BaseExpression] = list(reads_of_bound_name(call, facts))
+    assign = facts.parents.get(call)
+    if not reads and isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+        target = assign.targets[0].target
+        cls = next((a for a in facts.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+        if (
+            cls is not None
+            and isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+        ):
+            visitor = _SelfAttributeReads(target.attr.value)
+            cls.visit(visitor)
+            reads = [a for a in visitor.found if not _assigned_whole(a, facts)]
+    kinds = [_staging_use(read, facts, on_device) for read in reads]
+    return bool(kinds) and None not in kinds and "fill" in kinds and "move" in kinds
+
+
+def _assigned_whole(expr: cst.CSTNode, facts: FileFacts) -> bool:
+    return isinstance(facts.parents.get(expr), cst.AssignTarget)
+
+
+def _staging_use(
+    read: cst.BaseExpression, facts: FileFacts, on_device: Callable[[cst.BaseExpression], bool]
+) -> Optional[str]:
+    """"fill", "move", "layout" (`len(buf)`, `buf.shape`: no values read), or None for any other
+    use of a buffer."""
+    parent = facts.parents.get(read)
+    if isinstance(parent, cst.Arg):
+        call = facts.parents.get(parent)
+        is_len = isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len"
+        return "layout" if is_len else None
+    if isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value in LAYOUT_READS:
+        return "layout"
+    if isinstance(parent, cst.Subscript) and parent.value is read:
+        target = facts.parents.get(parent)
+        assign = facts.parents.get(target) if isinstance(target, cst.AssignTarget) else None
+        if isinstance(assign, cst.Assign):
+            return None if on_device(assign.value) else "fill"
+        read, parent = parent, target  # `buf[i].copy_(row)` fills a slice
+    if not (isinstance(parent, cst.Attribute) and parent.value is read):
+        return None
+    method = facts.parents.get(parent)
+    if not (isinstance(method, cst.Call) and method.func is parent):
+        return None
+    if parent.attr.value in _WHOLE_MOVES and isinstance(read, (cst.Name, cst.Attribute)):
+        return "move" if not (method.args and _is_cpu(method.args[0].value)) else None
+    if parent.attr.value in _FILLS and method.args and not on_device(method.args[0].value):
+        return "fill"
+    return None
+
+
 def _host_read(name: cst.Name, facts: FileFacts) -> bool:
     parent = facts.parents.get(name)
     if isinstance(parent, (cst.For, cst.CompFor)):
@@ -701,6 +785,17 @@ def builds_no_elements(call: cst.Call, factory: str) -> bool:
         else:
             dimensions.append(size)
     return any(isinstance(d, cst.Integer) and d.evaluated_value == 0 for d in dimensions)
+
+
+def draws_around_tensor(call: cst.Call, factory: str) -> bool:
+    """`torch.normal(mean, std)` without a size: only the form with both numbers takes a size, so
+    one of them is a tensor, and the draw is made on its device (DDPG's exploration noise
+    `torch.normal(0, actor.action_scale * sigma)`), as with the `*_like` factories."""
+    if factory != "normal" or may_pass_keyword(call):
+        return False
+    positional = [arg for arg in call.args if arg.keyword is None]
+    sized = any(arg.keyword is not None and arg.keyword.value == "size" for arg in call.args)
+    return len(positional) < 3 and not sized and not any(arg.star for arg in positional)
 
 
 def fills_device_tensor(call: cst.Call, qualified_name: Callable[[cst.BaseExpression], str | None]) -> bool:

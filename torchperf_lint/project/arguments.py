@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from ..analysis.arguments import (
     ABSENT,
+    BUILT_PREFIX,
+    INSTANCE_PREFIX,
     NOT_NONE,
     PARAM_PREFIX,
     TRUTHY,
@@ -78,6 +80,8 @@ def passed_tokens(
             token = callee.defaults.get(param)
         if token is not None and token.startswith(PARAM_PREFIX):
             token = handed(token[len(PARAM_PREFIX) :], param)
+        elif token is not None and token.startswith(BUILT_PREFIX):
+            token = handed(token, param)  # only a handler that knows the caller's module resolves it
         found[param] = None if token == "?" else token
     return found
 
@@ -124,7 +128,12 @@ def _agreed(callee: Function, calls: Iterable[tuple[Call, bool, Handed]]) -> Val
     }
 
 
-def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Values]:
+def argument_values(
+    project: Project, sites: Sites, options: Optional[dict[tuple[int, int], Values]] = None
+) -> dict[tuple[int, int], Values]:
+    """`options`: per function, the command-line options the default run decides
+    (project/options.py), which a call may hand on (`UNet(n_classes=args.classes)`)."""
+    options = options or {}
     handed: set[str] = set()
     members: set[str] = set()  # handed on as an attribute of a local object: methods only
     outer: set[str] = set()
@@ -144,8 +153,13 @@ def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Val
         and entry[0].index >= 0
         and entry[0].info.name not in (either if entry[0].info.cls >= 0 else handed)
     }
-    found = _handed_on(decided)
-    for cls, init, values in _constructions(project, handed | members | exported):
+    for key, entry in _own_step_sites(project, sites, roots).items():
+        if entry[0].info.name not in (either if entry[0].info.cls >= 0 else handed):
+            decided.setdefault(key, entry)
+    instances: dict[str, Values] = {}
+    found = _handed_on(decided, project, options, outer, instances)
+    _instance_attributes(found, instances)
+    for cls, init, values in _constructions(project, handed | members | exported, options):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
             found.setdefault(method.key(), {})[f"self.{attribute}"] = token
     for function, attribute in _absent_attributes(project, {*sites, *roots}):
@@ -153,19 +167,68 @@ def argument_values(project: Project, sites: Sites) -> dict[tuple[int, int], Val
     return found
 
 
-def _handed_on(decided: Sites) -> dict[tuple[int, int], Values]:
+def _own_step_sites(project: Project, sites: Sites, roots: set[tuple[int, int]]) -> Sites:
+    """Every project call of each function that runs a step or inference loop of its own and
+    that no call made per step reaches (`evaluate(net, loader)` called every N steps, a
+    script's `train_model(model=model)`): such a function is hot whoever calls it, so what its
+    parameters hold is what all its callers pass, cold or not."""
+    from .graph import FunctionRef
+
+    owners: dict[tuple[int, int], FunctionRef] = {}
+    for module in project.modules.values():
+        loops = module.summary.loops
+        # the inference loops the first spread found (project.inference_loops() would spread again)
+        for index in [*project.step_loops(module), *project._inference_loops.get(id(module), ())]:
+            function = FunctionRef(module, loops[index].function)
+            if function.index >= 0 and function.key() not in sites and function.key() not in roots:
+                owners[function.key()] = function
+    if not owners:
+        return {}
+    names = {function.info.name for function in owners.values()}
+    found: Sites = {}
+    for module in project.modules.values():
+        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
+            caller = FunctionRef(module, offset - 1)
+            for call in [*info.calls, *info.cold_calls]:
+                if call.target.replace("|", ".").split(".")[-1] not in names:
+                    continue
+                for callee in project.resolve_call(caller, call):
+                    if callee.key() in owners:
+                        found.setdefault(callee.key(), (callee, []))[1].append((caller, call))
+    return found
+
+
+def _handed_on(
+    decided: Sites,
+    project: Project,
+    options: dict[tuple[int, int], Values],
+    outer: set[str],
+    instances: dict[str, Values],
+) -> dict[tuple[int, int], Values]:
     """The values of each function's parameters, where a caller that hands on a parameter of
-    its own passes what its callers decided for it. Each round reads the last one's values,
-    which are right as far as they go, so every round is, and later rounds only learn more;
-    a recursive call handing a parameter on to itself passes it unchanged (SAME)."""
+    its own (or an option it holds) passes what its callers decided for it, and an instance it
+    builds is its class and the attributes its construction sets (`instances` gathers them).
+    Each round reads the last one's values, which are right as far as they go, so every round
+    is, and later rounds only learn more; a recursive call handing a parameter on to itself
+    passes it unchanged (SAME)."""
     found: dict[tuple[int, int], Values] = {}
+    built: dict[tuple[tuple[int, int], str], Optional[str]] = {}  # (caller, class as written) -> token
 
     def handed_by(caller: FunctionRef, callee_key: tuple[int, int]) -> Handed:
         values = found.get(caller.key(), {})
+        held = options.get(caller.key(), {})
         recursive = caller.key() == callee_key
 
         def handed(param: str, into: str) -> Optional[str]:
-            return SAME if recursive and param == into else values.get(param)
+            if param.startswith(BUILT_PREFIX):
+                key = (caller.key(), param)
+                if key not in built:
+                    written = param[len(BUILT_PREFIX) :]
+                    built[key] = _instance_token(project, caller, written, options, outer, instances)
+                return built[key]
+            if recursive and param == into:
+                return SAME
+            return values.get(param, held.get(param))
 
         return handed
 
@@ -199,11 +262,56 @@ def _hands_on(call: Call) -> bool:
     return any(token.startswith(PARAM_PREFIX) for token in call.args.values())
 
 
-def _constructions(project: Project, handed: set[str]) -> Iterable[tuple[ClassRef, FunctionRef, Values]]:
-    """Each class of the project with the values every construction passes its `__init__`."""
+def _instance_token(
+    project: Project,
+    caller: FunctionRef,
+    written: str,
+    options: dict[tuple[int, int], Values],
+    outer: set[str],
+    instances: dict[str, Values],
+) -> Optional[str]:
+    """INSTANCE_PREFIX + the project class `written` names in the caller's module, with the
+    attributes its `__init__` sets from what the caller's own constructions of it pass
+    (`UNet(n_classes=args.classes)`: `n_classes` is the option's default); `instances` keeps
+    those attributes by token."""
+    from .graph import ClassRef
+
+    cls = project.resolve_dotted(caller.module, written)
+    init = project.find_method(cls, "__init__") if isinstance(cls, ClassRef) else None
+    if not isinstance(cls, ClassRef) or init is None:
+        return None
+    handed = _held_options(options.get(caller.key(), {}))
+    sites = [
+        (call, True, handed)
+        for call in [*caller.info.calls, *caller.info.cold_calls]
+        if call.kind in ("global", "dotted") and call.target == written
+    ]
+    values = _agreed(init.info, sites) if sites else {}
+    owner = ClassRef(init.module, init.info.cls)
+    attributes = {a: t for _, a, t in _attributes(project, owner, init, values, outer)}
+    shown = ",".join(f"{a}={t}" for a, t in sorted(attributes.items()))
+    token = f"{INSTANCE_PREFIX}{cls.module.display}#{cls.index}|{shown}"
+    instances[token] = attributes
+    return token
+
+
+def _instance_attributes(found: dict[tuple[int, int], Values], instances: dict[str, Values]) -> None:
+    """`net.ATTR` for a parameter `net` that holds an instance built the same way by every
+    caller: what that construction makes its `__init__` set `self.ATTR` to."""
+    for values in found.values():
+        for param, token in list(values.items()):
+            for attribute, value in instances.get(token, {}).items():
+                values.setdefault(f"{param}.{attribute}", value)
+
+
+def _constructions(
+    project: Project, handed: set[str], options: dict[tuple[int, int], Values]
+) -> Iterable[tuple[ClassRef, FunctionRef, Values]]:
+    """Each class of the project with the values every construction passes its `__init__`
+    (an option the caller holds counts as its default, `UNet(n_classes=args.classes)`)."""
     from .graph import ClassRef, FunctionRef
 
-    calls: dict[tuple[int, int], tuple[ClassRef, FunctionRef, list[tuple[Call, bool]]]] = {}
+    calls: dict[tuple[int, int], tuple[ClassRef, FunctionRef, list[tuple[Call, bool, Handed]]]] = {}
     for module in project.modules.values():
         owners = [module.summary.toplevel, *module.summary.functions]
         for offset, info in enumerate(owners):
@@ -222,14 +330,23 @@ def _constructions(project: Project, handed: set[str]) -> Iterable[tuple[ClassRe
                 if cls is None or init is None:
                     continue
                 entry = calls.setdefault(init.key(), (ClassRef(init.module, init.info.cls), init, []))
-                entry[2].append((call, True))
+                entry[2].append((call, True, _held_options(options.get(caller.key(), {}))))
     for cls, init, sites in calls.values():
         if cls.info.name in handed:
             continue
         # a construction may run in any call of its caller, not only those made per step
-        values = _agreed(init.info, ((call, bound, _open) for call, bound in sites))
+        values = _agreed(init.info, sites)
         if values:
             yield cls, init, values
+
+
+def _held_options(held: Values) -> Handed:
+    """What a caller hands on of its own: only the options it holds are known here."""
+
+    def handed(param: str, into: str) -> Optional[str]:
+        return held.get(param)
+
+    return handed
 
 
 def _attributes(

@@ -126,7 +126,7 @@ class Project:
         self._arguments: dict[tuple[int, int], Values] = {}
         self._cuda: Optional[dict[int, str]] = None
         self._helpers: Optional[dict[int, str]] = None
-        self._default: Optional[str] = None  # "" once found to be nowhere
+        self._default: Optional[dict[int, str]] = None  # module -> where its default device is CUDA
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
         self._movers: Optional[tuple[tuple[str, bool], ...]] = None
         self._key_reads: Optional[dict[str, bool]] = None
@@ -675,8 +675,9 @@ class Project:
         if self._hot is None:
             sites: Sites = {}
             self._spread_hot({}, sites)
-            self._arguments = argument_values(self, sites)
-            for key, options in option_values(self).items():
+            option_tokens = option_values(self)
+            self._arguments = argument_values(self, sites, option_tokens)
+            for key, options in option_tokens.items():
                 values = self._arguments.setdefault(key, {})
                 values.update((read, token) for read, token in options.items() if read not in values)
             self._hot = self._spread_hot(self._arguments, {})
@@ -794,17 +795,25 @@ class Project:
             for position in range(len(info.calls)):
                 yield function, position
 
-    def cuda_default(self) -> Optional[str]:
-        """Where the project makes CUDA the default device (NeRF code's
-        `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), if anywhere."""
+    def cuda_default(self, module: Module) -> Optional[str]:
+        """Where the process that runs `module` makes CUDA the default device (NeRF code's
+        `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), if anywhere: a module that
+        sets it, or one it imports, directly or through others. Another script of the same
+        repository runs in a process of its own (cleanrl's single-file scripts)."""
         if self._default is None:
-            self._default = ""
-            for module in sorted(self.modules.values(), key=lambda m: m.display):
-                owners = [module.summary.toplevel, *module.summary.functions]
-                if not module.is_test and any(info.sets_cuda_default for info in owners):
-                    self._default = f"{module.display} makes CUDA the default device"
-                    break
-        return self._default or None
+            self._default = {}
+            for setter in sorted(self.modules.values(), key=lambda m: m.display):
+                owners = [setter.summary.toplevel, *setter.summary.functions]
+                if setter.is_test or not any(info.sets_cuda_default for info in owners):
+                    continue
+                why = f"{setter.display} makes CUDA the default device"
+                todo = [setter]
+                while todo:
+                    current = todo.pop()
+                    if id(current) not in self._default:
+                        self._default[id(current)] = why
+                        todo.extend(self.imported_modules(current))
+        return self._default.get(id(module))
 
     def rpc_device_map(self) -> Optional[str]:
         """Where the project configures an RPC device map, if anywhere: then a tensor returned
@@ -1238,7 +1247,7 @@ class Project:
             stepped_model_builders=self.stepped_model_builders(module),
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),
-            cuda_default=self.cuda_default(),
+            cuda_default=self.cuda_default(module),
             rpc_device_map=self.rpc_device_map(),
             published_weights=tuple(
                 sorted(_of_module(self.published(), self._published_by_module).get(key, ()), key=_first)

@@ -13,7 +13,15 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union, cast
 
-from ..analysis.arguments import OPTIONS, PARAM_PREFIX, asserted_values, mentions, subject, value_token
+from ..analysis.arguments import (
+    BUILT_PREFIX,
+    OPTIONS,
+    PARAM_PREFIX,
+    asserted_values,
+    mentions,
+    subject,
+    value_token,
+)
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
 from ..analysis.options import module_options
@@ -1242,13 +1250,25 @@ class _Summarizer:
         return isinstance(value, ast.Call) and self.qualify(dotted(value.func) or "") == "torch.device"
 
     def _token(self, argument: ast.AST) -> str:
-        """What a call passes: a literal's token, the caller's own parameter handed on
-        (PARAM_PREFIX + name: its value is the caller's, project/arguments.py), or "?"."""
+        """What a call passes: a literal's token, the caller's own parameter or option handed on
+        (PARAM_PREFIX + `name` or `args.dest`: its value is the caller's, project/arguments.py),
+        an instance the caller builds (BUILT_PREFIX + its class as written), or "?"."""
         token = value_token(argument)
         if token is not None:
             return token
-        if isinstance(argument, ast.Name) and argument.id in self.current().namespaces:
+        namespaces = self.current().namespaces
+        if isinstance(argument, ast.Name) and argument.id in namespaces:
             return OPTIONS
+        if (
+            isinstance(argument, ast.Attribute)
+            and isinstance(argument.value, ast.Name)
+            and argument.value.id in namespaces
+        ):
+            return f"{PARAM_PREFIX}{argument.value.id}.{argument.attr}"
+        if isinstance(argument, ast.Name):
+            cls = self._instance_of(argument.id)
+            if cls is not None:
+                return BUILT_PREFIX + cls
         if (
             isinstance(argument, ast.Name)
             and self.function_stack
@@ -1259,18 +1279,57 @@ class _Summarizer:
             return PARAM_PREFIX + argument.id
         return "?"
 
+    def _instance_of(self, name: str) -> Optional[str]:
+        """The class (as written) every binding of `name` in the innermost scope binding it
+        constructs (`model = UNet(...)`; `model = model.to(device)` keeps the object), if one."""
+        for scope in self.scopes():
+            if name in scope.params:
+                return None  # what the caller passed, maybe rebound: not this scope's own
+            if name not in scope.values:
+                if name in scope.names:
+                    return None
+                continue
+            classes = set()
+            for value in scope.values[name]:
+                stripped = _strip_chain(value)
+                if isinstance(stripped, ast.Name) and stripped.id == name:
+                    continue  # the same object, moved or switched to eval
+                callee = _constructed(value)
+                last = (callee or "").split(".")[-1]
+                if not last[:1].isupper():
+                    return None
+                classes.add(callee)
+            return classes.pop() if len(classes) == 1 else None
+        return None
+
     def _setter_argument(self, node: ast.Call) -> Optional[str]:
         """What `torch.set_default_device(ARG)` is given: a string's value, a qualified name, or
         the string of `torch.device("cuda")`."""
         if not node.args:
             return None
-        argument = node.args[0]
+        argument: ast.AST = node.args[0]
+        if isinstance(argument, ast.Name):
+            argument = self._bound_before(argument.id, node.lineno) or argument
         if self._is_device_call(argument) and argument.args:  # type: ignore[attr-defined]
             argument = argument.args[0]  # type: ignore[attr-defined]
-        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-            return argument.value
+        # `"cuda" if torch.cuda.is_available() else "cpu"`: the device the script picks on a GPU
+        sides = [argument.body, argument.orelse] if isinstance(argument, ast.IfExp) else [argument]
+        strings = [s.value for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+        if strings:
+            return next((s for s in strings if s.startswith("cuda")), strings[0])
         name = dotted(argument)
         return self.qualify(name) if name else None
+
+    def _bound_before(self, name: str, line: int) -> Optional[ast.expr]:
+        """The value `name` was last bound to above `line`, in the innermost scope binding it
+        (`device = torch.device(...)` then `torch.set_default_device(device)`)."""
+        for scope in self.scopes():
+            values = [v for v in scope.values.get(name, ()) if isinstance(v, ast.expr) and v.lineno < line]
+            if values:
+                return max(values, key=lambda v: (v.lineno, v.col_offset))
+            if name in scope.names:
+                return None
+        return None
 
     def _moved(self, func: ast.Attribute, scopes: tuple[_Locals, ...]) -> list[str]:
         """`Net().to(device)`, `model.cuda()` after `model = Net(...)`: what is constructed and moved."""

@@ -10,9 +10,11 @@ from ...analysis.devices import (
     GENERATING_FACTORIES,
     builds_no_elements,
     consumed_on_host,
+    draws_around_tensor,
     fills_device_tensor,
     flows_into_tensor,
     may_pass_keyword,
+    staged_on_host,
 )
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
@@ -39,7 +41,9 @@ def _goes_to_host(call: cst.Call, ctx: Context) -> bool:
     attribute = ctx.parent(call)
     if isinstance(attribute, cst.Attribute) and attribute.value is call and attribute.attr.value in _TO_HOST:
         return True
-    return consumed_on_host(call, ctx.facts, ctx.entry.host_read_keys) or ctx.only_sent_over_rpc(call)
+    if consumed_on_host(call, ctx.facts, ctx.entry.host_read_keys) or ctx.only_sent_over_rpc(call):
+        return True
+    return staged_on_host(call, ctx.facts, lambda e: ctx.is_tensor(e) and not ctx.is_host_tensor(e))
 
 
 class CpuFactoryInHotPath(Rule):
@@ -65,11 +69,14 @@ class CpuFactoryInHotPath(Rule):
 
     ## When it stays silent
     Cold code (`__init__`, module level, setup functions); `*_like` factories, which inherit their
-    argument's device; calls with `device=` or `generator=` (a CPU generator is deliberate);
+    argument's device, and `torch.normal(mean, std)` without a size, which draws on the device of
+    its tensor argument (only the form with two numbers takes a size); calls with `device=` or `generator=` (a CPU generator is deliberate);
     calls that fill an `out=` tensor made on the device (`out=torch.cuda.LongTensor(n)`); results
     sent straight back to the host (`.tolist()`, `.numpy()`, `.item()`), also as an entry of a
     returned dict that the project reads only on the host (`return {"order": torch.randperm(4)}`
-    for `params["order"].tolist()`); empty tensors (a literal 0 in the size: `torch.empty(0)`,
+    for `params["order"].tolist()`); host staging buffers, only filled in place with values not
+    known to be on the device and moved whole (`buf[i].copy_(state)` then `buf.cuda()`: made on the
+    device, every fill would be a copy of its own); empty tensors (a literal 0 in the size: `torch.empty(0)`,
     `torch.zeros(0, 4)`, `torch.arange(0)`); CPU-only files.
     """
 
@@ -136,6 +143,27 @@ class CpuFactoryInHotPath(Rule):
                     device = self.proj.weight.device
                     mask = ~torch.zeros(shape).to(device=device, dtype=torch.bool)  # expect: TPL101
                     return mask.cumsum(1)
+            """,
+        "normal-of-two-numbers": """
+            import torch
+            from torch import nn
+
+            class NoisyNet(nn.Module):
+                def forward(self, x):
+                    noise = torch.normal(0.0, 0.1, size=(x.shape[0], 8))  # expect: TPL101
+                    return x + noise.cuda()
+            """,
+        "buffer-filled-with-device-values": """
+            import torch
+
+            def train(policy, encoder, optimizer, envs, steps):
+                for step in range(steps):
+                    states = torch.zeros(len(envs), 4)  # expect: TPL101
+                    for i, env in enumerate(envs):
+                        states[i] = encoder(env.observe().cuda())  # a device tensor written to the host
+                    loss = policy(states.cuda()).sum()
+                    loss.backward()
+                    optimizer.step()
             """,
         "written-into-a-host-buffer": """
             import torch
@@ -228,6 +256,36 @@ class CpuFactoryInHotPath(Rule):
                     keep = torch.randperm(8, generator=gen).cuda()
                     return torch.zeros_like(x) + x[keep]
             """,
+        "normal-around-a-device-tensor": """
+            import torch
+
+            def train(actor, critic, envs, optimizer, sigma, steps):
+                device = torch.device("cuda")
+                obs = envs.reset()
+                for step in range(steps):
+                    with torch.no_grad():
+                        actions = actor(torch.Tensor(obs).to(device))
+                        # no size: `std` is a tensor, and the noise is drawn on its device
+                        actions += torch.normal(0, actor.action_scale * sigma)
+                    obs = envs.step(actions.cpu().numpy())
+                    loss = critic(torch.Tensor(obs).to(device)).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "host-staging-buffer": """
+            import torch
+
+            def train(policy, optimizer, envs, steps):
+                for step in range(steps):
+                    # gathered row by row from the host, then moved in one copy
+                    states = torch.zeros(len(envs), 4)
+                    for i, env in enumerate(envs):
+                        states[i].copy_(env.observe())
+                    loss = policy(states.cuda()).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
         "straight-to-host": """
             import torch
             from torch import nn
@@ -279,7 +337,11 @@ class CpuFactoryInHotPath(Rule):
         if qualified is None or not qualified.startswith("torch."):
             return
         factory = qualified[len("torch.") :]
-        if factory not in GENERATING_FACTORIES or builds_no_elements(node, factory):
+        if (
+            factory not in GENERATING_FACTORIES
+            or builds_no_elements(node, factory)
+            or draws_around_tensor(node, factory)
+        ):
             return
         if keyword(node, "device") is not None or keyword(node, "generator") is not None:
             return
