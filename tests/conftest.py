@@ -47,16 +47,17 @@ def _below_the_bar() -> frozenset[str]:
 PRECISION_OFF = _below_the_bar()
 
 
-def turn_on(monkeypatch: pytest.MonkeyPatch, codes: frozenset[str]) -> None:
-    """Make `codes` default-on for one test, in the catalog selection reads and on the classes."""
+def turn_on(monkeypatch: pytest.MonkeyPatch, codes: frozenset[str], on: bool = True) -> None:
+    """Make `codes` default-on for one test (default-off with `on=False`), in the catalog selection
+    reads and on the classes."""
     import torchperf_lint.catalog as catalog
     from torchperf_lint.rules import BY_CODE
 
-    table = tuple((code, name, on or code in codes) for code, name, on in catalog.RULES)
+    table = tuple((code, name, (on if code in codes else default)) for code, name, default in catalog.RULES)
     monkeypatch.setattr(catalog, "RULES", table)
     for code in codes:
         if code in BY_CODE:
-            monkeypatch.setattr(BY_CODE[code], "default_on", True)
+            monkeypatch.setattr(BY_CODE[code], "default_on", on)
     from torchperf_lint.flake8_plugin import TorchPerfPlugin
     from torchperf_lint.rules import select_rules
 

@@ -573,7 +573,7 @@ def test_a_file_named_twice_is_reported_once(tmp_path: Path, capsys) -> None:
 def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     hot = write(tmp_path / "hot.py", HOT)
     result = subprocess.run(
-        [sys.executable, "-m", "torchperf_lint", *SELECT, str(hot)],
+        [sys.executable, "-m", "torchperf_lint", *SELECT, "--library", str(hot)],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -531,9 +531,10 @@ def test_flake8_reads_the_projects_torchperf_lint_table(tmp_path: Path) -> None:
         torch-version = "1.13"
         per-file-ignores = {"scripts/*.py" = ["TPL101"]}
         test-file-patterns = ["checks/"]
+        library = true
         """,
     )
-    loss = write(tmp_path / "loss.py", HOT)
+    loss = write(tmp_path / "loss.py", HOT)  # no step loop runs it: the table's `library` shows it
     train = write(tmp_path / "train.py", TRAIN)
     script = write(tmp_path / "scripts" / "loss.py", HOT)
     checked = write(

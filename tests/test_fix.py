@@ -582,7 +582,7 @@ def test_fix_on_stdin_with_nothing_to_fix_echoes_the_input(monkeypatch, capsys) 
 def test_python_dash_m_fixes_files_in_place(tmp_path: Path) -> None:
     path = write(tmp_path / "net.py", SAFE, 0o750)
     run = subprocess.run(
-        [sys.executable, "-m", "torchperf_lint", *SELECT, "--fix", str(path)],
+        [sys.executable, "-m", "torchperf_lint", *SELECT, "--library", "--fix", str(path)],
         capture_output=True,
         check=False,
         text=True,
@@ -593,7 +593,7 @@ def test_python_dash_m_fixes_files_in_place(tmp_path: Path) -> None:
     assert path.read_bytes() == SAFE_FIXED
     assert stat.S_IMODE(path.stat().st_mode) == 0o750
     again = subprocess.run(
-        [sys.executable, "-m", "torchperf_lint", *SELECT, "--diff", str(path)],
+        [sys.executable, "-m", "torchperf_lint", *SELECT, "--library", "--diff", str(path)],
         capture_output=True,
         check=False,
         text=True,

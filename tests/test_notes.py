@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests.conftest import turn_on
 from tests.test_cli import run, write
 from torchperf_lint.api import lint_source
 from torchperf_lint.settings import Settings
@@ -149,8 +150,11 @@ def test_annotations_never_carry_notes(tmp_path: Path, capsys, output: str) -> N
     assert (json.loads(out)["runs"][0]["results"] if output == "sarif" else out) in ([], "")
 
 
-def test_a_rule_off_by_default_shows_no_note_and_counts_none(tmp_path: Path, capsys) -> None:
-    path = _net(tmp_path)  # TPL401 is off by default: it runs only to be counted
+def test_a_rule_off_by_default_shows_no_note_and_counts_none(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn_on(monkeypatch, frozenset({"TPL401"}), on=False)  # the only rule with notes, made off
+    path = _net(tmp_path)  # off by default, TPL401 runs only to be counted
     assert run(capsys, "--show-context", path) == (0, "", "")
 
 

@@ -110,8 +110,11 @@ def user_repo(tmp_path: Path, env: dict[str, str]) -> Path:
     repo.mkdir()
     (repo / "net.py").write_text(BAD)
     (repo / "notes.txt").write_text("torch.zeros(n).cuda()\n")  # not Python: the hooks skip it
-    # the project turns on the two (off by default) rules these files exercise
-    (repo / "pyproject.toml").write_text('[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\n')
+    # the project turns on the two (off by default) rules these files exercise; its net has no step
+    # loop, so it is linted as a library (code hot only by assumption is reported)
+    (repo / "pyproject.toml").write_text(
+        '[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\nlibrary = true\n'
+    )
     _git("init", "-q", cwd=repo, env=env)
     _git("add", "-A", cwd=repo, env=env)
     return repo

@@ -48,7 +48,7 @@ def test_a_buffer_read_another_way_is_no_staging_buffer() -> None:
     # used where it is, next to device tensors: made on the host for nothing
     assert lint("self.states[i].copy_(state)", use="self.states + rewards") == [17]
     # filled with what the model computed on the device: a copy to the host and back
-    assert lint("self.states[i] = torch.randn(4, device=\"cuda\") + i") == [17]
+    assert lint('self.states[i] = torch.randn(4, device="cuda") + i') == [17]
 
 
 def test_a_buffer_never_filled_is_no_staging_buffer() -> None:

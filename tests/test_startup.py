@@ -89,7 +89,8 @@ def test_a_fully_cached_run_loads_neither_libcst_the_rules_nor_the_project_pass(
     tmp_path: Path, output: list[str]
 ) -> None:
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\nignore = ["TPL401"]\n'
+        # HOT has no step loop: linted as a library, its forward is hot by assumption
+        '[tool.torchperf-lint]\nextend-select = ["TPL101", "TPL103"]\nignore = ["TPL401"]\nlibrary = true\n'
     )
     (tmp_path / "model.py").write_text(HOT)
     (tmp_path / "plain.py").write_text("print('no torch here')\n")
@@ -107,9 +108,15 @@ def test_a_fully_cached_run_starts_no_pool_of_workers(tmp_path: Path) -> None:
     a pool starts: the files that all hit it need none."""
     for name in ("model.py", "loss.py", "data.py"):
         (tmp_path / name).write_text(HOT)
-    cold_code, cold_out, cold_modules = loaded("--jobs", "2", "--extend-select", "TPL101", ".", cwd=tmp_path)
+    cold_code, cold_out, cold_modules = loaded(
+        "--jobs", "2", "--extend-select", "TPL101", "--library", ".", cwd=tmp_path
+    )
     assert cold_code == 1 and "multiprocessing" in cold_modules  # the files were parsed in a pool
-    assert loaded("--jobs", "2", "--extend-select", "TPL101", ".", cwd=tmp_path) == (cold_code, cold_out, [])
+    assert loaded("--jobs", "2", "--extend-select", "TPL101", "--library", ".", cwd=tmp_path) == (
+        cold_code,
+        cold_out,
+        [],
+    )
 
 
 def test_an_edited_file_is_parsed_again(tmp_path: Path) -> None:
@@ -122,7 +129,7 @@ def test_an_edited_file_is_parsed_again(tmp_path: Path) -> None:
 def test_an_edit_to_another_module_runs_the_project_pass_again(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text(HOT)
     (tmp_path / "other.py").write_text("import torch\n")
-    command = ("--jobs", "1", "--extend-select", "TPL101", "model.py")
+    command = ("--jobs", "1", "--extend-select", "TPL101", "--library", "model.py")
     first = loaded(*command, cwd=tmp_path)
     (tmp_path / "other.py").write_text("import torch\n\n")
     code, out, modules = loaded(*command, cwd=tmp_path)

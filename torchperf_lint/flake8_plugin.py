@@ -53,12 +53,19 @@ class TorchPerfPlugin:
             default=None,
             help="path patterns of test files (default: pytest's)",
         )
+        manager.add_option(
+            "--torchperf-library",
+            parse_from_config=True,
+            action="store_true",
+            default=False,
+            help="lint as a library: also report code hot only by assumption (torchperf-lint --library)",
+        )
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
         """The project's `[tool.torchperf-lint]` (or setup.cfg/tox.ini section), found as the
         command line finds it, so the editor shows what the CLI shows; flake8's own options win
-        where given: --torchperf-* over the config's keys, a TPL code named exactly in flake8's
+        where given: --torchperf-* over the config's keys (--torchperf-library turns `library` on), a TPL code named exactly in flake8's
         --select, --extend-select or --enable-extensions runs even when the config leaves it out,
         and flake8 applies its --ignore, per-file-ignores and noqa to what the plugin reports."""
         try:
@@ -72,6 +79,8 @@ class TorchPerfPlugin:
             patterns = getattr(options, "torchperf_test_file_patterns", None)
             if patterns:
                 settings = settings.replace(test_file_patterns=tuple(patterns))
+            if getattr(options, "torchperf_library", False):
+                settings = settings.replace(library=True)
             named: set[str] = set()
             for option in ("select", "extend_select", "enable_extensions"):
                 named.update(c.strip().upper() for c in (getattr(options, option, None) or []))

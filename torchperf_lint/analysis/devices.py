@@ -262,7 +262,11 @@ class HostTensors:
         if name in GENERATING_FACTORIES:
             if draws_around_tensor(call, name):
                 return self._operands_on_host(
-                [arg.value for arg in call.args if arg.keyword is None or arg.keyword.value in ("mean", "std")]
+                    [
+                        arg.value
+                        for arg in call.args
+                        if arg.keyword is None or arg.keyword.value in ("mean", "std")
+                    ]
                 )
             return not self._factories_on_device and not _names_device(call)
         if name == "from_numpy":
@@ -615,9 +619,7 @@ _FILLS = frozenset({"copy_"})
 _WHOLE_MOVES = frozenset({"cuda", "to"})
 
 
-def staged_on_host(
-    call: cst.Call, facts: FileFacts, on_device: Callable[[cst.BaseExpression], bool]
-) -> bool:
+def staged_on_host(call: cst.Call, facts: FileFacts, on_device: Callable[[cst.BaseExpression], bool]) -> bool:
     """A host staging buffer: the factory's value, bound to a local name or to a `self.` attribute,
     is only filled in place (`buf[i].copy_(state)`, `buf[i] = row`) with values not known to be on
     the device, and moved whole (`buf.cuda()`, `buf.to(d)`), both at least once. Made on the
@@ -648,7 +650,7 @@ def _assigned_whole(expr: cst.CSTNode, facts: FileFacts) -> bool:
 def _staging_use(
     read: cst.BaseExpression, facts: FileFacts, on_device: Callable[[cst.BaseExpression], bool]
 ) -> Optional[str]:
-    """"fill", "move", "layout" (`len(buf)`, `buf.shape`: no values read), or None for any other
+    """ "fill", "move", "layout" (`len(buf)`, `buf.shape`: no values read), or None for any other
     use of a buffer."""
     parent = facts.parents.get(read)
     if isinstance(parent, cst.Arg):

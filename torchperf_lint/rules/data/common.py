@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...analysis.loader_reads import read_a_few_batches
 from ...engine.context import Context
 from ...engine.edits import keyword
 
@@ -21,6 +22,17 @@ def dataloader(call: cst.Call, ctx: Context, keyword: str) -> bool:
         and not any(arg.star == "*" for arg in call.args)
         and not ctx.module_graph.star_kwargs_may_supply(call, keyword)
     )
+
+
+def read_once(call: cst.Call, ctx: Context) -> bool:
+    """The loader `call` builds is read for a few batches, once (analysis/loader_reads.py)."""
+    parent = ctx.parent(call)
+    name = None
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        target = parent.targets[0].target
+        name = target.value if isinstance(target, cst.Name) else None
+    scope = ctx.enclosing_function(call) or ctx.facts.module
+    return read_a_few_batches(call, name, scope)
 
 
 def argument(call: cst.Call, name: str, ctx: Context | None = None) -> cst.BaseExpression | None:

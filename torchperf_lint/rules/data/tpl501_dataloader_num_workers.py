@@ -10,7 +10,7 @@ from ...engine.context import Context
 from ...engine.findings import Report
 from ..base import Rule
 from ..shared_examples import FEATURE_EXTRACTION_IN_DATASET_PROCESS
-from .common import argument, dataloader, dataset_on_device, int_literal
+from .common import argument, dataloader, dataset_on_device, int_literal, read_once
 
 
 class DataloaderNumWorkers(Rule):
@@ -32,7 +32,9 @@ class DataloaderNumWorkers(Rule):
     or `*args` that could supply it; datasets built from tensors already on the GPU
     (`TensorDataset(x.cuda(), y.cuda())`, where workers would fail); files that never use CUDA;
     classes named `DataLoader` that are not torch's; loaders of a dataset's one-off preparation
-    (its `process()` or `download()`, run once when the dataset is first built); datasets held in
+    (its `process()` or `download()`, run once when the dataset is first built); a loader read for a
+    few batches once, every loop over it leaving when its counter reaches a bound (`for i, x in
+    enumerate(test_loader): ...; if i == n - 1: break`: MelGAN's reference clips); datasets held in
     memory, where workers would have nothing to load, only processes to spawn and batches to send
     back: a `TensorDataset`, or a project dataset whose `__getitem__` only indexes what its
     `__init__` stored (no file read, decode, transform or other call), reached through a name, a
@@ -129,6 +131,19 @@ class DataloaderNumWorkers(Rule):
             """,
     }
     GOOD = {
+        "a-few-reference-batches-read-once": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def dump_references(test_set, n_samples, device="cuda"):
+                test_loader = DataLoader(test_set, batch_size=1)
+                clips = []
+                for i, clip in enumerate(test_loader):
+                    clips.append(clip.to(device))
+                    if i == n_samples - 1:
+                        break
+                return clips
+            """,
         "in-memory-dataset": """
             import torch
             from torch.utils.data import DataLoader, Dataset
@@ -208,7 +223,7 @@ class DataloaderNumWorkers(Rule):
         workers = argument(node, "num_workers")
         if workers is not None and int_literal(workers) != 0:
             return
-        if dataset_on_device(node, ctx) or ctx.prepares_dataset(node):
+        if dataset_on_device(node, ctx) or ctx.prepares_dataset(node) or read_once(node, ctx):
             return
         dataset = argument(node, "dataset")
         if dataset is not None and ctx.holds_in_memory(dataset):

@@ -11,7 +11,7 @@ from ...engine.edits import add_keyword
 from ...engine.findings import Fix, Report, Safety
 from ..base import Rule
 from ..shared_examples import FEATURE_EXTRACTION_IN_DATASET_PROCESS
-from .common import argument, dataloader, dataset_on_device
+from .common import argument, dataloader, dataset_on_device, read_once
 
 
 class DataloaderPinMemory(Rule):
@@ -42,7 +42,8 @@ class DataloaderPinMemory(Rule):
     collate lives in another module): the loader's pinning hands such an object back unpinned, so
     the flag would pin only the rest of the batch; files that never use CUDA; classes named
     `DataLoader` that are not torch's; loaders of a dataset's one-off preparation (its
-    `process()` or `download()`, run once when the dataset is first built).
+    `process()` or `download()`, run once when the dataset is first built); a loader read for a few
+    batches once, every loop over it leaving when its counter reaches a bound.
     """
 
     code = "TPL502"
@@ -241,7 +242,7 @@ class DataloaderPinMemory(Rule):
             return
         if argument(node, "pin_memory") is not None or dataset_on_device(node, ctx):
             return
-        if ctx.collates_unpinned(node) or ctx.prepares_dataset(node):
+        if ctx.collates_unpinned(node) or ctx.prepares_dataset(node) or read_once(node, ctx):
             return
         fix = Fix.replace(node, add_keyword(node, "pin_memory", cst.Name("True")), Safety.SAFE, "pin batches")
         yield self.report(node, fix=fix)

@@ -71,6 +71,9 @@ class HandWrittenFusedOp(Rule):
     name = "hand-written-fused-op"
     summary = "Hand-written composition of a fused built-in"
     message = "{written} is a slower, less stable hand-written form of a fused built-in; use {builtin}"
+    # its default form: code a step loop of the project runs (RULES.md); on libraries the broad
+    # form's findings are hand-written host-side numerics of functions no loop of theirs runs
+    stepping_evidence = True
     fix_safety = Safety.UNSAFE
     where = "anywhere"
     node_types = (cst.Call, cst.BinaryOperation, cst.UnaryOperation)
