@@ -330,3 +330,50 @@ def test_a_header_written_over_several_lines_is_shown_on_one() -> None:
     assert message.startswith(
         "loop over zip(self.encoder_q.parameters(), self.encoder_k.parameters()) in forward() updates an EMA"
     )
+
+
+# -- optimizers the project writes -------------------------------------------------------------
+def test_param_groups_params_are_the_optimizers_parameters() -> None:
+    assert _loops(
+        """
+        class LARS(torch.optim.Optimizer):
+            def step(self):
+                for g in self.param_groups:
+                    params = g["params"]
+                    for p in g["params"]:
+                        pass
+                    for p in params:
+                        pass
+                    for name in g["names"]:
+                        pass
+        """
+    ) == [('g["params"]', {"p": "param_groups"}), ("params", {"p": "param_groups"})]
+
+
+def test_an_optimizer_step_of_the_project_is_pointed_at_the_multi_tensor_update() -> None:
+    (message,) = _messages(
+        """
+        class Muon(torch.optim.Optimizer):
+            @torch.no_grad()
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        buf = self.state[p]["momentum_buffer"]
+                        buf.lerp_(p.grad, 1 - group["momentum"])
+                        update = zeropower_via_newtonschulz5(buf, steps=group["ns_steps"])
+                        p.mul_(1 - group["lr"] * group["weight_decay"])
+                        p.add_(update.reshape(p.shape), alpha=-group["lr"])
+
+        def train(model, loader):
+            optimizer = Muon(model.cuda().parameters())
+            for x in loader:
+                model(x).sum().backward()
+                optimizer.step()
+        """
+    )
+    assert message == (
+        'loop over group["params"] in step() updates each parameter of the group with kernels of its own; '
+        "write the update over the group's lists with the multi-tensor ops, as torch.optim's optimizers do "
+        "(torch._foreach_norm for per-tensor norms, torch._foreach_mul_/_foreach_add_/_foreach_addcmul_ "
+        "for the momentum and the step)"
+    )

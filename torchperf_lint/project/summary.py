@@ -497,9 +497,13 @@ def _compared_roots(node: ast.AST, local: Optional[_Locals]) -> set[str]:
 def _misses(test: ast.AST, stored: set[str], containers: set[str], local: Optional[_Locals]) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return all(_misses(v, stored, containers, local) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _text(test.operand) in containers
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return False
     left, right, operator = test.left, test.comparators[0], test.ops[0]
+    if isinstance(operator, ast.Eq) and _empty_length(left, right, containers):
+        return True
     if isinstance(operator, ast.NotIn):
         return _text(right) in containers
     if isinstance(operator, ast.Is):
@@ -507,6 +511,20 @@ def _misses(test: ast.AST, stored: set[str], containers: set[str], local: Option
     if isinstance(operator, ast.NotEq):
         return bool((_compared_roots(left, local) | _compared_roots(right, local)) & stored)
     return False
+
+
+def _empty_length(left: ast.AST, right: ast.AST, containers: set[str]) -> bool:
+    """As analysis/cold.py's: `len(c) == 0` for one of the `containers` the body fills."""
+    return (
+        isinstance(right, ast.Constant)
+        and right.value == 0
+        and not isinstance(right.value, bool)
+        and isinstance(left, ast.Call)
+        and isinstance(left.func, ast.Name)
+        and left.func.id == "len"
+        and len(left.args) == 1
+        and _text(left.args[0]) in containers
+    )
 
 
 def _flagged_build(value: ast.expr, params: list[str]) -> Optional[list[str]]:
