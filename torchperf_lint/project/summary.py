@@ -513,6 +513,19 @@ def _misses(test: ast.AST, stored: set[str], containers: set[str], local: Option
     return False
 
 
+def _scaler_step(node: ast.Call, scope: _Locals) -> Optional[tuple[str, str]]:
+    """`scaler.step(optimizer)`: a GradScaler steps the optimizer it is given, as analysis/hotpath.py's
+    resolve_call reads it; the call runs the `step` of the optimizer's class."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step" and len(node.args) == 1 and not node.keywords):
+        return None
+    receiver = (dotted(func.value) or "").rsplit(".", 1)[-1]
+    optimizer = node.args[0]
+    if "scaler" not in receiver.lower() or not isinstance(optimizer, ast.Name) or optimizer.id not in scope.names:
+        return None
+    return _Summarizer._instance(optimizer.id, "step", scope)
+
+
 def _empty_length(left: ast.AST, right: ast.AST, containers: set[str]) -> bool:
     """As analysis/cold.py's: `len(c) == 0` for one of the `containers` the body fills."""
     return (
@@ -1355,7 +1368,7 @@ class _Summarizer:
                     function.updates.append(loop)
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
                 function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
-            described = self._describe(func, scopes, function.cls)
+            described = _scaler_step(node, scopes[0]) or self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
                 call = Call(

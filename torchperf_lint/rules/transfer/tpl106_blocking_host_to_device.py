@@ -13,6 +13,12 @@ from ..base import Rule
 from .common import (
     to_accelerator,
 )
+from .pinned import asynchronous_copy, first_copies, pageable_source
+
+_BLOCKING = (
+    "of a DataLoader batch blocks the host until the copy ends; pass non_blocking=True "
+    "(with pin_memory=True on the DataLoader)"
+)
 
 
 class BlockingHostToDevice(Rule):
@@ -50,10 +56,7 @@ class BlockingHostToDevice(Rule):
     code = "TPL106"
     name = "blocking-host-to-device"
     summary = "Batch copied to the device without non_blocking=True"
-    message = (
-        "{what} of a DataLoader batch blocks the host until the copy ends; pass non_blocking=True "
-        "(with pin_memory=True on the DataLoader)"
-    )
+    message = "{what} {problem}"
     fix_safety = Safety.SAFE
     where = "step loop"
     node_types = (cst.Call,)
@@ -144,6 +147,32 @@ class BlockingHostToDevice(Rule):
                         self.opt.step()
                         self.opt.zero_grad()
             """,
+        "non-blocking-from-an-unpinned-loader": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, num_workers=4)
+                for imgs, labels in loader:
+                    imgs = imgs.to(device, non_blocking=True)  # expect: TPL106
+                    labels = labels.to(device, non_blocking=True)  # the same loader: reported once
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "non-blocking-from-tensors-built-in-the-step": """
+            import numpy as np
+            import torch
+
+            def train(model, loader, optimizer, envs):
+                for views, target in loader:
+                    both = torch.cat(views).cuda(non_blocking=True)  # expect: TPL106
+                    frames = np.stack([env.render() for env in envs])
+                    obs = torch.from_numpy(frames).float().cuda(non_blocking=True)  # expect: TPL106
+                    loss = model(both, obs, target.cuda(non_blocking=True))
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     FIXED = {
         "unpacked-batch": """
@@ -230,6 +259,19 @@ class BlockingHostToDevice(Rule):
                         self.opt.step()
                         self.opt.zero_grad()
             """,
+        "non-blocking-from-an-unpinned-loader": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, num_workers=4, pin_memory=True)
+                for imgs, labels in loader:
+                    imgs = imgs.to(device, non_blocking=True)
+                    labels = labels.to(device, non_blocking=True)  # the same loader: reported once
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     GOOD = {
         "second-move-of-a-batch-already-moved": """
@@ -265,6 +307,26 @@ class BlockingHostToDevice(Rule):
                     outputs.append(out.to("cpu"))
                     step_tensor = torch.tensor(step).to(device)
                 return outputs, step_tensor
+            """,
+        "non-blocking-from-pinned-or-unknown-memory": """
+            import numpy as np
+            import torch
+            from torch.utils.data import DataLoader
+
+            GRID = np.linspace(0, 1, 64)
+
+            def train(model, dataset, optimizer, args):
+                pinned = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+                chosen = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=args.pin_mem)
+                for (x, y), (u, v) in zip(pinned, chosen):
+                    x = x.cuda(non_blocking=True)
+                    y = y.float().cuda(non_blocking=True)  # a new tensor unless y is float already
+                    u = u.cuda(non_blocking=True)
+                    both = torch.stack([x.cpu(), u.cpu()]).pin_memory().cuda(non_blocking=True)
+                    grid = torch.from_numpy(GRID).cuda(non_blocking=True)  # the same data: TPL102's
+                    loss = model(x, y, u, v.cuda(non_blocking=True), both, grid)
+                    loss.backward()
+                    optimizer.step()
             """,
         "dtype-casts": """
             import torch
@@ -379,6 +441,9 @@ class BlockingHostToDevice(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
             return
+        if asynchronous_copy(node, ctx):
+            yield from self._from_pageable_memory(node, func.value, ctx)
+            return
         if keyword(node, "non_blocking") is not None or has_star_kwargs(node):
             return
         positional = sum(1 for arg in node.args if arg.keyword is None)
@@ -394,4 +459,38 @@ class BlockingHostToDevice(Rule):
         safety = Safety.UNSAFE if custom or ctx.is_whole_batch(func.value) else Safety.SAFE
         fixed = add_keyword(node, "non_blocking", cst.Name("True"))
         fix = Fix.replace(node, fixed, safety, "pass non_blocking=True")
-        yield self.report(node, reason=ctx.hot_reason(node), fix=fix, what=f".{func.attr.value}()")
+        yield self.report(node, reason=ctx.hot_reason(node), fix=fix, what=f".{func.attr.value}()", problem=_BLOCKING)
+
+    def _from_pageable_memory(
+        self, node: cst.Call, receiver: cst.BaseExpression, ctx: Context
+    ) -> Iterator[Report]:
+        """`non_blocking=True` that cannot be: the copy reads pageable memory. Once per loader (at
+        its first such copy), since pinning the loader is the one change."""
+        pageable = pageable_source(receiver, ctx)
+        if pageable is None:
+            return
+        loader = pageable.loader
+        if loader is not None and first_copies(loader, ctx)[:1] != [node]:
+            return
+        fix = None
+        if loader is None:
+            remedy = (
+                "pin it first with .pin_memory(), or build it in DataLoader workers with pin_memory=True"
+            )
+        elif pageable.written:
+            remedy = "pin_memory=True there is what makes the copy asynchronous"
+        else:
+            remedy = "pass pin_memory=True to that DataLoader"
+            pinned = add_keyword(loader, "pin_memory", cst.Name("True"))
+            fix = Fix.replace(loader, pinned, Safety.SAFE, "pin batches")
+        assert isinstance(node.func, cst.Attribute)
+        yield self.report(
+            node,
+            reason=ctx.hot_reason(node),
+            fix=fix,
+            what=f".{node.func.attr.value}(non_blocking=True)",
+            problem=(
+                f"copies from pageable memory ({pageable.source}): the copy is staged and the host waits for "
+                f"it and for the work queued before it; {remedy}"
+            ),
+        )
