@@ -29,11 +29,25 @@ class BlockingHostToDevice(Rule):
     too, where `it` iterates a DataLoader (`iter(loader)`, `itertools.cycle(loader)`, or a
     generator of the file that yields the loader's items, as in `self.dl = cycle(dl)`).
 
+    It also flags a copy that asks for `non_blocking=True` and cannot have it, because it reads
+    pageable memory: a batch of a DataLoader of the file built without `pin_memory=True` (or with
+    `pin_memory=False`), and a tensor built on the host in the step itself (`torch.cat`/`torch.stack`
+    of host tensors, `torch.from_numpy` or `torch.tensor` of data that changes every step, and their
+    layout or dtype conversions). Such a copy is staged through a driver buffer, and the host waits
+    for it, and for the work queued on the stream before it, as if `non_blocking` were not there.
+
     ## Why it is slow
     A blocking copy makes the CPU wait until the batch has reached the GPU before it can queue
     the forward pass. With pinned memory (`pin_memory=True` on the DataLoader, TPL502) and
     `non_blocking=True` the copy runs asynchronously and overlaps with queued work. The
     measured effect on an H100 is in the Measured section below.
+
+    How this rule and TPL502 divide the work: TPL502 reports a DataLoader without `pin_memory=True`
+    at its construction, for the loaders whose batches the file copies plainly (TPL106's first
+    case then names `non_blocking=True` at each copy). Where the file already copies a loader's
+    batches with `non_blocking=True`, the one problem is the loader's pinning: this rule reports it
+    once, at the first such copy, naming the loader's line, with the fix on the loader; TPL502 stays
+    silent on that loader. Tensors built in the step are this rule's alone: no loader setting pins them.
 
     ## Fix safety
     Safe for tensors: adding `non_blocking=True` to a host-to-device copy never changes the values
@@ -51,6 +65,13 @@ class BlockingHostToDevice(Rule):
     which places them on the device itself, or of a loader built over data already moved to the
     device (`NeighborLoader(data.to(device), ...)`); a batch drawn once before the step loop;
     dtype casts (`x.to(torch.float16)`) and `.to("cpu")`; moves outside the step loop.
+    For `non_blocking=True`: memory that is pinned (a loader with `pin_memory=True`, a
+    `.pin_memory()` on the way) or not known to be pageable: a loader passed in or built in another
+    module, `pin_memory=args.pin`, `**kwargs` that could supply it, a dtype cast of a pinned batch
+    (`y.float()` is a new pageable tensor only where `y` is not float already), a collate into a
+    class that pinning cannot reach; data that is the same every step (`torch.from_numpy(GRID)`:
+    TPL102's constant to keep on the device). The fix adds `pin_memory=True` to the loader (safe, as
+    TPL502's) where the loader leaves it out; `pin_memory=False` written out gets the message only.
     """
 
     code = "TPL106"
