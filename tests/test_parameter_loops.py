@@ -434,3 +434,30 @@ def test_a_scaler_stepping_a_torch_optimizer_runs_no_project_step() -> None:
                     group["lr"] *= 0.99
         """
     ) == []
+
+
+def test_code_after_an_optimizer_state_guard_runs_once() -> None:
+    """`if optim.state: return`: what follows runs only before the optimizer's first step
+    (torchtitan's init_optim_state, reached from a checkpoint's state_dict())."""
+    assert _messages(
+        """
+        import torch
+
+        def init_optim_state(optim, model):
+            if optim.state:
+                return
+            for group in optim.param_groups:
+                for p in group["params"]:
+                    p.grad = torch.zeros_like(p)
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
+            optim.step()
+
+        def train(model, loader, optim):
+            model.cuda()
+            for x in loader:
+                init_optim_state(optim, model)
+                model(x).sum().backward()
+                optim.step()
+        """
+    ) == []

@@ -385,6 +385,8 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cuda":
         return False, True
+    if isinstance(test, ast.Attribute) and name == "state" and "optim" in (dotted(test.value) or "").split(".")[-1].lower():
+        return False, True
     if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
         return False, True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
