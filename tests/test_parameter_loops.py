@@ -411,17 +411,21 @@ _TRAINED_UNDER_A_SCALER = """
 def test_a_grad_scaler_steps_the_optimizer_it_is_given(tmp_path: Any) -> None:
     """`scaler.step(optimizer)` runs LARS.step every step: in the file (barlowtwins' main.py) and
     across modules (both passes)."""
-    (one_file,) = _messages(textwrap.dedent(_LARS) + textwrap.dedent(_TRAINED_UNDER_A_SCALER.format(imports="")))
+    (one_file,) = _messages(
+        textwrap.dedent(_LARS) + textwrap.dedent(_TRAINED_UNDER_A_SCALER.format(imports=""))
+    )
     assert one_file.startswith('loop over g["params"] in step()')
     root = write_project(
-        tmp_path, {"optim.py": _LARS, "train.py": _TRAINED_UNDER_A_SCALER.format(imports="from optim import LARS")}
+        tmp_path,
+        {"optim.py": _LARS, "train.py": _TRAINED_UNDER_A_SCALER.format(imports="from optim import LARS")},
     )
     assert finding_lines(root, "optim.py", "TPL204") == [7]
 
 
 def test_a_scaler_stepping_a_torch_optimizer_runs_no_project_step() -> None:
-    assert _messages(
-        """
+    assert (
+        _messages(
+            """
         import torch
 
         def main(model, loader, scaler):
@@ -433,14 +437,17 @@ def test_a_scaler_stepping_a_torch_optimizer_runs_no_project_step() -> None:
                 for group in optimizer.param_groups:
                     group["lr"] *= 0.99
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_code_after_an_optimizer_state_guard_runs_once() -> None:
     """`if optim.state: return`: what follows runs only before the optimizer's first step
     (torchtitan's init_optim_state, reached from a checkpoint's state_dict())."""
-    assert _messages(
-        """
+    assert (
+        _messages(
+            """
         import torch
 
         def init_optim_state(optim, model):
@@ -460,4 +467,6 @@ def test_code_after_an_optimizer_state_guard_runs_once() -> None:
                 model(x).sum().backward()
                 optim.step()
         """
-    ) == []
+        )
+        == []
+    )

@@ -280,7 +280,11 @@ def test_fused_is_not_advised_where_the_runtime_cannot_have_it(tmp_path: Path) -
     """torch 1.12 has no fused kernel for them, and its default is the for-loop: foreach=True."""
     (tmp_path / "requirements.txt").write_text("torch==1.12.1\n")
     findings = lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"])
-    assert [f.message.split(" ")[0] for f in findings] == ["torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD"]
+    assert [f.message.split(" ")[0] for f in findings] == [
+        "torch.optim.Adam",
+        "torch.optim.AdamW",
+        "torch.optim.SGD",
+    ]
     assert all("fused" not in f.message for f in findings)
     assert all(
         f.message.endswith(
@@ -307,7 +311,9 @@ def test_a_default_optimizer_before_torch_2_updates_one_parameter_at_a_time(
 ) -> None:
     (tmp_path / "requirements.txt").write_text(requirement + "\n")
     (adam, *_) = lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"])
-    assert adam.message.startswith("torch.optim.Adam updates one parameter at a time (the default before torch 2.0)")
+    assert adam.message.startswith(
+        "torch.optim.Adam updates one parameter at a time (the default before torch 2.0)"
+    )
     assert expected in adam.message
 
 

@@ -334,7 +334,9 @@ class Batches:
             values = [inner]
         elif isinstance(expr, cst.Name):
             bindings = self._names.lookup(expr.value, expr)
-            values = [b.node for b in bindings if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)]
+            values = [
+                b.node for b in bindings if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)
+            ]
             if len(values) != len(bindings):
                 return None
         elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":

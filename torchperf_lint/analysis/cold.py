@@ -157,7 +157,11 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, cst.Attribute) and name == "is_cuda":
         return False, True  # every CUDA step takes the body
-    if isinstance(test, cst.Attribute) and name == "state" and "optim" in (_last_name(test.value) or "").lower():
+    if (
+        isinstance(test, cst.Attribute)
+        and name == "state"
+        and "optim" in (_last_name(test.value) or "").lower()
+    ):
         return False, True  # `if optimizer.state:` an optimizer has state from its first step on
     if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
         return False, True  # `if not step % N:` runs once every N steps

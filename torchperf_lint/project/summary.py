@@ -385,7 +385,11 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cuda":
         return False, True
-    if isinstance(test, ast.Attribute) and name == "state" and "optim" in (dotted(test.value) or "").split(".")[-1].lower():
+    if (
+        isinstance(test, ast.Attribute)
+        and name == "state"
+        and "optim" in (dotted(test.value) or "").split(".")[-1].lower()
+    ):
         return False, True
     if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
         return False, True
@@ -519,11 +523,17 @@ def _scaler_step(node: ast.Call, scope: _Locals) -> Optional[tuple[str, str]]:
     """`scaler.step(optimizer)`: a GradScaler steps the optimizer it is given, as analysis/hotpath.py's
     resolve_call reads it; the call runs the `step` of the optimizer's class."""
     func = node.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "step" and len(node.args) == 1 and not node.keywords):
+    if not (
+        isinstance(func, ast.Attribute) and func.attr == "step" and len(node.args) == 1 and not node.keywords
+    ):
         return None
     receiver = (dotted(func.value) or "").rsplit(".", 1)[-1]
     optimizer = node.args[0]
-    if "scaler" not in receiver.lower() or not isinstance(optimizer, ast.Name) or optimizer.id not in scope.names:
+    if (
+        "scaler" not in receiver.lower()
+        or not isinstance(optimizer, ast.Name)
+        or optimizer.id not in scope.names
+    ):
         return None
     return _Summarizer._instance(optimizer.id, "step", scope)
 

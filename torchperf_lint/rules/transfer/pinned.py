@@ -71,7 +71,9 @@ def pageable_source(receiver: cst.BaseExpression, ctx: Context) -> Optional[Page
         return None
     line = ctx.line_of(loader)
     if pinning == "False":
-        return Pageable(f"a batch of the DataLoader at line {line}, which sets pin_memory=False", loader, True)
+        return Pageable(
+            f"a batch of the DataLoader at line {line}, which sets pin_memory=False", loader, True
+        )
     return Pageable(f"a batch of the DataLoader at line {line}, built without pin_memory=True", loader)
 
 
@@ -89,7 +91,7 @@ def first_copies(loader: cst.Call, ctx: Context) -> list[cst.Call]:
 
 
 def _pin_memory(loader: cst.Call, ctx: Context) -> Optional[str]:
-    """"True", "False" or "absent" for what `loader` passes as pin_memory; None when unknown (an
+    """ "True", "False" or "absent" for what `loader` passes as pin_memory; None when unknown (an
     expression, `**kwargs`, a dataset on the device, a collate that pinning cannot reach)."""
     if not dataloader(loader, ctx, "pin_memory") or dataset_on_device(loader, ctx):
         return None
@@ -109,7 +111,9 @@ def _built_on_host(expr: cst.BaseExpression, ctx: Context, seen: set[cst.CSTNode
     seen.add(expr)
     if isinstance(expr, cst.Name):
         bindings = ctx.names.reaching(expr)
-        if not bindings or any(b.kind != "assign" or not isinstance(b.node, cst.BaseExpression) for b in bindings):
+        if not bindings or any(
+            b.kind != "assign" or not isinstance(b.node, cst.BaseExpression) for b in bindings
+        ):
             return None
         found = [_built_on_host(b.node, ctx, seen) for b in bindings]  # type: ignore[arg-type]
         return found[0] if all(found) else None

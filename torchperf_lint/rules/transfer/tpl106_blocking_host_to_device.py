@@ -15,10 +15,8 @@ from .common import (
 )
 from .pinned import asynchronous_copy, first_copies, pageable_source
 
-_BLOCKING = (
-    "of a DataLoader batch blocks the host until the copy ends; pass non_blocking=True "
-    "(with pin_memory=True on the DataLoader)"
-)
+_BLOCKING = "of a DataLoader batch blocks the host until the copy ends"
+_NON_BLOCKING = "pass non_blocking=True (with pin_memory=True on the DataLoader)"
 
 
 class BlockingHostToDevice(Rule):
@@ -77,7 +75,7 @@ class BlockingHostToDevice(Rule):
     code = "TPL106"
     name = "blocking-host-to-device"
     summary = "Batch copied to the device without non_blocking=True"
-    message = "{what} {problem}"
+    message = "{what} {cause}; {remedy}"
     fix_safety = Safety.SAFE
     where = "step loop"
     node_types = (cst.Call,)
@@ -480,7 +478,14 @@ class BlockingHostToDevice(Rule):
         safety = Safety.UNSAFE if custom or ctx.is_whole_batch(func.value) else Safety.SAFE
         fixed = add_keyword(node, "non_blocking", cst.Name("True"))
         fix = Fix.replace(node, fixed, safety, "pass non_blocking=True")
-        yield self.report(node, reason=ctx.hot_reason(node), fix=fix, what=f".{func.attr.value}()", problem=_BLOCKING)
+        yield self.report(
+            node,
+            reason=ctx.hot_reason(node),
+            fix=fix,
+            what=f".{func.attr.value}()",
+            cause=_BLOCKING,
+            remedy=_NON_BLOCKING,
+        )
 
     def _from_pageable_memory(
         self, node: cst.Call, receiver: cst.BaseExpression, ctx: Context
@@ -495,9 +500,7 @@ class BlockingHostToDevice(Rule):
             return
         fix = None
         if loader is None:
-            remedy = (
-                "pin it first with .pin_memory(), or build it in DataLoader workers with pin_memory=True"
-            )
+            remedy = "pin it first with .pin_memory(), or build it in DataLoader workers with pin_memory=True"
         elif pageable.written:
             remedy = "pin_memory=True there is what makes the copy asynchronous"
         else:
@@ -510,8 +513,9 @@ class BlockingHostToDevice(Rule):
             reason=ctx.hot_reason(node),
             fix=fix,
             what=f".{node.func.attr.value}(non_blocking=True)",
-            problem=(
+            cause=(
                 f"copies from pageable memory ({pageable.source}): the copy is staged and the host waits for "
-                f"it and for the work queued before it; {remedy}"
+                "it and for the work queued before it"
             ),
+            remedy=remedy,
         )
