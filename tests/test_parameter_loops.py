@@ -15,6 +15,8 @@ from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
 from torchperf_lint.syntax.walker import walk
 
+from .helpers import finding_lines, write_project
+
 
 def _context(source: str) -> Context:
     source = textwrap.dedent(source).lstrip("\n")
@@ -329,4 +331,142 @@ def test_a_header_written_over_several_lines_is_shown_on_one() -> None:
     )
     assert message.startswith(
         "loop over zip(self.encoder_q.parameters(), self.encoder_k.parameters()) in forward() updates an EMA"
+    )
+
+
+# -- optimizers the project writes -------------------------------------------------------------
+def test_param_groups_params_are_the_optimizers_parameters() -> None:
+    assert _loops(
+        """
+        class LARS(torch.optim.Optimizer):
+            def step(self):
+                for g in self.param_groups:
+                    params = g["params"]
+                    for p in g["params"]:
+                        pass
+                    for p in params:
+                        pass
+                    for name in g["names"]:
+                        pass
+        """
+    ) == [('g["params"]', {"p": "param_groups"}), ("params", {"p": "param_groups"})]
+
+
+def test_an_optimizer_step_of_the_project_is_pointed_at_the_multi_tensor_update() -> None:
+    (message,) = _messages(
+        """
+        class Muon(torch.optim.Optimizer):
+            @torch.no_grad()
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        buf = self.state[p]["momentum_buffer"]
+                        buf.lerp_(p.grad, 1 - group["momentum"])
+                        update = zeropower_via_newtonschulz5(buf, steps=group["ns_steps"])
+                        p.mul_(1 - group["lr"] * group["weight_decay"])
+                        p.add_(update.reshape(p.shape), alpha=-group["lr"])
+
+        def train(model, loader):
+            optimizer = Muon(model.cuda().parameters())
+            for x in loader:
+                model(x).sum().backward()
+                optimizer.step()
+        """
+    )
+    assert message == (
+        'loop over group["params"] in step() updates each parameter of the group with kernels of its own; '
+        "write the update over the group's lists with the multi-tensor ops, as torch.optim's optimizers do "
+        "(torch._foreach_norm for per-tensor norms, torch._foreach_mul_/_foreach_add_/_foreach_addcmul_ "
+        "for the momentum and the step)"
+    )
+
+
+_LARS = """
+    import torch
+
+    class LARS(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self):
+            for g in self.param_groups:
+                for p in g["params"]:
+                    update = p.grad.add(p, alpha=g["weight_decay"])
+                    p.add_(update * (g["eta"] * torch.norm(p) / torch.norm(update)), alpha=-g["lr"])
+    """
+_TRAINED_UNDER_A_SCALER = """
+    import torch
+    {imports}
+
+    def main(model, loader):
+        optimizer = LARS(model.cuda().parameters())
+        scaler = torch.cuda.amp.GradScaler()
+        for x in loader:
+            with torch.cuda.amp.autocast():
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    """
+
+
+def test_a_grad_scaler_steps_the_optimizer_it_is_given(tmp_path: Any) -> None:
+    """`scaler.step(optimizer)` runs LARS.step every step: in the file (barlowtwins' main.py) and
+    across modules (both passes)."""
+    (one_file,) = _messages(
+        textwrap.dedent(_LARS) + textwrap.dedent(_TRAINED_UNDER_A_SCALER.format(imports=""))
+    )
+    assert one_file.startswith('loop over g["params"] in step()')
+    root = write_project(
+        tmp_path,
+        {"optim.py": _LARS, "train.py": _TRAINED_UNDER_A_SCALER.format(imports="from optim import LARS")},
+    )
+    assert finding_lines(root, "optim.py", "TPL204") == [7]
+
+
+def test_a_scaler_stepping_a_torch_optimizer_runs_no_project_step() -> None:
+    assert (
+        _messages(
+            """
+        import torch
+
+        def main(model, loader, scaler):
+            optimizer = torch.optim.SGD(model.cuda().parameters(), lr=0.1)
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                for group in optimizer.param_groups:
+                    group["lr"] *= 0.99
+        """
+        )
+        == []
+    )
+
+
+def test_code_after_an_optimizer_state_guard_runs_once() -> None:
+    """`if optim.state: return`: what follows runs only before the optimizer's first step
+    (torchtitan's init_optim_state, reached from a checkpoint's state_dict())."""
+    assert (
+        _messages(
+            """
+        import torch
+
+        def init_optim_state(optim, model):
+            if optim.state:
+                return
+            for group in optim.param_groups:
+                for p in group["params"]:
+                    p.grad = torch.zeros_like(p)
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
+            optim.step()
+
+        def train(model, loader, optim):
+            model.cuda()
+            for x in loader:
+                init_optim_state(optim, model)
+                model(x).sum().backward()
+                optim.step()
+        """
+        )
+        == []
     )

@@ -49,10 +49,11 @@ def test_a_pin_that_hides_findings_says_how_many_and_what_shows_them(tmp_path: P
 
 
 def test_one_hidden_finding_is_said_in_the_singular(tmp_path: Path, capsys) -> None:
-    path = _project(tmp_path, "torch==1.12.1")  # has set_float32_matmul_precision, not SGD(fused=)
+    # has set_float32_matmul_precision and multi-tensor optimizers by default, not SGD(fused=)
+    path = _project(tmp_path, "torch==2.0.1")
     _, out, _ = run(capsys, path)
     assert out.splitlines()[-1] == (
-        "1 finding needs a newer torch than the project's pin (torch==1.12.1); `--torch-version 2.3` shows it."
+        "1 finding needs a newer torch than the project's pin (torch==2.0.1); `--torch-version 2.3` shows it."
     )
 
 

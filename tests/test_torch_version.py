@@ -17,7 +17,7 @@ from torchperf_lint.analysis.torch_version import (
     target_version,
     torch_requirement,
 )
-from torchperf_lint.api import lint_source
+from torchperf_lint.api import fix_source, lint_source
 from torchperf_lint.config import Settings
 
 NEWEST = "no torch version given or declared: assuming the newest"
@@ -277,8 +277,56 @@ def test_fused_is_written_only_for_optimizers_whose_oldest_supported_torch_has_i
 
 
 def test_fused_is_not_advised_where_the_runtime_cannot_have_it(tmp_path: Path) -> None:
+    """torch 1.12 has no fused kernel for them, and its default is the for-loop: foreach=True."""
     (tmp_path / "requirements.txt").write_text("torch==1.12.1\n")
-    assert lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"]) == []
+    findings = lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"])
+    assert [f.message.split(" ")[0] for f in findings] == [
+        "torch.optim.Adam",
+        "torch.optim.AdamW",
+        "torch.optim.SGD",
+    ]
+    assert all("fused" not in f.message for f in findings)
+    assert all(
+        f.message.endswith(
+            "updates one parameter at a time (the default before torch 2.0); pass foreach=True to run it as "
+            "multi-tensor kernels (results can differ in the last bits)"
+        )
+        for f in findings
+    )
+    fixed = fix_source(OPTIMIZERS, path=_file_in(tmp_path), unsafe=True, select=["TPL702"])
+    assert fixed.count("foreach=True") == 3
+
+
+@pytest.mark.parametrize(
+    "requirement, expected",
+    [
+        # runtime 1.12, oldest 1.10: the flag exists where it runs, but a fix may not write it
+        ("torch>=1.10.1, <1.13.0", "pass foreach=True (needs torch 1.12; the project supports torch 1.10)"),
+        # torch 1.13 has Adam's fused kernel; its default is still the for-loop
+        ("torch==1.13.1", "pass fused=True"),
+    ],
+)
+def test_a_default_optimizer_before_torch_2_updates_one_parameter_at_a_time(
+    tmp_path: Path, requirement: str, expected: str
+) -> None:
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    (adam, *_) = lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"])
+    assert adam.message.startswith(
+        "torch.optim.Adam updates one parameter at a time (the default before torch 2.0)"
+    )
+    assert expected in adam.message
+
+
+@pytest.mark.parametrize("requirement", ["torch==1.11.0", "torch==2.0.1", "torch>=2.0,<2.3"])
+def test_no_foreach_advice_without_the_flag_or_after_it_became_the_default(
+    tmp_path: Path, requirement: str
+) -> None:
+    """1.11 has no foreach= flag; from 2.0 the default is multi-tensor, so SGD before 2.3 (no fused
+    kernel) is left alone."""
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    findings = lint_source(OPTIMIZERS, path=_file_in(tmp_path), select=["TPL702"])
+    assert all("foreach" not in f.message for f in findings)
+    assert "torch.optim.SGD" not in " ".join(f.message for f in findings)
 
 
 FP32_TRAINING = """\

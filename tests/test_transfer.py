@@ -1021,3 +1021,41 @@ def test_a_batch_moved_and_rebound_under_its_own_name_is_not_moved_again() -> No
         (5, 13),
         (6, 33),
     ]  # the second x_t.cuda() (col 21) is silent
+
+
+# -- non_blocking=True from pageable memory (TPL106) and the loader's side (TPL502) ---------------
+_UNPINNED_LOADER = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    class Trainer:
+        def __init__(self, dataset):
+            self.loader = DataLoader(dataset, batch_size=64, num_workers=4{pin})
+
+        def train(self, model, optimizer):
+            for x, y in self.loader:
+                x = x.cuda(non_blocking=True)
+                y = y.cuda(non_blocking=True)
+                model(x, y).backward()
+                optimizer.step()
+    """
+
+
+@pytest.mark.parametrize(
+    "pin, expected",
+    [
+        ("", [("TPL106", 10)]),  # once for the loader, at its first copy; TPL502 gives way
+        (", pin_memory=False", [("TPL106", 10)]),
+        (", pin_memory=True", []),
+        (", pin_memory=pin", []),  # not known: silent
+    ],
+)
+def test_an_unpinned_loader_copied_with_non_blocking_is_one_finding(pin: str, expected: list) -> None:
+    source = textwrap.dedent(_UNPINNED_LOADER.format(pin=pin)).lstrip("\n")
+    found = lint_source(source, path="train.py", select=["TPL106", "TPL502"])
+    assert [(f.code, f.line) for f in found] == expected
+    if pin == "":
+        assert "the DataLoader at line 6, built without pin_memory=True" in found[0].message
+        assert "pin_memory=True)" in fix_source(source, path="train.py", select=["TPL106"])
+    if pin == ", pin_memory=False":
+        assert found[0].fix is None  # pin_memory=False is written out: the message says what it costs

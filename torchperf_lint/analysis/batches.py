@@ -310,6 +310,46 @@ class Batches:
             return _HOST
         return None
 
+    def loaders(self, source: Source) -> Optional[list[cst.Call]]:
+        """The torch `DataLoader(...)` calls of this file that the batches drawn at `source` may
+        come from (the loop over the loader, or a step loop's `next(it)`), following what
+        `_items_of` follows; None where any of them is not known (a loader passed in, built by a
+        helper of another module, or placed on the device by Accelerate)."""
+        if isinstance(source, cst.For):
+            return self._loader_calls(_loader_iterated(source.iter), set())
+        iterator = _first_positional(source)
+        return self._loader_calls(iterator, set()) if iterator is not None else None
+
+    def _loader_calls(self, expr: cst.BaseExpression, seen: set[cst.CSTNode]) -> Optional[list[cst.Call]]:
+        if expr in seen:
+            return None
+        seen.add(expr)
+        values: list[cst.BaseExpression] = []
+        if isinstance(expr, cst.Call):
+            if self._names.qualified_name(expr) == "torch.utils.data.DataLoader":
+                return [expr]
+            inner = _first_positional(expr)
+            if inner is None or _places_on_device(expr) or not self._passes_items_through(expr):
+                return None
+            values = [inner]
+        elif isinstance(expr, cst.Name):
+            bindings = self._names.lookup(expr.value, expr)
+            values = [
+                b.node for b in bindings if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)
+            ]
+            if len(values) != len(bindings):
+                return None
+        elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
+            cls = self._hot.enclosing_class(expr)
+            values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
+        found: list[cst.Call] = []
+        for value in values:
+            calls = self._loader_calls(value, seen)
+            if calls is None:
+                return None
+            found.extend(call for call in calls if call not in found)
+        return found or None
+
     def _moved_to_device(self, data: Optional[cst.BaseExpression]) -> bool:
         """`data` is the result of `.to(device)`/`.cuda()`, written there or bound to a name by
         every binding that reaches it (`model, data = model.to(device), data.to(device)`)."""

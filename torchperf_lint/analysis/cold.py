@@ -157,6 +157,12 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, cst.Attribute) and name == "is_cuda":
         return False, True  # every CUDA step takes the body
+    if (
+        isinstance(test, cst.Attribute)
+        and name == "state"
+        and "optim" in (_last_name(test.value) or "").lower()
+    ):
+        return False, True  # `if optimizer.state:` an optimizer has state from its first step on
     if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
         return False, True  # `if not step % N:` runs once every N steps
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -250,9 +256,13 @@ def _misses(
         return _misses(test.left, stored, containers, alias) and _misses(
             test.right, stored, containers, alias
         )
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _text(test.expression) in containers  # `if not state:` an empty state filled once
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     left, right, operator = test.left, test.comparisons[0].comparator, test.comparisons[0].operator
+    if isinstance(operator, cst.Equal) and _empty_length(left, right, containers):
+        return True  # `if len(state) == 0:` an optimizer's per-parameter state, filled at its first step
     if isinstance(operator, cst.NotIn):
         return _text(right) in containers
     if isinstance(operator, cst.Is):
@@ -260,6 +270,19 @@ def _misses(
     if isinstance(operator, cst.NotEqual):
         return bool((_compared_roots(left, alias) | _compared_roots(right, alias)) & stored)
     return False
+
+
+def _empty_length(left: cst.BaseExpression, right: cst.BaseExpression, containers: set[str]) -> bool:
+    """`len(c) == 0` for one of the `containers` the body fills."""
+    if not (isinstance(right, cst.Integer) and right.evaluated_value == 0):
+        return False
+    return (
+        isinstance(left, cst.Call)
+        and isinstance(left.func, cst.Name)
+        and left.func.value == "len"
+        and len(left.args) == 1
+        and _text(left.args[0].value) in containers
+    )
 
 
 def fills_cache(branch: cst.If, alias: Alias = _no_alias) -> bool:

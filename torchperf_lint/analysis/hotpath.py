@@ -257,6 +257,9 @@ class HotPaths:
         if not isinstance(func, cst.Attribute):
             return []
         receiver, attr = func.value, func.attr.value
+        stepped = self._scaler_stepped(call)
+        if stepped is not None:
+            receiver, attr = stepped, "step"  # the optimizer the scaler steps
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             cls = self.enclosing_class(call)
             if cls is None:
@@ -288,6 +291,21 @@ class HotPaths:
                     method = self.find_method(cls, attr)
                     return [method] if method else []
         return []
+
+    @staticmethod
+    def _scaler_stepped(call: cst.Call) -> Optional[cst.Name]:
+        """`scaler.step(optimizer)`: a GradScaler steps the optimizer it is given, so the call runs
+        `optimizer.step()`: the optimizer's name (project/summary.py's _scaler_step says the same)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "step") or len(call.args) != 1:
+            return None
+        optimizer = call.args[0]
+        receiver = (dotted_name(func.value) or "").rsplit(".", 1)[-1]
+        if optimizer.keyword is not None or optimizer.star or not isinstance(optimizer.value, cst.Name):
+            return None
+        if "scaler" not in receiver.lower():
+            return None
+        return optimizer.value
 
     def call_sites(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls of this file that `resolve_call` resolves to `function`."""

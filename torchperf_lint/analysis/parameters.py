@@ -5,7 +5,8 @@ state-dict tensors: `m.parameters()`, `m.named_parameters()`, `m.buffers()`, `m.
 `m.state_dict().values()`/`.items()`, and what is built from one: `list(...)`, `dict(...)` (or `OrderedDict(...)`),
 `filter(f, ...)`, `enumerate(...)`, a comprehension over one (`[p for p in m.parameters() if
 p.requires_grad]`), a `zip` that pairs one with anything, a name or `self.` attribute every
-assignment binds to one. Each iterable is described by the *shape* of its elements, so a loop
+assignment binds to one; and an optimizer's parameter group's `group["params"]`, where `group`
+iterates `<optimizer>.param_groups` (source `param_groups`: an optimizer's own update). Each iterable is described by the *shape* of its elements, so a loop
 knows which of its targets are tensors (`for name, p in m.named_parameters()`: `p`) and a mapping
 built from one knows that indexing it gives a tensor (`shadow[name].lerp_(p, w)`).
 """
@@ -128,7 +129,33 @@ class ParameterSequences:
             return None
         if isinstance(expr, cst.Call):
             return self._call(expr)
+        if isinstance(expr, cst.Subscript):
+            return self._group_params(expr)
         return None
+
+    def _group_params(self, expr: cst.Subscript) -> Optional[ParameterSequence]:
+        """`group["params"]` where every binding of `group` is a loop over `<x>.param_groups`."""
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return None
+        key = expr.slice[0].slice.value
+        if not (isinstance(key, cst.SimpleString) and key.evaluated_value == "params"):
+            return None
+        group = expr.value
+        if not isinstance(group, cst.Name):
+            return None
+        bindings = self._names.lookup(group.value, group)
+        if not bindings or not all(
+            b.kind == "for"
+            and isinstance(b.node, cst.For)
+            and b.node.target is not None
+            and isinstance(b.node.target, cst.Name)
+            and b.node.target.value == group.value
+            and isinstance(b.node.iter, cst.Attribute)
+            and b.node.iter.attr.value == "param_groups"
+            for b in bindings
+        ):
+            return None
+        return ParameterSequence(Tensor("param_groups"))
 
     def _name(self, name: cst.Name) -> Optional[ParameterSequence]:
         bindings = self._names.lookup(name.value, name)

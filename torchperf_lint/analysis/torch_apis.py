@@ -10,6 +10,8 @@ the finding names the release it needs. Advice is dropped where the runtime cann
 | zero_grad(set_to_none=)     | 1.7   | pytorch/pytorch#44423 (Sept 2020) adds it to Module/Optimizer.zero_grad |
 | DataLoader persistent_workers | 1.7 | open-mmlab/mmsegmentation#646 "persistent_workers (PyTorch>=1.7.0)"   |
 | set_float32_matmul_precision | 1.12 | pytorch.org/docs/1.12/generated/torch.set_float32_matmul_precision    |
+| optimizer(foreach=)         | 1.12  | pytorch/pytorch#70295 and its stack (Jan 2022) add the flag; 1.11's adam.py still calls `_functional` |
+| foreach by default          | 2.0   | pytorch/pytorch#97712: "between 1.13 and 2.0 ... we now default to the faster foreach implementation" |
 | Adam(fused=)                | 1.13  | pytorch.org/docs/1.13/_modules/torch/optim/adam.html (fused Adam)      |
 | AdamW(fused=)               | 2.0   | pytorch.org/docs/2.0/_modules/torch/optim/adamw.html                   |
 | SGD(fused=)                 | 2.3   | pytorch.org/docs/2.3/_modules/torch/optim/sgd.html                     |
@@ -30,6 +32,8 @@ FIRST_RELEASE: dict[str, Version] = {
     "zero_grad(set_to_none=)": (1, 7),
     "persistent_workers": (1, 7),
     "set_float32_matmul_precision": (1, 12),
+    "optimizer(foreach=)": (1, 12),
+    "foreach by default": (2, 0),
     "Adam(fused=)": (1, 13),
     "AdamW(fused=)": (2, 0),
     "SGD(fused=)": (2, 3),

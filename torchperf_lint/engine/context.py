@@ -309,6 +309,11 @@ class Context:
         None when `expr` is not host batch data."""
         return self._batches.loop_of(expr)
 
+    def batch_loaders(self, source: Source) -> Optional[list[cst.Call]]:
+        """The torch DataLoader calls of this file that the batches drawn at `source` (a
+        `batch_loop` answer) may come from; None where any is unknown (analysis/batches.py)."""
+        return self._batches.loaders(source)
+
     def is_whole_batch(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a loader loop's item itself (`for batch in loader`), not an element of it."""
         return self._batches.is_whole_item(expr)

@@ -393,6 +393,12 @@ def cold_sides(test: ast.AST) -> tuple[bool, bool]:
         return True, False
     if isinstance(test, ast.Attribute) and name == "is_cuda":
         return False, True
+    if (
+        isinstance(test, ast.Attribute)
+        and name == "state"
+        and "optim" in (dotted(test.value) or "").split(".")[-1].lower()
+    ):
+        return False, True
     if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
         return False, True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -505,9 +511,13 @@ def _compared_roots(node: ast.AST, local: Optional[_Locals]) -> set[str]:
 def _misses(test: ast.AST, stored: set[str], containers: set[str], local: Optional[_Locals]) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return all(_misses(v, stored, containers, local) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _text(test.operand) in containers
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return False
     left, right, operator = test.left, test.comparators[0], test.ops[0]
+    if isinstance(operator, ast.Eq) and _empty_length(left, right, containers):
+        return True
     if isinstance(operator, ast.NotIn):
         return _text(right) in containers
     if isinstance(operator, ast.Is):
@@ -515,6 +525,39 @@ def _misses(test: ast.AST, stored: set[str], containers: set[str], local: Option
     if isinstance(operator, ast.NotEq):
         return bool((_compared_roots(left, local) | _compared_roots(right, local)) & stored)
     return False
+
+
+def _scaler_step(node: ast.Call, scope: _Locals) -> Optional[tuple[str, str]]:
+    """`scaler.step(optimizer)`: a GradScaler steps the optimizer it is given, as analysis/hotpath.py's
+    resolve_call reads it; the call runs the `step` of the optimizer's class."""
+    func = node.func
+    if not (
+        isinstance(func, ast.Attribute) and func.attr == "step" and len(node.args) == 1 and not node.keywords
+    ):
+        return None
+    receiver = (dotted(func.value) or "").rsplit(".", 1)[-1]
+    optimizer = node.args[0]
+    if (
+        "scaler" not in receiver.lower()
+        or not isinstance(optimizer, ast.Name)
+        or optimizer.id not in scope.names
+    ):
+        return None
+    return _Summarizer._instance(optimizer.id, "step", scope)
+
+
+def _empty_length(left: ast.AST, right: ast.AST, containers: set[str]) -> bool:
+    """As analysis/cold.py's: `len(c) == 0` for one of the `containers` the body fills."""
+    return (
+        isinstance(right, ast.Constant)
+        and right.value == 0
+        and not isinstance(right.value, bool)
+        and isinstance(left, ast.Call)
+        and isinstance(left.func, ast.Name)
+        and left.func.id == "len"
+        and len(left.args) == 1
+        and _text(left.args[0]) in containers
+    )
 
 
 def _flagged_build(value: ast.expr, params: list[str]) -> Optional[list[str]]:
@@ -1396,7 +1439,7 @@ class _Summarizer:
                     function.updates.append(loop)
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
                 function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
-            described = self._describe(func, scopes, function.cls)
+            described = _scaler_step(node, scopes[0]) or self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
                 call = Call(

@@ -52,6 +52,13 @@ _REMEDIES = {
         "copies tensors one at a time",
         "use one torch._foreach_copy_ over lists (torch 2.1)",
     ),
+    # an optimizer's own update over a parameter group: what torch.optim's foreach paths do
+    "optimizer": (
+        "updates each parameter of the group with kernels of its own",
+        "write the update over the group's lists with the multi-tensor ops, as torch.optim's optimizers do "
+        "(torch._foreach_norm for per-tensor norms, torch._foreach_mul_/_foreach_add_/_foreach_addcmul_ "
+        "for the momentum and the step)",
+    ),
     "other": (
         "launches kernels for each tensor",
         "use the multi-tensor torch._foreach_* ops (_foreach_mul_, _foreach_add_, _foreach_lerp_) over lists",
@@ -80,12 +87,14 @@ def _scan(loop: cst.For, ctx: Context) -> _Body:
     for node in _body_nodes(loop):
         if isinstance(node, cst.Call):
             names.add(_callee_name(node))
-            if _launches(node, ctx):
-                launches = True
+            if _launches(node, ctx) and ctx.is_hot(node):
+                launches = True  # not the lazy state set-up of a first step (`if "mu" not in state:`)
             if sync is None and _syncs(node, ctx):
                 sync = ctx.code(node)
-        elif isinstance(node, cst.BinaryOperation) and (
-            ctx.is_tensor(node.left) or ctx.is_tensor(node.right)
+        elif (
+            isinstance(node, cst.BinaryOperation)
+            and (ctx.is_tensor(node.left) or ctx.is_tensor(node.right))
+            and ctx.is_hot(node)
         ):
             launches = True
         elif (
@@ -100,7 +109,9 @@ def _scan(loop: cst.For, ctx: Context) -> _Body:
     blends = any(
         isinstance(n, cst.BaseSmallStatement) and _ema_form(n, tensors, ctx) for n in _body_nodes(loop)
     )
-    if blends or names & {"lerp", "lerp_"} or (two_models and names & {"mul_", "sub_", "add_"}):
+    if set(ctx.parameter_targets(loop).values()) == {"param_groups"}:
+        kind = "optimizer"
+    elif blends or names & {"lerp", "lerp_"} or (two_models and names & {"mul_", "sub_", "add_"}):
         kind = "ema"
     elif names & _NORM_CALLS and (names & _SCALE_METHODS or "clip_grad_norm_" in names):
         kind = "clip"
@@ -411,8 +422,12 @@ class PerParameterLoop(Rule):
     Flags a `for` loop over a model's tensors (`parameters()`, `named_parameters()`, `buffers()`,
     `named_buffers()`, `state_dict().values()`/`.items()`, a `zip` of such sequences, or a list or
     dict built from one) in code that runs every step (the step loop and what it calls: an EMA's
-    `update`, a clipping or logging helper, a module's `forward`) whose body launches tensor
-    operations for each tensor: an EMA, weight decay, gradient scaling, clipping, norms.
+    `update`, a clipping or logging helper, a module's `forward`, such as MoCo's momentum update of
+    its key encoder) whose body launches tensor operations for each tensor: an EMA, weight decay,
+    gradient scaling, clipping, norms. An optimizer the project writes is one too: a LARS- or
+    Muon-style `step` that walks each parameter group's `group["params"]` (`for group in
+    self.param_groups: for p in group["params"]: ...`) with kernels of its own per tensor, where
+    torch.optim's optimizers run the same update as a few multi-tensor kernels per group.
 
     ## Why it is slow
     Each iteration launches its own kernels (two or three for an EMA update, more for a norm and a
@@ -450,7 +465,9 @@ class PerParameterLoop(Rule):
     Loops at set-up or after training (`__init__`, freezing with `requires_grad_(False)`,
     initialisation, checkpoint conversion), under a periodic branch (`if step % 100 == 0:`),
     loops whose body does Python work only (collecting parameter groups, counting with
-    `numel()`, tagging), loops over modules (`for name, m in self.named_children()`), and the
+    `numel()`, tagging, setting each group's `lr`, an optimizer's loop that only gathers its lists for
+    `torch._foreach_*` calls; a state filled on the first step, under `if len(state) == 0:` or
+    `if "mu" not in state:`, does not count), loops over modules (`for name, m in self.named_children()`), and the
     step loop itself; loops over a model that stays on the host (built without a device, never
     moved, passed on or returned: a CPU-only script).
     """
@@ -575,6 +592,33 @@ class PerParameterLoop(Rule):
                 for x in loader:
                     model(x).sum().backward()
                     clip_gradients(model, 3.0)
+                    optimizer.step()
+            """,
+        "lars-optimizer-of-the-project": """
+            import torch
+
+            class LARS(torch.optim.Optimizer):
+                def __init__(self, params, lr, momentum=0.9, eta=0.001):
+                    super().__init__(params, dict(lr=lr, momentum=momentum, eta=eta))
+
+                @torch.no_grad()
+                def step(self):
+                    for g in self.param_groups:
+                        for p in g["params"]:  # expect: TPL204
+                            if p.grad is None:
+                                continue
+                            param_norm, update_norm = torch.norm(p), torch.norm(p.grad)
+                            q = torch.where(update_norm > 0, g["eta"] * param_norm / update_norm, 1.0)
+                            state = self.state[p]
+                            if "mu" not in state:
+                                state["mu"] = torch.zeros_like(p)
+                            state["mu"].mul_(g["momentum"]).add_(p.grad * q)
+                            p.add_(state["mu"], alpha=-g["lr"])
+
+            def train(model, loader):
+                optimizer = LARS(model.cuda().parameters(), lr=0.2)
+                for x in loader:
+                    model(x).sum().backward()
                     optimizer.step()
             """,
         "grad-sanitising-in-step-loop": """
@@ -749,6 +793,55 @@ class PerParameterLoop(Rule):
                     for block in self.blocks:
                         x = block(x) + x
                     return x
+            """,
+        "optimizer-step-in-multi-tensor-form": """
+            import torch
+
+            class Lion(torch.optim.Optimizer):
+                def __init__(self, params, lr=1e-4, betas=(0.9, 0.99)):
+                    super().__init__(params, dict(lr=lr, betas=betas))
+
+                @torch.no_grad()
+                def step(self):
+                    for group in self.param_groups:
+                        params, grads, exp_avgs = [], [], []
+                        for p in group["params"]:
+                            if p.grad is None:
+                                continue
+                            state = self.state[p]
+                            if len(state) == 0:  # the first step only
+                                state["exp_avg"] = torch.zeros_like(p)
+                            params.append(p)
+                            grads.append(p.grad)
+                            exp_avgs.append(state["exp_avg"])
+                        beta1, beta2 = group["betas"]
+                        updates = torch._foreach_lerp(exp_avgs, grads, 1 - beta1)
+                        torch._foreach_sign_(updates)
+                        torch._foreach_add_(params, updates, alpha=-group["lr"])
+                        torch._foreach_lerp_(exp_avgs, grads, 1 - beta2)
+
+            def train(model, loader, schedule):
+                optimizer = Lion(model.cuda().parameters())
+                for step, x in enumerate(loader):
+                    for group in optimizer.param_groups:
+                        group["lr"] = schedule(step)
+                    model(x).sum().backward()
+                    optimizer.step()
+            """,
+        "momentum-encoder-in-multi-tensor-form": """
+            import torch
+            from torch import nn
+
+            class MoCo(nn.Module):
+                @torch.no_grad()
+                def _momentum_update_key_encoder(self):
+                    torch._foreach_lerp_(
+                        list(self.encoder_k.parameters()), list(self.encoder_q.parameters()), 1.0 - self.m
+                    )
+
+                def forward(self, x):
+                    self._momentum_update_key_encoder()
+                    return self.encoder_q(x)
             """,
         "multi-tensor-forms-already": """
             import torch

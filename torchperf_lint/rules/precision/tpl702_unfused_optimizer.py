@@ -13,6 +13,12 @@ from ..base import Rule
 from .common import torch_optimizer
 
 _FUSED_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD"})
+# The optimizers that took `foreach=` in torch 1.12 (Adagrad's flag came later; LBFGS and SparseAdam
+# have none). Before torch 2.0 `foreach=None` meant the for-loop.
+_FOREACH_OPTIMIZERS = frozenset(
+    {"Adadelta", "Adam", "Adamax", "AdamW", "ASGD", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD"}
+)
+_FOR_LOOP = "updates one parameter at a time (the default before torch 2.0)"
 
 
 def _is_literal(expr: cst.BaseExpression, value: str) -> bool:
@@ -37,7 +43,11 @@ class UnfusedOptimizer(Rule):
     """## What it does
     Flags `torch.optim.Adam`, `AdamW` and `SGD` (the optimizers with a fused CUDA kernel) built
     without `fused=True`, and `foreach=False` on any `torch.optim` optimizer, in a file that shows
-    CUDA use.
+    CUDA use. Where the project runs a torch older than 2.0 (an exact pin or an upper bound below
+    it: RULES.md, "Which torch the code runs on"), an optimizer left at its default updates one
+    parameter at a time, as `foreach=False` does: the message says so, and where that runtime has no
+    fused kernel for it (SGD, AdamW) but has the `foreach=` flag (torch 1.12 and later), names
+    `foreach=True` instead of `fused=True`.
 
     ## Why it is slow
     By default the update runs as a chain of multi-tensor (`foreach`) kernels, one per operation
@@ -47,13 +57,16 @@ class UnfusedOptimizer(Rule):
 
     ## Fix safety
     Unsafe: `fused=True` is added (replacing a literal `foreach=`, since the two cannot both be
-    True); on the optimizers without a fused kernel, `foreach=False` is removed. A fused optimizer
+    True); on the optimizers without a fused kernel, `foreach=False` is removed; on a torch before
+    2.0 without the fused kernel, `foreach=True` is added where the oldest supported torch has the
+    flag (1.12; otherwise the message says what it needs). A fused optimizer
     raises if any parameter is not a floating-point CUDA tensor (CPU, sparse or integer
     parameters), and its results can differ from the default in the last bits.
 
     ## When it stays silent
     CPU-only files; `fused=` written out (`fused=False` is a decision); `foreach=` given by an
-    expression; `differentiable=True`, which fused kernels do not support; `**kwargs` that could
+    expression; a default optimizer on a torch from 2.0 on without its fused kernel (SGD before
+    2.3: the default is already multi-tensor), or on a torch older than 1.12 (no `foreach=` to pass); `differentiable=True`, which fused kernels do not support; `**kwargs` that could
     supply `fused=`; an optimizer whose `step` the file compiles (`opt.step = torch.compile(opt.step)`:
     Inductor fuses the update); optimizers of other libraries with the same names (`timm.optim.AdamW`,
     `apex.optimizers.FusedAdam`); references to the class that do not call it; optimizers over a model
@@ -331,7 +344,9 @@ class UnfusedOptimizer(Rule):
                 fixed = add_keyword(node, "fused", true)
                 how, cause = (
                     "",
-                    "runs its update as a chain of multi-tensor kernels instead of one fused kernel",
+                    _FOR_LOOP
+                    if _defaults_to_for_loop(ctx)
+                    else "runs its update as a chain of multi-tensor kernels instead of one fused kernel",
                 )
             else:
                 fixed = node.with_changes(
@@ -358,6 +373,8 @@ class UnfusedOptimizer(Rule):
                 cause=cause,
                 fix_text=self._FUSED_FIX if fused.writable else f"pass fused=True ({fused.needs()})",
             )
+        elif foreach is None and optimizer in _FOREACH_OPTIMIZERS and _defaults_to_for_loop(ctx):
+            yield from self._foreach_on_old_torch(node, ctx, optimizer)
         elif foreach_false:
             fix = Fix.replace(node, remove_keyword(node, "foreach"), Safety.UNSAFE, "use the foreach kernels")
             yield self.report(
@@ -370,3 +387,35 @@ class UnfusedOptimizer(Rule):
                 fix_text="remove foreach=False to batch the update in multi-tensor kernels "
                 "(results can differ in the last bits)",
             )
+
+    def _foreach_on_old_torch(self, node: cst.Call, ctx: Context, optimizer: str) -> Iterator[Report]:
+        """A runtime older than 2.0 without the fused kernel: the default is the for-loop, and
+        `foreach=True` (torch 1.12) batches the update where that runtime has it."""
+        if keyword(node, "differentiable") is not None:
+            return
+        foreach = ctx.api("optimizer(foreach=)")
+        if not foreach.usable:
+            return  # torch 1.11 or older: no flag to pass
+        fix = None
+        if foreach.writable:
+            fixed = add_keyword(node, "foreach", cst.Name("True"))
+            fix = Fix.replace(node, fixed, Safety.UNSAFE, "use the foreach kernels")
+        advice = (
+            "pass foreach=True to run it as multi-tensor kernels (results can differ in the last bits)"
+            if foreach.writable
+            else f"pass foreach=True ({foreach.needs()})"
+        )
+        yield self.report(
+            node,
+            reason=ctx.hot_reason(node),
+            fix=fix,
+            optimizer=optimizer,
+            how="",
+            cause=_FOR_LOOP,
+            fix_text=advice,
+        )
+
+
+def _defaults_to_for_loop(ctx: Context) -> bool:
+    """The runtime may be older than torch 2.0, whose optimizers took the for-loop by default."""
+    return ctx.target_torch_version().may_run_older_than(ctx.api("foreach by default").first)

@@ -13,6 +13,10 @@ from ..base import Rule
 from .common import (
     to_accelerator,
 )
+from .pinned import asynchronous_copy, first_copies, pageable_source
+
+_BLOCKING = "of a DataLoader batch blocks the host until the copy ends"
+_NON_BLOCKING = "pass non_blocking=True (with pin_memory=True on the DataLoader)"
 
 
 class BlockingHostToDevice(Rule):
@@ -23,11 +27,25 @@ class BlockingHostToDevice(Rule):
     too, where `it` iterates a DataLoader (`iter(loader)`, `itertools.cycle(loader)`, or a
     generator of the file that yields the loader's items, as in `self.dl = cycle(dl)`).
 
+    It also flags a copy that asks for `non_blocking=True` and cannot have it, because it reads
+    pageable memory: a batch of a DataLoader of the file built without `pin_memory=True` (or with
+    `pin_memory=False`), and a tensor built on the host in the step itself (`torch.cat`/`torch.stack`
+    of host tensors, `torch.from_numpy` or `torch.tensor` of data that changes every step, and their
+    layout or dtype conversions). Such a copy is staged through a driver buffer, and the host waits
+    for it, and for the work queued on the stream before it, as if `non_blocking` were not there.
+
     ## Why it is slow
     A blocking copy makes the CPU wait until the batch has reached the GPU before it can queue
     the forward pass. With pinned memory (`pin_memory=True` on the DataLoader, TPL502) and
     `non_blocking=True` the copy runs asynchronously and overlaps with queued work. The
     measured effect on an H100 is in the Measured section below.
+
+    How this rule and TPL502 divide the work: TPL502 reports a DataLoader without `pin_memory=True`
+    at its construction, for the loaders whose batches the file copies plainly (TPL106's first
+    case then names `non_blocking=True` at each copy). Where the file already copies a loader's
+    batches with `non_blocking=True`, the one problem is the loader's pinning: this rule reports it
+    once, at the first such copy, naming the loader's line, with the fix on the loader; TPL502 stays
+    silent on that loader. Tensors built in the step are this rule's alone: no loader setting pins them.
 
     ## Fix safety
     Safe for tensors: adding `non_blocking=True` to a host-to-device copy never changes the values
@@ -45,15 +63,19 @@ class BlockingHostToDevice(Rule):
     which places them on the device itself, or of a loader built over data already moved to the
     device (`NeighborLoader(data.to(device), ...)`); a batch drawn once before the step loop;
     dtype casts (`x.to(torch.float16)`) and `.to("cpu")`; moves outside the step loop.
+    For `non_blocking=True`: memory that is pinned (a loader with `pin_memory=True`, a
+    `.pin_memory()` on the way) or not known to be pageable: a loader passed in or built in another
+    module, `pin_memory=args.pin`, `**kwargs` that could supply it, a dtype cast of a pinned batch
+    (`y.float()` is a new pageable tensor only where `y` is not float already), a collate into a
+    class that pinning cannot reach; data that is the same every step (`torch.from_numpy(GRID)`:
+    TPL102's constant to keep on the device). The fix adds `pin_memory=True` to the loader (safe, as
+    TPL502's) where the loader leaves it out; `pin_memory=False` written out gets the message only.
     """
 
     code = "TPL106"
     name = "blocking-host-to-device"
     summary = "Batch copied to the device without non_blocking=True"
-    message = (
-        "{what} of a DataLoader batch blocks the host until the copy ends; pass non_blocking=True "
-        "(with pin_memory=True on the DataLoader)"
-    )
+    message = "{what} {cause}; {remedy}"
     fix_safety = Safety.SAFE
     where = "step loop"
     node_types = (cst.Call,)
@@ -144,6 +166,32 @@ class BlockingHostToDevice(Rule):
                         self.opt.step()
                         self.opt.zero_grad()
             """,
+        "non-blocking-from-an-unpinned-loader": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, num_workers=4)
+                for imgs, labels in loader:
+                    imgs = imgs.to(device, non_blocking=True)  # expect: TPL106
+                    labels = labels.to(device, non_blocking=True)  # the same loader: reported once
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "non-blocking-from-tensors-built-in-the-step": """
+            import numpy as np
+            import torch
+
+            def train(model, loader, optimizer, envs):
+                for views, target in loader:
+                    both = torch.cat(views).cuda(non_blocking=True)  # expect: TPL106
+                    frames = np.stack([env.render() for env in envs])
+                    obs = torch.from_numpy(frames).float().cuda(non_blocking=True)  # expect: TPL106
+                    loss = model(both, obs, target.cuda(non_blocking=True))
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     FIXED = {
         "unpacked-batch": """
@@ -230,6 +278,19 @@ class BlockingHostToDevice(Rule):
                         self.opt.step()
                         self.opt.zero_grad()
             """,
+        "non-blocking-from-an-unpinned-loader": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train(model, dataset, optimizer, device):
+                loader = DataLoader(dataset, batch_size=256, num_workers=4, pin_memory=True)
+                for imgs, labels in loader:
+                    imgs = imgs.to(device, non_blocking=True)
+                    labels = labels.to(device, non_blocking=True)  # the same loader: reported once
+                    loss = model(imgs, labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     GOOD = {
         "second-move-of-a-batch-already-moved": """
@@ -265,6 +326,26 @@ class BlockingHostToDevice(Rule):
                     outputs.append(out.to("cpu"))
                     step_tensor = torch.tensor(step).to(device)
                 return outputs, step_tensor
+            """,
+        "non-blocking-from-pinned-or-unknown-memory": """
+            import numpy as np
+            import torch
+            from torch.utils.data import DataLoader
+
+            GRID = np.linspace(0, 1, 64)
+
+            def train(model, dataset, optimizer, args):
+                pinned = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+                chosen = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=args.pin_mem)
+                for (x, y), (u, v) in zip(pinned, chosen):
+                    x = x.cuda(non_blocking=True)
+                    y = y.float().cuda(non_blocking=True)  # a new tensor unless y is float already
+                    u = u.cuda(non_blocking=True)
+                    both = torch.stack([x.cpu(), u.cpu()]).pin_memory().cuda(non_blocking=True)
+                    grid = torch.from_numpy(GRID).cuda(non_blocking=True)  # the same data: TPL102's
+                    loss = model(x, y, u, v.cuda(non_blocking=True), both, grid)
+                    loss.backward()
+                    optimizer.step()
             """,
         "dtype-casts": """
             import torch
@@ -379,6 +460,9 @@ class BlockingHostToDevice(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
             return
+        if asynchronous_copy(node, ctx):
+            yield from self._from_pageable_memory(node, func.value, ctx)
+            return
         if keyword(node, "non_blocking") is not None or has_star_kwargs(node):
             return
         positional = sum(1 for arg in node.args if arg.keyword is None)
@@ -394,4 +478,44 @@ class BlockingHostToDevice(Rule):
         safety = Safety.UNSAFE if custom or ctx.is_whole_batch(func.value) else Safety.SAFE
         fixed = add_keyword(node, "non_blocking", cst.Name("True"))
         fix = Fix.replace(node, fixed, safety, "pass non_blocking=True")
-        yield self.report(node, reason=ctx.hot_reason(node), fix=fix, what=f".{func.attr.value}()")
+        yield self.report(
+            node,
+            reason=ctx.hot_reason(node),
+            fix=fix,
+            what=f".{func.attr.value}()",
+            cause=_BLOCKING,
+            remedy=_NON_BLOCKING,
+        )
+
+    def _from_pageable_memory(
+        self, node: cst.Call, receiver: cst.BaseExpression, ctx: Context
+    ) -> Iterator[Report]:
+        """`non_blocking=True` that cannot be: the copy reads pageable memory. Once per loader (at
+        its first such copy), since pinning the loader is the one change."""
+        pageable = pageable_source(receiver, ctx)
+        if pageable is None:
+            return
+        loader = pageable.loader
+        if loader is not None and first_copies(loader, ctx)[:1] != [node]:
+            return
+        fix = None
+        if loader is None:
+            remedy = "pin it first with .pin_memory(), or build it in DataLoader workers with pin_memory=True"
+        elif pageable.written:
+            remedy = "pin_memory=True there is what makes the copy asynchronous"
+        else:
+            remedy = "pass pin_memory=True to that DataLoader"
+            pinned = add_keyword(loader, "pin_memory", cst.Name("True"))
+            fix = Fix.replace(loader, pinned, Safety.SAFE, "pin batches")
+        assert isinstance(node.func, cst.Attribute)
+        yield self.report(
+            node,
+            reason=ctx.hot_reason(node),
+            fix=fix,
+            what=f".{node.func.attr.value}(non_blocking=True)",
+            cause=(
+                f"copies from pageable memory ({pageable.source}): the copy is staged and the host waits for "
+                "it and for the work queued before it"
+            ),
+            remedy=remedy,
+        )
