@@ -16,7 +16,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL203", "tensor-from-tensor-list", False),
     ("TPL204", "per-parameter-loop", False),
     ("TPL301", "zero-grad-without-set-to-none", True),
-    ("TPL302", "module-in-hot-path", True),
+    ("TPL302", "module-in-hot-path", False),
     ("TPL303", "hand-written-fused-op", True),
     ("TPL304", "loss-accumulation-keeps-graph", False),
     ("TPL305", "eval-without-no-grad", False),
