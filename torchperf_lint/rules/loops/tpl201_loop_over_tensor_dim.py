@@ -203,6 +203,11 @@ class LoopOverTensorDim(Rule):
         "loop over {over} launches tensor ops once per {var}; "
         "vectorise it (broadcasting, torch.gather, torch.einsum, torch.bmm, torch.bucketize)"
     )
+    mask_message = (
+        "loop over items makes {count} boolean-mask {selections} of device tensors, {syncs} per iteration "
+        "(each counts its elements on the host); select for the whole batch at once (a gather with "
+        "batch indices, torch.where) and reduce per item with scatter_reduce/index_add_"
+    )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     where = "hot code"
     node_types = (cst.For,)
@@ -534,6 +539,10 @@ class LoopOverTensorDim(Rule):
     }
 
     def check(self, node: cst.For, ctx: Context) -> Iterator[Report]:
+        selections = ctx.mask_selections(node.body) if ctx.item_loop(node) is node else []
+        if selections:
+            yield self._mask_report(node, len(selections), ctx)
+            return
         found = self._vectorisable(node, ctx)
         if found is None:
             return
@@ -546,6 +555,12 @@ class LoopOverTensorDim(Rule):
             child = ancestor
         over, var = found
         yield self.report(node, reason=ctx.hot_reason(node), over=over, var=var)
+
+    def _mask_report(self, loop: cst.For, count: int, ctx: Context) -> Report:
+        syncs = "1 sync" if count == 1 else f"{count} syncs"
+        selections = "selection" if count == 1 else "selections"
+        message = self.mask_message.format(count=count, selections=selections, syncs=syncs)
+        return Report(self.code, self.name, loop, message, ctx.hot_reason(loop))
 
     @staticmethod
     def _vectorisable(loop: cst.For, ctx: Context) -> Optional[tuple[str, str]]:
