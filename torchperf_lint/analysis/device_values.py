@@ -37,6 +37,7 @@ _MASK_FUNCTIONS = frozenset(
 )
 # Factories of a 1-D tensor.
 _ONE_DIM_FACTORIES = frozenset("torch.arange torch.linspace torch.logspace torch.randperm torch.bincount".split())
+_SIZED_FACTORIES = frozenset("torch.zeros torch.ones torch.empty torch.rand torch.randn".split())
 _VALUE_COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 _MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 # Sizes read off a tensor: Python ints.
@@ -57,14 +58,14 @@ class DeviceValues:
         self._names = names
         self._is_tensor = is_tensor
         self._derived = is_derived_tensor
-        self._zero_dim: dict[cst.CSTNode, bool] = {}
-        self._masks: dict[cst.CSTNode, bool] = {}
-        self._one_dim: dict[cst.CSTNode, bool] = {}
+        self._zero_dim = _Memo()
+        self._masks = _Memo()
+        self._one_dim = _Memo()
 
     # -- 0-dim tensors ----------------------------------------------------------------------
     def zero_dim(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a 0-dim tensor."""
-        return _memo(self._zero_dim, expr, self._zero)
+        return self._zero_dim.ask(expr, self._zero)
 
     def _zero(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
@@ -111,7 +112,7 @@ class DeviceValues:
     def one_dim(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a 1-D tensor: built from a flat list of numbers or from sizes
         (`torch.tensor(x.shape[2:], device=d)`), `torch.arange(n)`, `x.flatten()`, `x.view(-1)`."""
-        return _memo(self._one_dim, expr, self._one)
+        return self._one_dim.ask(expr, self._one)
 
     def _one(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
@@ -124,6 +125,12 @@ class DeviceValues:
         qualified = self._names.qualified_name(expr) or ""
         if qualified in _ONE_DIM_FACTORIES:
             return True
+        if qualified in _SIZED_FACTORIES:
+            sizes = [a.value for a in expr.args if a.keyword is None and not a.star]
+            if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+                sizes = [e.value for e in sizes[0].elements]
+            # `torch.ones(7, device=d)`: one size, an int (a name may hold a tuple of sizes)
+            return len(sizes) == 1 and isinstance(sizes[0], cst.Integer)
         if qualified in ("torch.tensor", "torch.as_tensor", "torch.LongTensor", "torch.FloatTensor"):
             if not expr.args or expr.args[0].keyword is not None:
                 return False
@@ -150,7 +157,7 @@ class DeviceValues:
     def mask(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a boolean tensor: a comparison of a tensor, a predicate of one
         (`isnan`, `.bool()`), `&`/`|`/`~` of masks, `.any(d)`/`.all(d)` of one, a part of one."""
-        return _memo(self._masks, expr, self._mask)
+        return self._masks.ask(expr, self._mask)
 
     def _mask(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Comparison):
@@ -231,14 +238,43 @@ class DeviceValues:
         return bool(bindings) and all(test(b) for b in bindings)
 
 
-def _memo(
-    memo: dict[cst.CSTNode, bool], expr: cst.BaseExpression, compute: Callable[[cst.BaseExpression], bool]
-) -> bool:
-    cached = memo.get(expr)
-    if cached is None:
-        memo[expr] = False  # a cycle through names reads as "not known"
-        cached = memo[expr] = compute(expr)
-    return cached
+class _Memo:
+    """Answers of one question per node. A name read in a loop meets its own later binding
+    (`j = torch.stack((j, k))`): the question is then assumed true (the greatest fixed point: a
+    mask stays a mask round the loop), and the answers that rested on the assumption are dropped
+    when the question it was made for turns out false."""
+
+    def __init__(self) -> None:
+        self.answers: dict[cst.CSTNode, bool] = {}
+        self._open: set[cst.CSTNode] = set()
+        self._assumed: list[cst.CSTNode] = []
+        self._trail: list[cst.CSTNode] = []
+
+    def ask(self, expr: cst.BaseExpression, compute: Callable[[cst.BaseExpression], bool]) -> bool:
+        known = self.answers.get(expr)
+        if known is not None:
+            return known
+        if expr in self._open:
+            self._assumed.append(expr)
+            return True
+        self._open.add(expr)
+        mark, assumed = len(self._trail), len(self._assumed)
+        try:
+            answer = compute(expr)
+        finally:
+            self._open.discard(expr)
+        if expr in self._assumed[assumed:]:
+            if not answer:
+                for node in self._trail[mark:]:
+                    self.answers.pop(node, None)  # they leant on an assumption now refuted
+                del self._trail[mark:]
+            self._assumed[assumed:] = [a for a in self._assumed[assumed:] if a is not expr]
+        leaning = len(self._assumed) > assumed
+        self.answers[expr] = answer
+        self._trail.append(expr)
+        if not leaning and not self._open:
+            self._trail.clear()
+        return answer
 
 
 def _dim_given(call: cst.Call, positional: int) -> bool:

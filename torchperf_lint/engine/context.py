@@ -393,9 +393,16 @@ class Context:
             self.facts,
             self.names,
             lambda e: tensors.infer(e) >= Tensorness.LIKELY,
-            # a comparison of a bare parameter may be of a Python number: `t[flag > 0]` is no mask
-            lambda e: tensors.infer(e) >= (Tensorness.LIKELY if not isinstance(e, cst.Name) else Tensorness.CERTAIN),
+            lambda e: tensors.infer(e) >= Tensorness.LIKELY and not self._bare_parameter(e),
         )
+
+    def _bare_parameter(self, expr: cst.BaseExpression) -> bool:
+        """A name bound only as a parameter: a comparison of it may be of a Python number
+        (`t[flag > 0]` is no mask)."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.bindings(expr.value, expr)
+        return bool(bindings) and all(b.kind == "param" for b in bindings)
 
     def device_scalar(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a 0-dim tensor that may live on the device (`t.sum()`, `torch.tensor(n,

@@ -334,9 +334,112 @@ class LoopOverTensorDim(Rule):
                         out[i] = images[i] * scales[i]
                     return out
             """,
+        "mask-selections-per-level-in-a-detection-loss": """
+            import torch
+
+            class ComputeLoss:
+                def __init__(self, anchors):
+                    self.anchors = anchors
+                    self.nl = len(anchors)
+
+                def __call__(self, preds, targets):
+                    gain = torch.ones(7, device=targets.device)
+                    loss = torch.zeros((), device=targets.device)
+                    for i in range(self.nl):  # expect: TPL201
+                        t = targets * gain
+                        r = t[..., 4:6] / self.anchors[i][:, None]
+                        keep = torch.max(r, 1 / r).max(2)[0] < 4.0
+                        t = t[keep]
+                        near = (t[:, 2:4] % 1 < 0.5) & (t[:, 2:4] > 1)
+                        t = t[near.all(1)]
+                        loss = loss + (preds[i] - t.mean()).pow(2).mean()
+                    return loss
+
+            def train(model, loader, optimizer, anchors):
+                compute_loss = ComputeLoss(anchors)
+                for images, targets in loader:
+                    loss = compute_loss(model(images.cuda()), targets.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "mask-selections-per-image-in-forward": """
+            import torch
+            from torch import nn
+
+            class BoxLoss(nn.Module):
+                def forward(self, pred_boxes, targets, batch_size):
+                    total = torch.zeros((), device="cuda")
+                    for b in range(batch_size):  # expect: TPL201
+                        mine = targets[:, 0] == b
+                        gt = targets[mine][:, 1:5]
+                        pred = pred_boxes[mine]
+                        total = total + (pred - gt).abs().sum()
+                    return total
+            """,
     }
     GOOD = {
         "one-off-feature-extraction-in-dataset-process": FEATURE_EXTRACTION_IN_DATASET_PROCESS,
+        "mask-writes-per-image-and-a-selection-once-per-step": """
+            import torch
+            from torch import nn
+
+            class BoxLoss(nn.Module):
+                def forward(self, pred_boxes, targets, batch_size):
+                    weights = torch.ones(pred_boxes.shape[:2], device="cuda")
+                    for b in range(batch_size):
+                        mine = targets[:, 0] == b
+                        weights[mine] = 0.5
+                        weights[b][pred_boxes[b, :, 0] < 0] = 2.0
+                    positive = weights > 0.75
+                    return (pred_boxes[positive] * weights[positive][:, None]).sum()
+
+            def train(model, loader, optimizer, criterion):
+                for images, targets in loader:
+                    out = model(images.cuda())
+                    valid = targets[:, 4] > 0
+                    loss = criterion(out, targets.cuda(), 16) + out[valid.cuda()].mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "mask-selections-on-host-tensors-and-python-flags": """
+            import torch
+            from torch import nn
+
+            class Sampler(nn.Module):
+                def forward(self, x, flag, batch_size):
+                    table = torch.arange(64)
+                    out = []
+                    for b in range(batch_size):
+                        picked = table[table % 4 == b]
+                        out.append(x[b, :, flag > 0] + picked.sum().cuda())
+                    return out
+            """,
+        "per-image-post-processing-under-no-grad": """
+            import torch
+
+            @torch.no_grad()
+            def postprocess(predictions, conf_thres):
+                kept = []
+                for xi, x in enumerate(predictions):
+                    kept.append(x[x[:, 4] > conf_thres])
+                return kept
+
+            def evaluate(model, loader):
+                for images, _ in loader:
+                    detections = postprocess(model(images.cuda()), 0.25)
+            """,
+        "mask-selections-per-image-in-a-cpu-only-loss": """
+            import torch
+            from torch import nn
+
+            class BoxLoss(nn.Module):
+                def forward(self, pred_boxes, targets, batch_size):
+                    total = torch.zeros(())
+                    for b in range(batch_size):
+                        mine = targets[:, 0] == b
+                        total = total + (pred_boxes[mine] - targets[mine][:, 1:5]).abs().sum()
+                    return total
+            """,
         "causal-decoding-through-a-frame-cache": """
             import torch
             from torch import nn
@@ -539,7 +642,7 @@ class LoopOverTensorDim(Rule):
     }
 
     def check(self, node: cst.For, ctx: Context) -> Iterator[Report]:
-        selections = ctx.mask_selections(node.body) if ctx.item_loop(node) is node else []
+        selections = ctx.mask_selections(node.body) if self._per_item_in_a_step(node, ctx) else []
         if selections:
             yield self._mask_report(node, len(selections), ctx)
             return
@@ -555,6 +658,16 @@ class LoopOverTensorDim(Rule):
             child = ancestor
         over, var = found
         yield self.report(node, reason=ctx.hot_reason(node), over=over, var=var)
+
+    @staticmethod
+    def _per_item_in_a_step(loop: cst.For, ctx: Context) -> bool:
+        """A loop over the items of a training step or of forward: not one reached only from an
+        evaluation or generation loop, nor one under `no_grad()`, whose per-image post-processing
+        (NMS, metrics) is ragged by nature and often runs on the host."""
+        reason = ctx.hot_reason(loop)
+        if reason is None or reason.inference_only or ctx.item_loop(loop) is not loop:
+            return False
+        return not ctx.grad_disabled(loop)
 
     def _mask_report(self, loop: cst.For, count: int, ctx: Context) -> Report:
         syncs = "1 sync" if count == 1 else f"{count} syncs"

@@ -10,10 +10,13 @@ from ...engine.context import Context
 from ...engine.findings import Report, Safety
 from ..base import Rule, hot_place
 from .common import (
+    UNCONDITIONAL,
     condition_parts,
+    guards_masked_update,
     host_sync,
     on_device,
     on_error_path,
+    scalar_sync,
 )
 
 
@@ -64,13 +67,12 @@ class SyncInForward(Rule):
     name = "sync-in-forward"
     summary = "Device-to-host sync inside forward or loss code"
     message = (
-        "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; "
-        "keep the value on the device (masks, torch.where) or compute it outside the model"
+        "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; {remedy}"
     )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.NONE
     where = "hot roots 1, 2 and callees"
-    node_types = (cst.Call, cst.If, cst.While)
+    node_types = (cst.Call, cst.If, cst.While, cst.Subscript)
     benchmark = "TPL105"
 
     BAD = {
@@ -344,12 +346,27 @@ class SyncInForward(Rule):
         reason = ctx.hot_reason(node)
         if reason is None or not reason.from_model_code:
             return
+        place = hot_place(node, ctx)
         if isinstance(node, (cst.If, cst.While)):
             if any(on_device(part, ctx, certain=True) for part in condition_parts(node.test, ctx)):
                 condition = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
-                yield self.report(node, reason=reason, what=condition, place=hot_place(node, ctx))
+                remedy = _REMEDY
+                if isinstance(node, cst.If) and guards_masked_update(node, ctx):
+                    condition, remedy = "`if` on a device tensor in a loop over items", UNCONDITIONAL
+                yield self.report(node, reason=reason, what=condition, place=place, remedy=remedy)
             return
-        assert isinstance(node, cst.Call)
+        if on_error_path(node, ctx):
+            return
+        scalar = scalar_sync(node, ctx)
+        if scalar is not None:
+            what, remedy = scalar
+            yield self.report(node, reason=reason, what=what, place=place, remedy=remedy)
+            return
+        if not isinstance(node, cst.Call):
+            return
         what = host_sync(node, ctx)
-        if what is not None and not on_error_path(node, ctx):
-            yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
+        if what is not None:
+            yield self.report(node, reason=reason, what=what, place=place, remedy=_REMEDY)
+
+
+_REMEDY = "keep the value on the device (masks, torch.where) or compute it outside the model"

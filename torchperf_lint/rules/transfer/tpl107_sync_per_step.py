@@ -12,10 +12,13 @@ from ...engine.findings import Fix, Report, Safety
 from ...syntax.walker import Loop, dotted_name
 from ..base import Rule, hot_place
 from .common import (
+    UNCONDITIONAL,
     condition_parts,
+    guards_masked_update,
     host_sync,
     on_device,
     on_error_path,
+    scalar_sync,
 )
 
 
@@ -89,7 +92,7 @@ class SyncPerStep(Rule):
     default_on = False
     fix_safety = Safety.SAFE
     where = "step loop"
-    node_types = (cst.Call, cst.If, cst.While)
+    node_types = (cst.Call, cst.If, cst.While, cst.Subscript)
     benchmark = "TPL107"
 
     BAD = {
@@ -304,6 +307,8 @@ class SyncPerStep(Rule):
                 remedy = _REMEDY
                 if flag is not None:
                     remedy = f"test {ctx.code(flag)} first: the tensor is then read only when the flag does not decide"
+                elif isinstance(node, cst.If) and guards_masked_update(node, ctx):
+                    what, remedy = "`if` on a device tensor in a loop over items", UNCONDITIONAL
                 yield self.report(
                     node,
                     reason=reason,
@@ -314,7 +319,17 @@ class SyncPerStep(Rule):
                     graph=ctx.graph_break(node),
                 )
             return
-        assert isinstance(node, cst.Call)
+        scalar = scalar_sync(node, ctx)
+        if scalar is not None:
+            if on_error_path(node, ctx) or _runs_periodically(node, ctx) or _in_a_syncing_branch(node, ctx):
+                return
+            what, remedy = scalar
+            yield self.report(
+                node, reason=reason, what=what, place=hot_place(node, ctx), remedy=remedy, graph=ctx.graph_break(node)
+            )
+            return
+        if not isinstance(node, cst.Call):
+            return
         sync = host_sync(node, ctx)
         if sync is None or on_error_path(node, ctx) or _runs_periodically(node, ctx):
             return
