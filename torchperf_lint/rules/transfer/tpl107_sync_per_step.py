@@ -53,7 +53,9 @@ class SyncPerStep(Rule):
     Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`,
     `math.isfinite(t)`, `print(loss)` and an `if`/`while` on a device tensor
     (`if torch.min(out) < -1.0:`) that run at every iteration of a step loop (in its body or in
-    a function called from it). Off by default.
+    a function called from it), and a 0-dim device tensor used where Python needs a number (a
+    slice bound, `range()`, a size, a `clamp_` bound beside a number: TPL105 lists them), with
+    the host value to use instead. Off by default.
 
     ## Why it is slow
     Each one makes the CPU wait for the GPU to finish the step before it can queue the next:
@@ -194,6 +196,17 @@ class SyncPerStep(Rule):
                     optimizer.step()
                     log_metrics(loss, history)
             """,
+        "device-count-as-a-slice-bound-every-step": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for images, labels in loader:
+                    out = model(images.cuda())
+                    n_pos = (labels.cuda() > 0).sum()
+                    loss = out[:n_pos].mean()  # expect: TPL107
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     FIXED = {
         "sync-tested-before-its-debug-flag": """
@@ -211,6 +224,17 @@ class SyncPerStep(Rule):
             """,
     }
     GOOD = {
+        "host-count-as-a-slice-bound": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for images, labels in loader:
+                    out = model(images.cuda())
+                    n_pos = (labels > 0).sum()
+                    loss = out[:n_pos].mean() + out[: out.shape[0] - 1].sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
         "timed-read-after-synchronize": """
             import time
             import torch
