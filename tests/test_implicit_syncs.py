@@ -116,7 +116,17 @@ def test_flake8_and_the_library_api_agree(tmp_path: Path) -> None:
     by_api: set[tuple[str, int, str]] = set()
     for name in _FILES:
         result = subprocess.run(
-            [sys.executable, "-m", "flake8", "--isolated", "--select", SELECT, "--format", "%(row)d %(code)s", name],
+            [
+                sys.executable,
+                "-m",
+                "flake8",
+                "--isolated",
+                "--select",
+                SELECT,
+                "--format",
+                "%(row)d %(code)s",
+                name,
+            ],
             capture_output=True,
             text=True,
             cwd=root,
@@ -124,13 +134,17 @@ def test_flake8_and_the_library_api_agree(tmp_path: Path) -> None:
         assert result.returncode in (0, 1), result.stderr
         by_flake8 |= {(name, int(row), code) for row, code in map(str.split, result.stdout.splitlines())}
         path = root / name
-        by_api |= {(name, f.line, f.code) for f in lint_source(path.read_text(), str(path), select=SELECT.split(","))}
+        by_api |= {
+            (name, f.line, f.code) for f in lint_source(path.read_text(), str(path), select=SELECT.split(","))
+        }
     assert by_flake8 == by_api == _EXPECTED
 
 
 def test_the_messages_count_the_syncs_and_name_the_host_values(tmp_path: Path, capsys) -> None:
     root = write_project(tmp_path, _FILES)
-    messages = {(Path(str(f["path"])).name, int(str(f["line"]))): str(f["message"]) for f in _cli(capsys, str(root))}
+    messages = {
+        (Path(str(f["path"])).name, int(str(f["line"]))): str(f["message"]) for f in _cli(capsys, str(root))
+    }
     assert "2 boolean-mask selections of device tensors, 2 syncs per iteration" in messages[("loss.py", 12)]
     assert "scatter_reduce/index_add_" in messages[("loss.py", 12)]
     assert "`gain[3].long() - 1` as a clamp_() bound beside a Python number" in messages[("loss.py", 19)]
@@ -156,8 +170,9 @@ def _lint(code: str) -> list[tuple[int, str]]:
 def test_python_numbers_and_tensor_bounds_are_silent() -> None:
     # shape arithmetic, a host 0-dim tensor, two tensor bounds (clamp's Tensor overload), a
     # reduction over a dimension (not 0-dim), a mask written through
-    assert _lint(
-        """
+    assert (
+        _lint(
+            """
         import torch
         from torch import nn
 
@@ -171,7 +186,9 @@ def test_python_numbers_and_tensor_bounds_are_silent() -> None:
                 x[x > 0] = 0
                 return x[:, host_t:].view(n, -1).repeat(2, 1) + rows.cuda()
         """
-    ) == []
+        )
+        == []
+    )
 
 
 def test_a_count_read_on_the_host_in_a_loop_is_not_a_masked_update() -> None:

@@ -36,9 +36,18 @@ _MASK_FUNCTIONS = frozenset(
     torch.ge torch.logical_and torch.logical_or torch.logical_not torch.logical_xor""".split()
 )
 # Factories of a 1-D tensor.
-_ONE_DIM_FACTORIES = frozenset("torch.arange torch.linspace torch.logspace torch.randperm torch.bincount".split())
+_ONE_DIM_FACTORIES = frozenset(
+    "torch.arange torch.linspace torch.logspace torch.randperm torch.bincount".split()
+)
 _SIZED_FACTORIES = frozenset("torch.zeros torch.ones torch.empty torch.rand torch.randn".split())
-_VALUE_COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+_VALUE_COMPARISONS = (
+    cst.LessThan,
+    cst.GreaterThan,
+    cst.LessThanEqual,
+    cst.GreaterThanEqual,
+    cst.Equal,
+    cst.NotEqual,
+)
 _MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 # Sizes read off a tensor: Python ints.
 _SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "ndimension"})
@@ -73,7 +82,9 @@ class DeviceValues:
         if isinstance(expr, cst.Name):
             return self._all_bindings(expr, self._zero_binding)
         if isinstance(expr, cst.Subscript):
-            return self.one_dim(expr.value) and len(expr.slice) == 1 and _int_index(expr.slice[0], self._names)
+            return (
+                self.one_dim(expr.value) and len(expr.slice) == 1 and _int_index(expr.slice[0], self._names)
+            )
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
             return self.zero_dim(expr.expression)
         if isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, cst.MatrixMultiply):
@@ -95,9 +106,17 @@ class DeviceValues:
                 return self.zero_dim(receiver)
             return False
         if qualified.startswith("torch.") and qualified[len("torch.") :] in _REDUCTIONS:
-            return len(call.args) >= 1 and not _dim_given(call, positional=1) and self._is_tensor(call.args[0].value)
+            return (
+                len(call.args) >= 1
+                and not _dim_given(call, positional=1)
+                and self._is_tensor(call.args[0].value)
+            )
         if qualified in ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor"):
-            return bool(call.args) and call.args[0].keyword is None and _python_number(call.args[0].value, self._names)
+            return (
+                bool(call.args)
+                and call.args[0].keyword is None
+                and _python_number(call.args[0].value, self._names)
+            )
         return False
 
     def _zero_binding(self, binding: Binding) -> bool:
@@ -118,7 +137,9 @@ class DeviceValues:
         if isinstance(expr, cst.Name):
             return self._all_bindings(
                 expr,
-                lambda b: b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self.one_dim(b.node),
+                lambda b: (
+                    b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self.one_dim(b.node)
+                ),
             )
         if not isinstance(expr, cst.Call):
             return False
@@ -142,7 +163,11 @@ class DeviceValues:
                 )
             return _sizes(values)
         func = expr.func
-        if isinstance(func, cst.Attribute) and not qualified.startswith("torch.") and self._is_tensor(func.value):
+        if (
+            isinstance(func, cst.Attribute)
+            and not qualified.startswith("torch.")
+            and self._is_tensor(func.value)
+        ):
             method = func.attr.value
             if method in ("flatten", "ravel") and not expr.args:
                 return True
@@ -184,7 +209,9 @@ class DeviceValues:
         if qualified in _MASK_FUNCTIONS:
             return bool(call.args) and self._is_tensor(call.args[0].value)
         if qualified in ("torch.ones_like", "torch.zeros_like") and call.args:
-            return self.mask(call.args[0].value) and not any(a.keyword and a.keyword.value == "dtype" for a in call.args)
+            return self.mask(call.args[0].value) and not any(
+                a.keyword and a.keyword.value == "dtype" for a in call.args
+            )
         if qualified in ("torch.stack", "torch.cat") and call.args:
             parts = call.args[0].value
             return (
@@ -295,7 +322,12 @@ def _sizes(expr: cst.BaseExpression) -> bool:
         expr = expr.value
     if isinstance(expr, cst.Attribute):
         return expr.attr.value == "shape"
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and not expr.args
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "size"
+        and not expr.args
+    )
 
 
 def _python_number(expr: cst.BaseExpression, names: Names) -> bool:
@@ -311,7 +343,11 @@ def _python_number(expr: cst.BaseExpression, names: Names) -> bool:
         holder = expr.value
         return len(expr.slice) == 1 and (
             (isinstance(holder, cst.Attribute) and holder.attr.value == "shape")
-            or (isinstance(holder, cst.Call) and isinstance(holder.func, cst.Attribute) and holder.func.attr.value == "size")
+            or (
+                isinstance(holder, cst.Call)
+                and isinstance(holder.func, cst.Attribute)
+                and holder.func.attr.value == "size"
+            )
         )
     if isinstance(expr, cst.Call):
         if isinstance(expr.func, cst.Attribute):

@@ -213,7 +213,9 @@ def _scalar_in_call(call: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpr
     """The 0-dim device tensor `call` reads as a Python number, and where it stands."""
     func = call.func
     qualified = ctx.qualified_name(call) or ""
-    method = func.attr.value if isinstance(func, cst.Attribute) and not qualified.startswith("torch.") else None
+    method = (
+        func.attr.value if isinstance(func, cst.Attribute) and not qualified.startswith("torch.") else None
+    )
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     if method in _CLAMPS or qualified in ("torch.clamp", "torch.clip"):
         bounds = positional[1:3] if method is None else positional[:2]
@@ -224,16 +226,24 @@ def _scalar_in_call(call: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpr
             name = method or qualified.rsplit(".", 1)[-1]
             return scalars[0], f"a {name}() bound beside a Python number"
         return None
-    if method in _SIZE_METHODS and ctx.is_tensor(func.value):
+    if method in _SIZE_METHODS and isinstance(func, cst.Attribute) and ctx.is_tensor(func.value):
         where = f"a size of .{method}()"
     elif qualified in _SIZE_FUNCTIONS:
-        where = "a range() bound" if qualified == "builtins.range" else f"an int argument of {qualified.replace('torch.nn.functional.', 'F.')}()"
+        where = (
+            "a range() bound"
+            if qualified == "builtins.range"
+            else f"an int argument of {qualified.replace('torch.nn.functional.', 'F.')}()"
+        )
         if qualified == "torch.nn.functional.pad":
-            positional = positional[1:2] + [a.value for a in call.args if a.keyword is not None and a.keyword.value == "pad"]
+            positional = positional[1:2] + [
+                a.value for a in call.args if a.keyword is not None and a.keyword.value == "pad"
+            ]
     else:
         return None
     if qualified == "torch.full" or method == "new_full":
-        fill = positional[1:2] + [a.value for a in call.args if a.keyword is not None and a.keyword.value == "fill_value"]
+        fill = positional[1:2] + [
+            a.value for a in call.args if a.keyword is not None and a.keyword.value == "fill_value"
+        ]
         for value in fill:
             if ctx.device_scalar(value):
                 return value, f"the fill value of {'torch.full' if method is None else '.new_full'}()"
@@ -255,7 +265,11 @@ def _scalar_in_subscript(subscript: cst.Subscript, ctx: Context) -> Optional[tup
             for bound in (part.lower, part.upper, part.step):
                 if bound is not None and ctx.device_scalar(bound):
                     return bound, "a slice bound"
-        elif isinstance(part, cst.Index) and not ctx.is_tensor(subscript.value) and ctx.device_scalar(part.value):
+        elif (
+            isinstance(part, cst.Index)
+            and not ctx.is_tensor(subscript.value)
+            and ctx.device_scalar(part.value)
+        ):
             return part.value, "an index of a Python sequence"  # a tensor takes a tensor index on the device
     return None
 
@@ -274,7 +288,9 @@ def scalar_sync(node: cst.CSTNode, ctx: Context) -> Optional[tuple[str, str]]:
         return None
     scalar, where = found
     host = ctx.host_source(scalar)
-    remedy = f"use the host value `{ctx.code(host)}` instead" if host is not None else f"use {HOST_NUMBER} instead"
+    remedy = (
+        f"use the host value `{ctx.code(host)}` instead" if host is not None else f"use {HOST_NUMBER} instead"
+    )
     return f"the 0-dim device tensor `{ctx.code(scalar)}` as {where}", remedy
 
 
@@ -300,7 +316,10 @@ class _MaskedWrites(cst.CSTVisitor):
         self._written(node.target)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("masked_fill_", "masked_scatter_"):
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+            "masked_fill_",
+            "masked_scatter_",
+        ):
             self.found = True
 
 

@@ -80,9 +80,7 @@ class SyncInForward(Rule):
     code = "TPL105"
     name = "sync-in-forward"
     summary = "Device-to-host sync inside forward or loss code"
-    message = (
-        "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; {remedy}"
-    )
+    message = "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; {remedy}"
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.NONE
     where = "hot roots 1, 2 and callees"
@@ -419,9 +417,9 @@ class SyncInForward(Rule):
             return
         if not isinstance(node, cst.Call):
             return
-        what = host_sync(node, ctx)
-        if what is not None:
-            yield self.report(node, reason=reason, what=what, place=place, remedy=_REMEDY)
+        sync = host_sync(node, ctx)
+        if sync is not None:
+            yield self.report(node, reason=reason, what=sync, place=place, remedy=_REMEDY)
 
 
 _REMEDY = "keep the value on the device (masks, torch.where) or compute it outside the model"

@@ -349,7 +349,12 @@ class SyncPerStep(Rule):
                 return
             what, remedy = scalar
             yield self.report(
-                node, reason=reason, what=what, place=hot_place(node, ctx), remedy=remedy, graph=ctx.graph_break(node)
+                node,
+                reason=reason,
+                what=what,
+                place=hot_place(node, ctx),
+                remedy=remedy,
+                graph=ctx.graph_break(node),
             )
             return
         if not isinstance(node, cst.Call):
