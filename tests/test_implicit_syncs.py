@@ -213,3 +213,21 @@ def test_a_count_read_on_the_host_in_a_loop_is_not_a_masked_update() -> None:
         select=["TPL105"],
     )
     assert [(f.line, "unconditionally" in f.message) for f in found] == [(9, False)]
+
+
+def test_sizes_unpacked_from_a_device_tensor_and_its_elements_are_device_scalars() -> None:
+    assert _lint(
+        """
+        import torch
+        from torch import nn
+
+        class Tiler(nn.Module):
+            def forward(self, x):
+                reps = torch.tensor([2, 3], device="cuda")
+                rows, cols = reps
+                tiled = x.repeat(rows, cols)
+                for k in range(reps[0]):
+                    tiled = tiled + 1
+                return tiled
+        """
+    ) == [(8, "TPL105"), (9, "TPL105")]

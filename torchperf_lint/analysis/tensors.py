@@ -97,6 +97,7 @@ class TensorInference:
         self._hot = hot
         self._memo: dict[cst.CSTNode, Tensorness] = {}
         self._in_progress: set[cst.CSTNode] = set()
+        self._assumed: set[cst.CSTNode] = set()
         self._strings: dict[cst.FunctionDef, frozenset[str]] = {}
         self.parameters = ParameterSequences(names, hot)
 
@@ -105,13 +106,18 @@ class TensorInference:
         if cached is not None:
             return cached
         if expr in self._in_progress:
+            self._assumed.add(expr)  # a cycle (a name read round a loop): assumed not a tensor
             return Tensorness.NO
         self._in_progress.add(expr)
         try:
             result = self._infer(expr)
         finally:
             self._in_progress.discard(expr)
-        self._memo[expr] = result
+        self._assumed.discard(expr)
+        # an answer that leant on an assumption about a question still open is not kept: kept, it
+        # would make later answers depend on which question was asked first
+        if not self._assumed:
+            self._memo[expr] = result
         return result
 
     def _infer(self, expr: cst.BaseExpression) -> Tensorness:

@@ -420,9 +420,8 @@ class Context:
         a `nonzero` and a wait for the device; writes through a mask (`t[mask] = v`) do not wait."""
 
         def selects(subscript: cst.Subscript) -> bool:
+            # what a device mask indexes is a tensor, or an object that indexes one (`Boxes`)
             if not self.is_hot(subscript) or self.is_host_tensor(subscript.value):
-                return False
-            if not self.is_tensor(subscript.value):
                 return False
             return any(
                 isinstance(e.slice, cst.Index) and self.device_mask(e.slice.value) for e in subscript.slice
