@@ -231,3 +231,28 @@ def test_sizes_unpacked_from_a_device_tensor_and_its_elements_are_device_scalars
                 return tiled
         """
     ) == [(8, "TPL105"), (9, "TPL105")]
+
+
+@pytest.mark.parametrize("others", [[], ["TPL105"], ["TPL201"], ["TPL105", "TPL201"]])
+def test_a_name_rebound_round_a_loop_is_a_tensor_whichever_rule_asks_first(others: list[str]) -> None:
+    # `output` is read round the loop before its own later bindings; the answer given while that
+    # question was open is not kept, so the 0-dim checks of TPL105 and TPL201 asked first
+    # (`topk(top_k)`) no longer decide whether `indices` is a tensor for TPL107
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def run(model, loader, use_probs, top_k):
+            model.cuda()
+            for batch_idx, (input, _) in enumerate(loader):
+                output = model(input.cuda())
+                if use_probs:
+                    output = output.softmax(-1)
+                if top_k:
+                    output, indices = output.topk(top_k)
+                    np_indices = indices.cpu().numpy()
+                    print(np_indices)
+        """
+    ).lstrip("\n")
+    found = lint_source(source, path="m.py", select=[*others, "TPL107"])
+    assert sorted((f.line, f.code) for f in found) == [(11, "TPL107")]
