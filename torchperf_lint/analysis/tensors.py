@@ -97,21 +97,35 @@ class TensorInference:
         self._hot = hot
         self._memo: dict[cst.CSTNode, Tensorness] = {}
         self._in_progress: set[cst.CSTNode] = set()
+        self._assumed: set[cst.CSTNode] = set()
+        self._provisional: dict[cst.CSTNode, Tensorness] = {}
         self._strings: dict[cst.FunctionDef, frozenset[str]] = {}
         self.parameters = ParameterSequences(names, hot)
 
     def infer(self, expr: cst.BaseExpression) -> Tensorness:
         cached = self._memo.get(expr)
+        if cached is None:
+            cached = self._provisional.get(expr)
         if cached is not None:
             return cached
         if expr in self._in_progress:
+            self._assumed.add(expr)  # a cycle (a name read round a loop): assumed not a tensor
             return Tensorness.NO
         self._in_progress.add(expr)
         try:
             result = self._infer(expr)
         finally:
             self._in_progress.discard(expr)
-        self._memo[expr] = result
+        self._assumed.discard(expr)
+        # an answer that leant on an assumption about a question still open is kept only until
+        # the outermost question is answered: kept longer, later answers would depend on which
+        # question was asked first
+        if self._assumed:
+            self._provisional[expr] = result
+        else:
+            self._memo[expr] = result
+        if not self._in_progress:
+            self._provisional.clear()
         return result
 
     def _infer(self, expr: cst.BaseExpression) -> Tensorness:

@@ -16,6 +16,7 @@ from ..analysis.configuration import indexed_configuration, iterates_configurati
 from ..analysis.constants import HostConstants
 from ..analysis.constructors import ModuleGraph
 from ..analysis.datasets import InMemoryData
+from ..analysis.device_values import DeviceValues, mask_selections
 from ..analysis.devices import HostTensors
 from ..analysis.distributed import Wrapped, Wrappers
 from ..analysis.entry import NO_FACTS, EntryFacts
@@ -399,6 +400,69 @@ class Context:
     def is_tensor(self, expr: cst.BaseExpression, certain: bool = False) -> bool:
         wanted = Tensorness.CERTAIN if certain else Tensorness.LIKELY
         return self.tensors.infer(expr) >= wanted
+
+    @functools.cached_property
+    def _device_values(self) -> DeviceValues:
+        tensors = self.tensors  # not bound methods of self: see _host_tensors
+        return DeviceValues(
+            self.facts,
+            self.names,
+            lambda e: tensors.infer(e) >= Tensorness.LIKELY,
+            lambda e: tensors.infer(e) >= Tensorness.LIKELY and not self._bare_parameter(e),
+        )
+
+    def _bare_parameter(self, expr: cst.BaseExpression) -> bool:
+        """A name bound only as a parameter: a comparison of it may be of a Python number
+        (`t[flag > 0]` is no mask)."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.bindings(expr.value, expr)
+        return bool(bindings) and all(b.kind == "param" for b in bindings)
+
+    def device_scalar(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a 0-dim tensor that may live on the device (`t.sum()`, `torch.tensor(n,
+        device=d)`, `size_t[0]` of a 1-D one): Python reads it through `.item()` where it needs a
+        number (analysis/device_values.py)."""
+        return self._device_values.zero_dim(expr) and not self.is_host_tensor(expr) and self.runs_on_cuda
+
+    def device_mask(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is a boolean tensor that may live on the device: indexing with it counts its
+        true elements on the host (analysis/device_values.py)."""
+        return self._device_values.mask(expr) and not self.is_host_tensor(expr) and self.runs_on_cuda
+
+    def mask_selections(self, body: cst.CSTNode) -> list[cst.Subscript]:
+        """The boolean-mask reads of device tensors in `body` (`boxes[mask]`, `t[:, m]`), each
+        a `nonzero` and a wait for the device; writes through a mask (`t[mask] = v`) do not wait."""
+
+        def selects(subscript: cst.Subscript) -> bool:
+            # what a device mask indexes is a tensor, or an object that indexes one (`Boxes`)
+            if not self.is_hot(subscript) or self.is_host_tensor(subscript.value):
+                return False
+            return any(
+                isinstance(e.slice, cst.Index) and self.device_mask(e.slice.value) for e in subscript.slice
+            )
+
+        return mask_selections(body, selects)
+
+    def item_loop(self, node: cst.CSTNode) -> Optional[cst.For]:
+        """The outermost `for` around `node` in its function that runs inside a step (hot, and not
+        itself the step loop or an inference loop): a loop over the items of one step, such as
+        images, targets, levels or classes."""
+        found: Optional[cst.For] = None
+        for ancestor in (node, *self.ancestors(node)):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            if not isinstance(ancestor, (cst.For, cst.While)):
+                continue
+            if ancestor in self.hot.step_loops or ancestor in self.hot.inference_loops:
+                break
+            if isinstance(ancestor, cst.For) and self.hot_reason(ancestor) is not None:
+                found = ancestor
+        return found
+
+    def host_source(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The Python number the 0-dim tensor `expr` was built from, arithmetic included."""
+        return self._device_values.host_source(expr)
 
     def is_declared_sequence(self, expr: cst.BaseExpression) -> bool:
         """A parameter annotated as a list or tuple (`images: list[Tensor]`): not a tensor."""

@@ -162,6 +162,12 @@ class LoopOverTensorDim(Rule):
     `B, T = x.shape`, `for row in x` or `for i, row in enumerate(x)`, when the body indexes a
     tensor with the loop index (`x[i]`, `out[:, i]`), passes it to a tensor op, or uses the row.
 
+    It also flags a loop over the items of a step (images, ground-truth boxes, levels, classes:
+    any `for` inside forward, loss or step code that is not the step loop itself) whose body
+    selects from device tensors with boolean masks (`boxes[mask]`, `t[:, keep]`), reported once
+    with the count of selections: each one is a `nonzero`, and the host waits for the device to
+    learn how many elements it keeps, once per selection and iteration.
+
     ## Why it is slow
     Every iteration launches its own kernels (often several: index, compute, write back), so a
     batch of 4096 rows costs thousands of launches and Python round trips where one batched op
@@ -169,10 +175,22 @@ class LoopOverTensorDim(Rule):
     `torch.bmm`, `torch.bucketize`, or a reduction over the dimension. The measured effect on
     an H100 is in the Measured section below.
 
+    A per-item mask loop waits for the device at every selection: the batched form selects once
+    for the whole batch (a gather with batch indices, `torch.where`) and reduces per item with
+    `scatter_reduce`/`index_add_`. Issue 39 measured a three-level detector's training step on an
+    H200 (torch 2.11, batch 16, bf16): the per-image loop with five mask selections per image and
+    level 53.5 ms, the same gathers done once for the batch 12.6 ms (4.26x).
+
     ## Fix safety
     No automatic fix: the vectorised form depends on what the body computes.
 
     ## When it stays silent
+    For mask selections: a write through a mask (`t[mask] = v`, an `index_put_` that does not
+    wait), a selection once per step, outside any loop over items (the ordinary dynamic-shape cost
+    of many losses; its measured cost is in the benchmark of issue 39), masks and tensors on the
+    host, code that does not run on CUDA, and per-image post-processing under `no_grad()` or
+    reached only from an evaluation or generation loop (NMS, metrics: ragged by nature).
+    For element loops:
     Loops that are sequential by nature: a name (or `self.` attribute) assigned in the body is
     read by the next iteration before the body assigns it again, as in an RNN step
     (`h = cell(x[t], h)`) or autoregressive decoding (`tok = model(tok).argmax(-1)`), or a
@@ -202,6 +220,11 @@ class LoopOverTensorDim(Rule):
     message = (
         "loop over {over} launches tensor ops once per {var}; "
         "vectorise it (broadcasting, torch.gather, torch.einsum, torch.bmm, torch.bucketize)"
+    )
+    mask_message = (
+        "loop over items makes {count} boolean-mask {selections} of device tensors, {syncs} per iteration "
+        "(each counts its elements on the host); select for the whole batch at once (a gather with "
+        "batch indices, torch.where) and reduce per item with scatter_reduce/index_add_"
     )
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     stepping_evidence = True  # its default form: code a step loop of the project runs (RULES.md)
@@ -330,9 +353,112 @@ class LoopOverTensorDim(Rule):
                         out[i] = images[i] * scales[i]
                     return out
             """,
+        "mask-selections-per-level-in-a-detection-loss": """
+            import torch
+
+            class ComputeLoss:
+                def __init__(self, anchors):
+                    self.anchors = anchors
+                    self.nl = len(anchors)
+
+                def __call__(self, preds, targets):
+                    gain = torch.ones(7, device=targets.device)
+                    loss = torch.zeros((), device=targets.device)
+                    for i in range(self.nl):  # expect: TPL201
+                        t = targets * gain
+                        r = t[..., 4:6] / self.anchors[i][:, None]
+                        keep = torch.max(r, 1 / r).max(2)[0] < 4.0
+                        t = t[keep]
+                        near = (t[:, 2:4] % 1 < 0.5) & (t[:, 2:4] > 1)
+                        t = t[near.all(1)]
+                        loss = loss + (preds[i] - t.mean()).pow(2).mean()
+                    return loss
+
+            def train(model, loader, optimizer, anchors):
+                compute_loss = ComputeLoss(anchors)
+                for images, targets in loader:
+                    loss = compute_loss(model(images.cuda()), targets.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "mask-selections-per-image-in-forward": """
+            import torch
+            from torch import nn
+
+            class BoxLoss(nn.Module):
+                def forward(self, pred_boxes, targets, batch_size):
+                    total = torch.zeros((), device="cuda")
+                    for b in range(batch_size):  # expect: TPL201
+                        mine = targets[:, 0] == b
+                        gt = targets[mine][:, 1:5]
+                        pred = pred_boxes[mine]
+                        total = total + (pred - gt).abs().sum()
+                    return total
+            """,
     }
     GOOD = {
         "one-off-feature-extraction-in-dataset-process": FEATURE_EXTRACTION_IN_DATASET_PROCESS,
+        "mask-writes-per-image-and-a-selection-once-per-step": """
+            import torch
+            from torch import nn
+
+            class BoxLoss(nn.Module):
+                def forward(self, pred_boxes, targets, batch_size):
+                    weights = torch.ones(pred_boxes.shape[:2], device="cuda")
+                    for b in range(batch_size):
+                        mine = targets[:, 0] == b
+                        weights[mine] = 0.5
+                        weights[b][pred_boxes[b, :, 0] < 0] = 2.0
+                    positive = weights > 0.75
+                    return (pred_boxes[positive] * weights[positive][:, None]).sum()
+
+            def train(model, loader, optimizer, criterion):
+                for images, targets in loader:
+                    out = model(images.cuda())
+                    valid = targets[:, 4] > 0
+                    loss = criterion(out, targets.cuda(), 16) + out[valid.cuda()].mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "mask-selections-on-host-tensors-and-python-flags": """
+            import torch
+            from torch import nn
+
+            class Sampler(nn.Module):
+                def forward(self, x, flag, batch_size):
+                    table = torch.arange(64)
+                    out = []
+                    for b in range(batch_size):
+                        picked = table[table % 4 == b]
+                        out.append(x[b, :, flag > 0] + picked.sum().cuda())
+                    return out
+            """,
+        "per-image-post-processing-under-no-grad": """
+            import torch
+
+            @torch.no_grad()
+            def postprocess(predictions, conf_thres):
+                kept = []
+                for xi, x in enumerate(predictions):
+                    kept.append(x[x[:, 4] > conf_thres])
+                return kept
+
+            def evaluate(model, loader):
+                for images, _ in loader:
+                    detections = postprocess(model(images.cuda()), 0.25)
+            """,
+        "mask-selections-per-image-in-a-cpu-only-loss": """
+            import torch
+            from torch import nn
+
+            class BoxLoss(nn.Module):
+                def forward(self, pred_boxes, targets, batch_size):
+                    total = torch.zeros(())
+                    for b in range(batch_size):
+                        mine = targets[:, 0] == b
+                        total = total + (pred_boxes[mine] - targets[mine][:, 1:5]).abs().sum()
+                    return total
+            """,
         "causal-decoding-through-a-frame-cache": """
             import torch
             from torch import nn
@@ -535,6 +661,10 @@ class LoopOverTensorDim(Rule):
     }
 
     def check(self, node: cst.For, ctx: Context) -> Iterator[Report]:
+        selections = ctx.mask_selections(node.body) if self._per_item_in_a_step(node, ctx) else []
+        if selections:
+            yield self._mask_report(node, len(selections), ctx)
+            return
         found = self._vectorisable(node, ctx)
         if found is None:
             return
@@ -547,6 +677,22 @@ class LoopOverTensorDim(Rule):
             child = ancestor
         over, var = found
         yield self.report(node, reason=ctx.hot_reason(node), over=over, var=var)
+
+    @staticmethod
+    def _per_item_in_a_step(loop: cst.For, ctx: Context) -> bool:
+        """A loop over the items of a training step or of forward: not one reached only from an
+        evaluation or generation loop, nor one under `no_grad()`, whose per-image post-processing
+        (NMS, metrics) is ragged by nature and often runs on the host."""
+        reason = ctx.hot_reason(loop)
+        if reason is None or reason.inference_only or ctx.item_loop(loop) is not loop:
+            return False
+        return not ctx.grad_disabled(loop)
+
+    def _mask_report(self, loop: cst.For, count: int, ctx: Context) -> Report:
+        syncs = "1 sync" if count == 1 else f"{count} syncs"
+        selections = "selection" if count == 1 else "selections"
+        message = self.mask_message.format(count=count, selections=selections, syncs=syncs)
+        return Report(self.code, self.name, loop, message, ctx.hot_reason(loop))
 
     @staticmethod
     def _vectorisable(loop: cst.For, ctx: Context) -> Optional[tuple[str, str]]:

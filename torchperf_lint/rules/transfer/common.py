@@ -183,3 +183,155 @@ def on_error_path(node: cst.CSTNode, ctx: Context) -> bool:
         if isinstance(ancestor, (cst.BaseStatement, cst.FunctionDef)):
             return False
     return False
+
+
+# -- 0-dim device tensors where Python needs a number (issue 39) ---------------------------------
+# Calls whose positional arguments, or the elements of a list or tuple among them, Python reads as
+# ints (sizes, counts): a 0-dim tensor there is turned into one through `.item()`.
+_SIZE_METHODS = frozenset(
+    "view reshape repeat expand new_zeros new_ones new_empty new_full narrow topk unflatten".split()
+)
+_SIZE_FUNCTIONS = frozenset(
+    """builtins.range torch.zeros torch.ones torch.empty torch.rand torch.randn torch.full torch.arange
+    torch.nn.functional.pad""".split()
+)
+_CLAMPS = frozenset({"clamp", "clamp_", "clip", "clip_"})
+HOST_NUMBER = "a Python int kept beside the tensor (a shape, `.size(d)`, a number the code already has)"
+
+
+def _flat(values: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
+    flat: list[cst.BaseExpression] = []
+    for value in values:
+        if isinstance(value, (cst.List, cst.Tuple)):
+            flat.extend(e.value for e in value.elements if not isinstance(e, cst.StarredElement))
+        else:
+            flat.append(value)
+    return flat
+
+
+def _scalar_in_call(call: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpression, str]]:
+    """The 0-dim device tensor `call` reads as a Python number, and where it stands."""
+    func = call.func
+    qualified = ctx.qualified_name(call) or ""
+    method = (
+        func.attr.value if isinstance(func, cst.Attribute) and not qualified.startswith("torch.") else None
+    )
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if method in _CLAMPS or qualified in ("torch.clamp", "torch.clip"):
+        bounds = positional[1:3] if method is None else positional[:2]
+        bounds += [a.value for a in call.args if a.keyword is not None and a.keyword.value in ("min", "max")]
+        # a number beside a tensor bound picks the Scalar overload, which reads the tensor on the host
+        scalars = [b for b in bounds if ctx.device_scalar(b)]
+        if scalars and any(not ctx.is_tensor(b) and not _none(b) for b in bounds):
+            name = method or qualified.rsplit(".", 1)[-1]
+            return scalars[0], f"a {name}() bound beside a Python number"
+        return None
+    if method in _SIZE_METHODS and isinstance(func, cst.Attribute) and ctx.is_tensor(func.value):
+        where = f"a size of .{method}()"
+    elif qualified in _SIZE_FUNCTIONS:
+        where = (
+            "a range() bound"
+            if qualified == "builtins.range"
+            else f"an int argument of {qualified.replace('torch.nn.functional.', 'F.')}()"
+        )
+        if qualified == "torch.nn.functional.pad":
+            positional = positional[1:2] + [
+                a.value for a in call.args if a.keyword is not None and a.keyword.value == "pad"
+            ]
+    else:
+        return None
+    if qualified == "torch.full" or method == "new_full":
+        fill = positional[1:2] + [
+            a.value for a in call.args if a.keyword is not None and a.keyword.value == "fill_value"
+        ]
+        for value in fill:
+            if ctx.device_scalar(value):
+                return value, f"the fill value of {'torch.full' if method is None else '.new_full'}()"
+        positional = positional[:1]
+    for value in _flat(positional):
+        if ctx.device_scalar(value):
+            return value, where
+    return None
+
+
+def _none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _scalar_in_subscript(subscript: cst.Subscript, ctx: Context) -> Optional[tuple[cst.BaseExpression, str]]:
+    for element in subscript.slice:
+        part = element.slice
+        if isinstance(part, cst.Slice):
+            for bound in (part.lower, part.upper, part.step):
+                if bound is not None and ctx.device_scalar(bound):
+                    return bound, "a slice bound"
+        elif (
+            isinstance(part, cst.Index)
+            and not ctx.is_tensor(subscript.value)
+            and ctx.device_scalar(part.value)
+        ):
+            return part.value, "an index of a Python sequence"  # a tensor takes a tensor index on the device
+    return None
+
+
+def scalar_sync(node: cst.CSTNode, ctx: Context) -> Optional[tuple[str, str]]:
+    """(what, remedy) when `node` (a call or a subscript) reads a 0-dim device tensor where
+    Python needs a number: a slice bound, `range()`, a size, a Scalar argument. The remedy names
+    the host value the tensor was built from where the code shows it."""
+    if isinstance(node, cst.Call):
+        found = _scalar_in_call(node, ctx)
+    elif isinstance(node, cst.Subscript):
+        found = _scalar_in_subscript(node, ctx)
+    else:
+        return None
+    if found is None:
+        return None
+    scalar, where = found
+    host = ctx.host_source(scalar)
+    remedy = (
+        f"use the host value `{ctx.code(host)}` instead" if host is not None else f"use {HOST_NUMBER} instead"
+    )
+    return f"the 0-dim device tensor `{ctx.code(scalar)}` as {where}", remedy
+
+
+# -- `if` on a device count inside a loop over items (issue 39) ------------------------------------
+class _MaskedWrites(cst.CSTVisitor):
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self.found = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def _written(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Subscript) and any(
+            isinstance(e.slice, cst.Index) and self._ctx.device_mask(e.slice.value) for e in target.slice
+        ):
+            self.found = True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._written(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._written(node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+            "masked_fill_",
+            "masked_scatter_",
+        ):
+            self.found = True
+
+
+def guards_masked_update(node: cst.If, ctx: Context) -> bool:
+    """`node` is an `if` on a device tensor, inside a loop over items, whose body updates through
+    a mask (`if (m > 1).sum() > 0: t[m > 1] = v`): with an empty mask the update changes nothing,
+    so it can run unconditionally and the per-item sync goes."""
+    if ctx.item_loop(node) is None:
+        return False
+    writes = _MaskedWrites(ctx)
+    node.body.visit(writes)
+    return writes.found
+
+
+UNCONDITIONAL = "the masked update can run unconditionally (with an empty mask it changes nothing), which removes the sync"

@@ -10,10 +10,13 @@ from ...engine.context import Context
 from ...engine.findings import Report, Safety
 from ..base import Rule, hot_place
 from .common import (
+    UNCONDITIONAL,
     condition_parts,
+    guards_masked_update,
     host_sync,
     on_device,
     on_error_path,
+    scalar_sync,
 )
 
 
@@ -23,6 +26,18 @@ class SyncInForward(Rule):
     functions they call), what copies tensor values to the host: `.item()`, `.tolist()`,
     `.cpu()`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `print(t)`, `torch.nonzero(t)` /
     `t.nonzero()`, and `if t:` / `while t:` on a tensor computed in the function.
+
+    It also flags a 0-dim device tensor (`t.sum()`, `t.max()` without a dimension, an element of
+    a 1-D device tensor, `torch.tensor(n, device=d)`, arithmetic on those) used where Python needs
+    a number, which reads it through `.item()`: a slice bound (`h[:, k_t:]`), a `range()`
+    argument, a size (`view`, `repeat`, `torch.full`, `F.pad`), the fill value of `torch.full`,
+    and a `clamp`/`clamp_` bound beside a Python number (`idx.clamp_(0, size_t - 1)` picks the
+    Scalar overload). The message names the host value the tensor was built from where the code
+    shows it (`pi.shape[2] - 1`), else a Python int kept beside the tensor. Issue 39 measured
+    three such `clamp_` calls at 1.13x of a detector's training step on an H200. An `if` on a
+    device count inside a loop over items that guards a write through a mask
+    (`if m.sum() > 0: t[m] = v`) is pointed at running the write unconditionally: with an empty
+    mask it changes nothing.
 
     ## Why it is slow
     Each of them makes the CPU wait until the GPU has finished every kernel queued so far, then
@@ -54,7 +69,9 @@ class SyncInForward(Rule):
     ## When it stays silent
     The input of another framework's runtime the module holds (an exported model:
     `self.session.run(..., {name: im.cpu().numpy()})`) and what such a model returns;
-    shape arithmetic (`x.size(0)`, `x.shape[-1]`, `len(x)`, `x.dim()`, `x.numel()`);
+    shape arithmetic (`x.size(0)`, `x.shape[-1]`, `len(x)`, `x.dim()`, `x.numel()`), also as a
+    slice bound or a size; a 0-dim tensor built on the host (`torch.tensor(5)`); `clamp` with
+    both bounds tensors (its Tensor overload reads nothing back); a reduction over a dimension;
     `.item()` of Python or NumPy numbers; `if flag:` on a parameter, which is a Python flag as
     often as a tensor; asserts (TPL104's); step-loop bodies (TPL107's, off by default);
     `__init__` and other cold code.
@@ -63,14 +80,11 @@ class SyncInForward(Rule):
     code = "TPL105"
     name = "sync-in-forward"
     summary = "Device-to-host sync inside forward or loss code"
-    message = (
-        "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; "
-        "keep the value on the device (masks, torch.where) or compute it outside the model"
-    )
+    message = "{what} makes the host wait for the device in {place} and breaks torch.compile graphs; {remedy}"
     default_on = False  # below the real-code precision bar (evidence.py, precision.json)
     fix_safety = Safety.NONE
     where = "hot roots 1, 2 and callees"
-    node_types = (cst.Call, cst.If, cst.While)
+    node_types = (cst.Call, cst.If, cst.While, cst.Subscript)
     benchmark = "TPL105"
 
     BAD = {
@@ -198,8 +212,49 @@ class SyncInForward(Rule):
                     self.log("train_loss", loss.item())  # expect: TPL105
                     return loss
             """,
+        "zero-dim-device-tensors-where-python-needs-a-number": """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class Crop(nn.Module):
+                def forward(self, pi, h, idx):
+                    size_t = torch.tensor(pi.shape[2], device="cuda")
+                    idx = idx.clamp_(0, size_t - 1)  # expect: TPL105
+                    k_t = (h[0] > 0).sum()
+                    kept = h[:, k_t:]  # expect: TPL105
+                    padded = F.pad(kept, [0, k_t])  # expect: TPL105
+                    fill = torch.full((4,), h.amax())  # expect: TPL105
+                    return padded.view(k_t, -1), fill, idx  # expect: TPL105
+            """,
+        "count-guarding-a-masked-update-per-item": """
+            import torch
+            from torch import nn
+
+            class Refine(nn.Module):
+                def forward(self, masks):
+                    out = masks.clone()
+                    for b in range(self.levels):
+                        m = out[b] > 0.5
+                        if (m & (out[b] < 0.9)).sum() > 0:  # expect: TPL105
+                            out[b][m] = 1.0
+                    return out.to("cuda")
+            """,
     }
     GOOD = {
+        "shape-arithmetic-host-scalars-and-tensor-bounds": """
+            import torch
+            from torch import nn
+
+            class Crop(nn.Module):
+                def forward(self, pi, h, idx, lo, hi):
+                    n = pi.shape[2]
+                    idx = idx.clamp_(0, n - 1).clamp(min=lo.amin(), max=hi.amax())
+                    host_t = torch.tensor(5)
+                    rows = h.sum(1)
+                    h[h > 0] = 0
+                    return h[:, host_t:].view(n, -1), rows.cuda(), idx
+            """,
         "host-copies-and-rebound-names": """
             import numpy as np
             import torch
@@ -344,12 +399,27 @@ class SyncInForward(Rule):
         reason = ctx.hot_reason(node)
         if reason is None or not reason.from_model_code:
             return
+        place = hot_place(node, ctx)
         if isinstance(node, (cst.If, cst.While)):
             if any(on_device(part, ctx, certain=True) for part in condition_parts(node.test, ctx)):
                 condition = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
-                yield self.report(node, reason=reason, what=condition, place=hot_place(node, ctx))
+                remedy = _REMEDY
+                if isinstance(node, cst.If) and guards_masked_update(node, ctx):
+                    condition, remedy = "`if` on a device tensor in a loop over items", UNCONDITIONAL
+                yield self.report(node, reason=reason, what=condition, place=place, remedy=remedy)
             return
-        assert isinstance(node, cst.Call)
-        what = host_sync(node, ctx)
-        if what is not None and not on_error_path(node, ctx):
-            yield self.report(node, reason=reason, what=what, place=hot_place(node, ctx))
+        if on_error_path(node, ctx):
+            return
+        scalar = scalar_sync(node, ctx)
+        if scalar is not None:
+            what, remedy = scalar
+            yield self.report(node, reason=reason, what=what, place=place, remedy=remedy)
+            return
+        if not isinstance(node, cst.Call):
+            return
+        sync = host_sync(node, ctx)
+        if sync is not None:
+            yield self.report(node, reason=reason, what=sync, place=place, remedy=_REMEDY)
+
+
+_REMEDY = "keep the value on the device (masks, torch.where) or compute it outside the model"

@@ -12,10 +12,13 @@ from ...engine.findings import Fix, Report, Safety
 from ...syntax.walker import Loop, dotted_name
 from ..base import Rule, hot_place
 from .common import (
+    UNCONDITIONAL,
     condition_parts,
+    guards_masked_update,
     host_sync,
     on_device,
     on_error_path,
+    scalar_sync,
 )
 
 
@@ -50,7 +53,9 @@ class SyncPerStep(Rule):
     Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`,
     `math.isfinite(t)`, `print(loss)` and an `if`/`while` on a device tensor
     (`if torch.min(out) < -1.0:`) that run at every iteration of a step loop (in its body or in
-    a function called from it). Off by default.
+    a function called from it), and a 0-dim device tensor used where Python needs a number (a
+    slice bound, `range()`, a size, a `clamp_` bound beside a number: TPL105 lists them), with
+    the host value to use instead. Off by default.
 
     ## Why it is slow
     Each one makes the CPU wait for the GPU to finish the step before it can queue the next:
@@ -89,7 +94,7 @@ class SyncPerStep(Rule):
     default_on = False
     fix_safety = Safety.SAFE
     where = "step loop"
-    node_types = (cst.Call, cst.If, cst.While)
+    node_types = (cst.Call, cst.If, cst.While, cst.Subscript)
     benchmark = "TPL107"
 
     BAD = {
@@ -191,6 +196,17 @@ class SyncPerStep(Rule):
                     optimizer.step()
                     log_metrics(loss, history)
             """,
+        "device-count-as-a-slice-bound-every-step": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for images, labels in loader:
+                    out = model(images.cuda())
+                    n_pos = (labels.cuda() > 0).sum()
+                    loss = out[:n_pos].mean()  # expect: TPL107
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     FIXED = {
         "sync-tested-before-its-debug-flag": """
@@ -208,6 +224,17 @@ class SyncPerStep(Rule):
             """,
     }
     GOOD = {
+        "host-count-as-a-slice-bound": """
+            import torch
+
+            def train(model, loader, optimizer):
+                for images, labels in loader:
+                    out = model(images.cuda())
+                    n_pos = (labels > 0).sum()
+                    loss = out[:n_pos].mean() + out[: out.shape[0] - 1].sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
         "timed-read-after-synchronize": """
             import time
             import torch
@@ -304,6 +331,8 @@ class SyncPerStep(Rule):
                 remedy = _REMEDY
                 if flag is not None:
                     remedy = f"test {ctx.code(flag)} first: the tensor is then read only when the flag does not decide"
+                elif isinstance(node, cst.If) and guards_masked_update(node, ctx):
+                    what, remedy = "`if` on a device tensor in a loop over items", UNCONDITIONAL
                 yield self.report(
                     node,
                     reason=reason,
@@ -314,7 +343,22 @@ class SyncPerStep(Rule):
                     graph=ctx.graph_break(node),
                 )
             return
-        assert isinstance(node, cst.Call)
+        scalar = scalar_sync(node, ctx)
+        if scalar is not None:
+            if on_error_path(node, ctx) or _runs_periodically(node, ctx) or _in_a_syncing_branch(node, ctx):
+                return
+            what, remedy = scalar
+            yield self.report(
+                node,
+                reason=reason,
+                what=what,
+                place=hot_place(node, ctx),
+                remedy=remedy,
+                graph=ctx.graph_break(node),
+            )
+            return
+        if not isinstance(node, cst.Call):
+            return
         sync = host_sync(node, ctx)
         if sync is None or on_error_path(node, ctx) or _runs_periodically(node, ctx):
             return
