@@ -82,7 +82,6 @@ def test_generated_good_variant_is_the_fixers_output(case: Case) -> None:
 # Cases written before their rule can see them (issue 39 item 1, another branch): the check runs and must
 # fail; strict, so that it fails once the rule flags the bad variant, and the entry must go.
 AHEAD_OF_THE_RULE = {
-    "tpl201_detector_mask_loop": "TPL201 does not report boolean-mask selections in a per-image loop yet",
     "tpl105_detector_device_scalars": "TPL105 does not report 0-dim device tensors read as numbers yet",
 }
 
