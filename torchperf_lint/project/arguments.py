@@ -182,19 +182,10 @@ def _own_step_sites(project: Project, sites: Sites, roots: set[tuple[int, int]])
             function = FunctionRef(module, loops[index].function)
             if function.index >= 0 and function.key() not in sites and function.key() not in roots:
                 owners[function.key()] = function
-    if not owners:
-        return {}
-    names = {function.info.name for function in owners.values()}
     found: Sites = {}
-    for module in project.modules.values():
-        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
-            caller = FunctionRef(module, offset - 1)
-            for call in [*info.calls, *info.cold_calls]:
-                if call.target.replace("|", ".").split(".")[-1] not in names:
-                    continue
-                for callee in project.resolve_call(caller, call):
-                    if callee.key() in owners:
-                        found.setdefault(callee.key(), (callee, []))[1].append((caller, call))
+    for key, owner in owners.items():
+        for caller, call in project.callers_of(owner):
+            found.setdefault(key, (owner, []))[1].append((caller, call))
     return found
 
 

@@ -146,6 +146,7 @@ class Project:
         self._wrapped_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._compiles: Optional[str] = None  # "" once found to be nowhere
         self._stepped: Optional[dict[int, frozenset[int]]] = None
+        self._calls_by_name: Optional[dict[str, list[tuple[FunctionRef, Call]]]] = None
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -366,6 +367,32 @@ class Project:
     @staticmethod
     def _call(function: FunctionRef, position: int) -> Call:
         return function.info.calls[position]
+
+    def callers_of(self, function: FunctionRef) -> list[tuple[FunctionRef, Call]]:
+        """Every call in the project, hot or cold, that may run `function`, with the function
+        making it. Calls are indexed by the name they call (`f`, `mod.f`, `self.f`, `obj|f`: `f`)
+        once, so that only those naming `function` are resolved."""
+        if self._calls_by_name is None:
+            index: dict[str, list[tuple[FunctionRef, Call]]] = {}
+            for module in self.modules.values():
+                defined = module.summary.functions
+                for offset, info in enumerate([module.summary.toplevel, *defined]):
+                    caller = FunctionRef(module, offset - 1)
+                    for call in (*info.calls, *info.cold_calls):
+                        if call.kind == "def":
+                            position = int(call.target)
+                            name = defined[position].name if 0 <= position < len(defined) else ""
+                        else:
+                            name = call.target.replace("|", ".").rsplit(".", 1)[-1]
+                        index.setdefault(name, []).append((caller, call))
+            self._calls_by_name = index
+        if function.index < 0:
+            return []
+        return [
+            (caller, call)
+            for caller, call in self._calls_by_name.get(function.info.name, ())
+            if any(callee.key() == function.key() for callee in self.resolve_call(caller, call))
+        ]
 
     def _owner_class(self, function: FunctionRef) -> Optional[ClassRef]:
         if function.index < 0:

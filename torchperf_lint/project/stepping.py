@@ -27,7 +27,6 @@ from ..analysis.vocabulary import STEP_HOOKS
 
 if TYPE_CHECKING:
     from .graph import ClassRef, FunctionRef, Module, Project
-    from .summary import Call, Function
 
 
 def stepped_functions(project: Project) -> dict[int, frozenset[int]]:
@@ -99,53 +98,17 @@ def stepped_functions(project: Project) -> dict[int, frozenset[int]]:
 
 
 def _callers(project: Project, functions: list[FunctionRef]) -> list[FunctionRef]:
-    """`functions` and every function of the project that calls one of them, directly or not (hot
-    or cold): the program around a step loop builds the model it steps (`main_worker` builds the
-    model and calls `train`, which loops). Calls are looked up by the name they call first, so that
-    only candidate calls are resolved."""
-    from .graph import FunctionRef
-
-    by_name: dict[str, list[tuple[FunctionRef, Call]]] = {}
-    for module in project.modules.values():
-        if module.is_test:
-            continue
-        defined = module.summary.functions
-        for offset, info in enumerate([module.summary.toplevel, *defined]):
-            caller = FunctionRef(module, offset - 1)
-            for call in (*info.calls, *info.cold_calls):
-                name = _called_name(defined, call)
-                if name:
-                    by_name.setdefault(name, []).append((caller, call))
+    """`functions` and every function outside the tests that calls one of them, directly or not
+    (hot or cold): the program around a step loop builds the model it steps (`main_worker` builds
+    the model and calls `train`, which loops)."""
     found = {function.key(): function for function in functions}
     todo = list(functions)
     while todo:
-        function = todo.pop()
-        name = function.info.name if function.index >= 0 else ""
-        for caller, call in by_name.get(name, ()):
-            if caller.key() in found:
-                continue
-            if any(callee.key() == function.key() for callee in _resolve(project, caller, call)):
+        for caller, _ in project.callers_of(todo.pop()):
+            if caller.key() not in found and not caller.module.is_test:
                 found[caller.key()] = caller
                 todo.append(caller)
     return list(found.values())
-
-
-def _called_name(defined: list[Function], call: Call) -> str:
-    """The name of the function `call` runs, as written (its last part); `defined`: the functions
-    of the module the call is in (a `def` call names one by its index)."""
-    if call.kind == "def":
-        index = int(call.target)
-        return defined[index].name if 0 <= index < len(defined) else ""
-    return call.target.replace("|", ".").rsplit(".", 1)[-1]
-
-
-def _resolve(project: Project, caller: FunctionRef, call: Call) -> list[FunctionRef]:
-    from .graph import FunctionRef
-
-    if call.kind in ("global", "dotted"):
-        found = project.resolve_dotted(caller.module, call.target)
-        return [found] if isinstance(found, FunctionRef) else []
-    return project.resolve_call(caller, call)
 
 
 def _nested_functions(modules: Iterable[Module]) -> dict[tuple[int, int], list[int]]:
