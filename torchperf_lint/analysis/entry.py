@@ -80,6 +80,8 @@ class EntryFacts:
     # the functions (-1: the top level) the project's own step and inference loops run, by evidence
     # (project/stepping.py); None where no project pass ran: then no code is known to be unstepped
     stepped_functions: Optional[frozenset[int]] = None
+    # `for i, x in enumerate(...)` loops that leave once i reaches a bound (project/summary.py)
+    bounded_loops: frozenset[int] = frozenset()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -151,6 +153,7 @@ class EntryFacts:
                 for index, names in data.get("in_memory_parameters", ())
             ),
             stepped_functions=_optional_ints(data.get("stepped_functions")),
+            bounded_loops=frozenset(_ints(data.get("bounded_loops", ()))),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )

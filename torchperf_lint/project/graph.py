@@ -1286,6 +1286,7 @@ class Project:
                 )
             ),
             stepped_functions=self.stepped(module),
+            bounded_loops=frozenset(i for i, loop in enumerate(module.summary.loops) if loop.bounded),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

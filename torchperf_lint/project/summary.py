@@ -174,6 +174,10 @@ class Loop:
     function: int  # -1: module level
     parent: int  # the loop around it in the same function, -1 when none
     loader: str = ""  # what it iterates, when that is a DataLoader
+    # `for i, x in enumerate(...)` whose body leaves once i reaches a bound (`if i == n - 1: break`):
+    # a loader read only by such loops is read for a few batches (analysis/loader_reads.py). Hot
+    # paths do not use it: without the bound's value, a training loop capped by `--steps` looks the same
+    bounded: bool = False
 
 
 @dataclasses.dataclass
@@ -249,6 +253,35 @@ class Summary:
             option_stores=data.get("option_stores", {}),
             option_computed_store=data.get("option_computed_store", False),
         )
+
+
+def _breaks_at_counter_bound(loop: Union[ast.For, ast.AsyncFor]) -> bool:
+    """`for i, x in enumerate(...)` whose own body holds `if i == / >= / > ...: break`."""
+    iterable, target = loop.iter, loop.target
+    if not (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+        and isinstance(target.elts[0], ast.Name)
+    ):
+        return False
+    counter = target.elts[0].id
+    for statement in loop.body:
+        if not isinstance(statement, ast.If):
+            continue
+        test = statement.test
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == counter
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Eq, ast.GtE, ast.Gt))
+            and any(isinstance(inner, ast.Break) for inner in statement.body)
+        ):
+            return True
+    return False
 
 
 def _string_key(node: ast.AST) -> Optional[str]:
@@ -957,6 +990,7 @@ class _Summarizer:
         index = len(self.summary.loops)
         function = self.function_stack[-1][0] if self.function_stack else -1
         loop = Loop(node.lineno, function, self.innermost_loop())
+        loop.bounded = isinstance(node, (ast.For, ast.AsyncFor)) and _breaks_at_counter_bound(node)
         self.summary.loops.append(loop)
         if not isinstance(node, ast.While):
             scopes, iterable = self.scopes(), node.iter

@@ -32,7 +32,9 @@ def read_once(call: cst.Call, ctx: Context) -> bool:
         target = parent.targets[0].target
         name = target.value if isinstance(target, cst.Name) else None
     scope = ctx.enclosing_function(call) or ctx.facts.module
-    return read_a_few_batches(call, name, scope)
+    loops = ctx.facts.loops
+    bounded = [loops[i] for i in ctx.entry.bounded_loops if i < len(loops)]
+    return read_a_few_batches(name, scope, bounded)
 
 
 def argument(call: cst.Call, name: str, ctx: Context | None = None) -> cst.BaseExpression | None:
