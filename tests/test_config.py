@@ -236,7 +236,9 @@ def test_show_settings_says_where_each_value_came_from(tmp_path: Path, capsys) -
     ]
     assert rows["respect-gitignore"] == [(False, "command line (--no-respect-gitignore)")]
     assert rows["lint-all-files"] == [(False, "default")]
+    assert rows["library"] == [(False, "default")]
     assert rows["torch-version"] == [("1.13", f"torch-version 1.13 from {config}")]
+    assert show_settings(capsys, "--library", loss)["library"] == [(True, "command line (--library)")]
     assert main(["--show-settings", "--no-respect-gitignore", str(loss)]) == 0  # and checks nothing
     text = capsys.readouterr().out.splitlines()
     assert f'select = ["TPL1"]  # {config}' in text
