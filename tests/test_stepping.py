@@ -190,3 +190,22 @@ def test_a_fix_leaves_code_hot_only_by_assumption_alone(tmp_path: Path) -> None:
     _cli(root, "--fix", "--unsafe-fixes")
     fixed = (root / "models.py").read_text().splitlines()
     assert "device=" in fixed[11] and "device=" not in fixed[21]
+
+
+def test_a_chain_of_parts_deeper_than_the_stack_is_followed(tmp_path: Path) -> None:
+    depth = 1500  # each class holds the next as an attribute: more than Python's recursion limit
+    parts = [
+        f"class Part{i}(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.inner = Part{i + 1}()\n"
+        for i in range(depth)
+    ]
+    last = (
+        f"class Part{depth}(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n        self.bn = nn.BatchNorm2d(8)\n\n"
+        "    def forward(self, x):\n        return self.bn(self.conv(x))\n"
+    )
+    models = "import torch\nfrom torch import nn\n\n\n" + "\n\n".join([*reversed(parts), last]) + "\n"
+    root = write_project(tmp_path, {"models.py": models, "train.py": TRAIN.replace("Net", "Part0")})
+    path = root / "models.py"
+    found = lint_source(path.read_text(), str(path), select=["TPL401"])
+    assert [f.code for f in found] == ["TPL401"]

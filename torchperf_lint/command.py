@@ -175,7 +175,14 @@ def _settings_rows(
             ("ignore", [*args.ignore, *args.extend_ignore], "command line (--ignore, --extend-ignore)")
         )
     rows.append(("rules", list(rules), "the selection above, over the default rules"))
-    for field in ("exclude", "extend_exclude", "respect_gitignore", "lint_all_files", "test_file_patterns", "library"):
+    for field in (
+        "exclude",
+        "extend_exclude",
+        "respect_gitignore",
+        "lint_all_files",
+        "test_file_patterns",
+        "library",
+    ):
         rows.append((field.replace("_", "-"), getattr(settings, field), source(field)))
     rows.append(
         (

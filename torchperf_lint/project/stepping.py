@@ -44,15 +44,17 @@ def stepped_functions(project: Project) -> dict[int, frozenset[int]]:
             queue.append(function)
 
     def build(cls: ClassRef) -> None:
-        for current in project.lineage(cls):
-            if current.key() in classes:
-                continue
-            classes.add(current.key())
-            for index in current.info.methods.values():
-                reach(FunctionRef(current.module, index))
-            for callee in current.info.attributes.values():
-                for part in project.attribute_builds(current, callee):
-                    build(part)
+        # a worklist, not recursion: a model zoo nests parts deeper than Python's stack allows
+        todo = [cls]
+        while todo:
+            for current in project.lineage(todo.pop()):
+                if current.key() in classes:
+                    continue
+                classes.add(current.key())
+                for index in current.info.methods.values():
+                    reach(FunctionRef(current.module, index))
+                for callee in current.info.attributes.values():
+                    todo.extend(project.attribute_builds(current, callee))
 
     def named(function: FunctionRef, dotted: str) -> None:
         found = project.resolve_dotted(function.module, dotted)
