@@ -54,14 +54,15 @@ def _precision_section(rule: type[Rule]) -> str:
     rows = [(population, precision_of(rule.code, population)) for population in POPULATIONS]
     if all(row is None for _, row in rows):
         return "Not tracked by the ecosystem check yet."
+    form = "Default form, on " if rule.stepping_evidence else ""
     lines = [
-        f"- {POPULATION_NAMES[population].capitalize()} ({corpus(population)}): "
+        f"- {form}{POPULATION_NAMES[population] if form else POPULATION_NAMES[population].capitalize()} "
+        f"({corpus(population)}): "
         + ("not tracked" if row is None else row.describe())
         + "."
         for population, row in rows
     ]
     if rule.stepping_evidence:
-        lines = [line.replace("- ", "- Default form, ", 1) for line in lines]
         for population in POPULATIONS:
             extra = precision_of(rule.code, population, library=True)
             if extra is not None:
