@@ -57,9 +57,7 @@ def _precision_section(rule: type[Rule]) -> str:
     form = "Default form, on " if rule.stepping_evidence else ""
     lines = [
         f"- {form}{POPULATION_NAMES[population] if form else POPULATION_NAMES[population].capitalize()} "
-        f"({corpus(population)}): "
-        + ("not tracked" if row is None else row.describe())
-        + "."
+        f"({corpus(population)}): " + ("not tracked" if row is None else row.describe()) + "."
         for population, row in rows
     ]
     if rule.stepping_evidence:
