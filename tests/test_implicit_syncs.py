@@ -256,3 +256,35 @@ def test_a_name_rebound_round_a_loop_is_a_tensor_whichever_rule_asks_first(other
     ).lstrip("\n")
     found = lint_source(source, path="m.py", select=[*others, "TPL107"])
     assert sorted((f.line, f.code) for f in found) == [(11, "TPL107")]
+
+
+_BUFFERS = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Letterbox(nn.Module):
+        def __init__(self):
+            super().__init__()
+            {pad}
+
+        def forward(self, x):
+            y = x[:, : self.pad[1]]
+            return F.pad(y, [int(v) for v in self.pad])
+
+    model = Letterbox().cuda()
+"""
+
+
+@pytest.mark.parametrize(
+    "pad, lines",
+    [
+        # a buffer follows the module to the GPU: each element is a 0-dim CUDA tensor
+        ('self.register_buffer("pad", torch.tensor([0, 1, 0, 1]))', [(11, "TPL105"), (12, "TPL105")]),
+        ("self.pad = [0, 1, 0, 1]", []),  # Python ints
+        ("self.pad = (0, 1, 0, 1)", []),
+        ('self.register_buffer("pad", torch.zeros(2, 2))', []),  # 2-D: its rows are no numbers
+    ],
+)
+def test_the_elements_of_a_one_dimensional_buffer_are_device_scalars(pad: str, lines: list) -> None:
+    assert _lint(_BUFFERS.replace("{pad}", pad)) == lines

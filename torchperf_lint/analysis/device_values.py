@@ -124,9 +124,20 @@ class DeviceValues:
             return self.zero_dim(binding.node)
         if binding.kind == "unpack" and isinstance(binding.node, cst.BaseExpression):
             return self.one_dim(binding.node)  # `h, w = size_t`: each name is one element
-        if binding.kind == "for" and isinstance(binding.node, cst.For):
+        if binding.kind in ("for", "compfor") and isinstance(binding.node, (cst.For, cst.CompFor)):
+            # `for v in t` / `[int(v) for v in t]` over a 1-D tensor: each `v` is one element
             return isinstance(binding.node.target, cst.Name) and self.one_dim(binding.node.iter)
         return False
+
+    def _registered_values(self, attr: str) -> list[cst.BaseExpression]:
+        """What the file registers as the buffer `attr` (`register_buffer("attr", value)`)."""
+        found = []
+        for call in self._facts.method_calls.get("register_buffer", ()):
+            args = [a for a in call.args if not a.star]
+            if len(args) >= 2 and isinstance(args[0].value, cst.SimpleString):
+                if args[0].value.evaluated_value == attr:
+                    found.append(args[1].value)
+        return found
 
     def one_dim(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a 1-D tensor: built from a flat list of numbers or from sizes
@@ -134,6 +145,15 @@ class DeviceValues:
         return self._one_dim.ask(expr, self._one)
 
     def _one(self, expr: cst.BaseExpression) -> bool:
+        if (
+            isinstance(expr, cst.Attribute)
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value == "self"
+        ):
+            # a buffer registered from a 1-D tensor (`register_buffer("strides", torch.tensor([8, 16]))`)
+            # stays 1-D, and follows the module to its device
+            registered = self._registered_values(expr.attr.value)
+            return bool(registered) and all(self.one_dim(value) for value in registered)
         if isinstance(expr, cst.Name):
             return self._all_bindings(
                 expr,

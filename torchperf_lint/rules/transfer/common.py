@@ -165,8 +165,10 @@ def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
     qualified = ctx.qualified_name(call)
     if qualified == "torch.nonzero" and call.args and not ctx.is_host_tensor(call.args[0].value):
         return "torch.nonzero()"
-    if qualified in SYNC_CASTS and len(call.args) == 1 and on_device(call.args[0].value, ctx, certain=True):
-        return f"{qualified[len('builtins.') :]}() of a tensor"
+    if qualified in SYNC_CASTS and len(call.args) == 1:
+        value = call.args[0].value
+        if on_device(value, ctx, certain=True) or ctx.device_scalar(value):
+            return f"{qualified[len('builtins.') :]}() of a tensor"
     if qualified in SYNC_MATH and len(call.args) == 1 and shown_tensor(call.args[0].value, ctx):
         return f"{qualified}() of a tensor"
     if qualified == "builtins.print" and any(shown_tensor(e, ctx) for e in printed(call)):
