@@ -28,8 +28,9 @@ class SyncInForward(Rule):
     `t.nonzero()`, and `if t:` / `while t:` on a tensor computed in the function.
 
     It also flags a 0-dim device tensor (`t.sum()`, `t.max()` without a dimension, an element of
-    a 1-D device tensor, `torch.tensor(n, device=d)`, arithmetic on those) used where Python needs
-    a number, which reads it through `.item()`: a slice bound (`h[:, k_t:]`), a `range()`
+    a 1-D device tensor or of a buffer registered from one, `torch.tensor(n, device=d)`, arithmetic
+    on those) used where Python needs a number, which reads it through `.item()`: `int()`,
+    `float()` or `bool()` of it, a slice bound (`h[:, k_t:]`), a `range()`
     argument, a size (`view`, `repeat`, `torch.full`, `F.pad`), the fill value of `torch.full`,
     and a `clamp`/`clamp_` bound beside a Python number (`idx.clamp_(0, size_t - 1)` picks the
     Scalar overload). The message names the host value the tensor was built from where the code
