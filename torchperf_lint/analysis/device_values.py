@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts
+from ..syntax.walker import Binding, FileFacts, registrations
 from .names import Names
 
 # Reductions that, without a dimension, leave one value: a 0-dim tensor.
@@ -129,16 +129,6 @@ class DeviceValues:
             return isinstance(binding.node.target, cst.Name) and self.one_dim(binding.node.iter)
         return False
 
-    def _registered_values(self, attr: str) -> list[cst.BaseExpression]:
-        """What the file registers as the buffer `attr` (`register_buffer("attr", value)`)."""
-        found = []
-        for call in self._facts.method_calls.get("register_buffer", ()):
-            args = [a for a in call.args if not a.star]
-            if len(args) >= 2 and isinstance(args[0].value, cst.SimpleString):
-                if args[0].value.evaluated_value == attr:
-                    found.append(args[1].value)
-        return found
-
     def one_dim(self, expr: cst.BaseExpression) -> bool:
         """`expr` is certainly a 1-D tensor: built from a flat list of numbers or from sizes
         (`torch.tensor(x.shape[2:], device=d)`), `torch.arange(n)`, `x.flatten()`, `x.view(-1)`."""
@@ -152,8 +142,8 @@ class DeviceValues:
         ):
             # a buffer registered from a 1-D tensor (`register_buffer("strides", torch.tensor([8, 16]))`)
             # stays 1-D, and follows the module to its device
-            registered = self._registered_values(expr.attr.value)
-            return bool(registered) and all(self.one_dim(value) for value in registered)
+            registered = [value for _, value in registrations(self._facts, expr.attr.value)]
+            return bool(registered) and all(value is not None and self.one_dim(value) for value in registered)
         if isinstance(expr, cst.Name):
             return self._all_bindings(
                 expr,

@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values
+from ..syntax.walker import Binding, FileFacts, dotted_name, registrations, returned_values
 from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -245,12 +245,7 @@ class HostTensors:
 
     def _registered(self, attr: str) -> bool:
         """The file registers a buffer or parameter named `attr` (`register_buffer("w", w)`)."""
-        for method in ("register_buffer", "register_parameter"):
-            for call in self._facts.method_calls.get(method, ()):
-                first = call.args[0].value if call.args else None
-                if isinstance(first, cst.SimpleString) and first.evaluated_value == attr:
-                    return True
-        return False
+        return bool(registrations(self._facts, attr, ("register_buffer", "register_parameter")))
 
     def _call(self, call: cst.Call) -> bool:
         if self._copies_to_host(call):

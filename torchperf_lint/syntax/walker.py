@@ -468,3 +468,27 @@ def walk(module: cst.Module, interest: frozenset[type]) -> FileFacts:
         walker.enter(child)
         stack.append((child, _children(child)))
     return walker.facts
+
+
+# the keyword each registration method takes its value by
+_REGISTERED_VALUE = {"register_buffer": "tensor", "register_parameter": "param"}
+
+
+def registrations(
+    facts: FileFacts, name: str, methods: tuple[str, ...] = ("register_buffer",)
+) -> list[tuple[cst.Call, Optional[cst.BaseExpression]]]:
+    """Each `x.register_buffer("name", value)` of the file (or another of `methods`), with the value
+    it registers, by position or keyword; None where `*args`/`**kwargs` or its absence hide it."""
+    found: list[tuple[cst.Call, Optional[cst.BaseExpression]]] = []
+    for method in methods:
+        for call in facts.method_calls.get(method, ()):
+            starred = any(arg.star for arg in call.args)
+            positional = [] if starred else [arg.value for arg in call.args if arg.keyword is None]
+            named = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+            label = positional[0] if positional else named.get("name")
+            if not isinstance(label, cst.SimpleString) or label.evaluated_value != name:
+                continue
+            found.append(
+                (call, positional[1] if len(positional) > 1 else named.get(_REGISTERED_VALUE[method]))
+            )
+    return found

@@ -14,7 +14,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import functional_attribute, keyword
 from ...engine.findings import Fix, Replacement, Report, Safety
-from ...syntax.walker import dotted_name
+from ...syntax.walker import dotted_name, registrations
 from ..base import Rule
 from .common import is_name, is_number, without_parens
 
@@ -1545,15 +1545,11 @@ class _FixBuilder:
         name = attribute.attr.value
         lineage = {c.node for c in ctx.hot.lineage(cls)}
         values = list(ctx.hot.attribute_values(cls, name))
-        for call in ctx.facts.method_calls.get("register_buffer", ()):
+        for call, value in registrations(ctx.facts, name):
             assert isinstance(call.func, cst.Attribute)
             owner = ctx.hot.enclosing_class(call)
             if not is_name(call.func.value, "self") or owner is None or owner.node not in lineage:
                 continue
-            label = _argument(call, 0, "name")
-            if label is None or _string(label) != name:
-                continue
-            value = _argument(call, 1, "tensor")
             if value is None:
                 return []
             values.append(value)
