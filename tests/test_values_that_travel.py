@@ -202,3 +202,51 @@ def test_a_registry_model_named_by_an_option_is_judged_by_its_default(
     path = root / "main.py"
     (message,) = [f.message for f in lint_source(path.read_text(), str(path), select=["TPL404"])]
     assert message.startswith("model (resnet18 assumed: the default of --arch) is a 2-D convnet")
+
+
+# -- names a star import of a project module binds --------------------------------------------
+# pytorch-deeplab-xception's train.py has no `import torch`: `from modeling.deeplab import *` binds
+# torch, and its validation runs the model under `with torch.no_grad():`
+DEEPLAB = """
+import torch
+import torch.nn as nn
+
+class DeepLab(nn.Module):
+    def forward(self, x):
+        return x
+"""
+DEEPLAB_WITH_ALL = DEEPLAB + '\n__all__ = ["DeepLab"]\n'
+VALIDATE = """
+from modeling.deeplab import *
+
+class Trainer:
+    def validation(self, epoch):
+        self.model.eval()
+        for i, sample in enumerate(self.val_loader):
+            image = sample["image"].cuda()
+            with torch.no_grad():
+                output = self.model(image)
+"""
+
+
+def test_torch_bound_by_a_star_import_of_a_project_module_is_torch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"modeling/deeplab.py": DEEPLAB, "train.py": VALIDATE})
+    assert routes(capsys, root, "train.py", "TPL305") == []
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param({"modeling/deeplab.py": DEEPLAB_WITH_ALL}, id="__all__-leaves-torch-out"),
+        pytest.param({"modeling/deeplab.py": "import numpy as torch\n"}, id="another-module-named-torch"),
+        pytest.param({}, id="module-outside-the-project"),
+    ],
+)
+def test_a_star_import_that_binds_no_torch_leaves_the_name_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str]
+) -> None:
+    # `torch.no_grad()` then names nothing known: the evaluation loop runs with autograd on
+    root = write_project(tmp_path, {**files, "train.py": VALIDATE})
+    assert routes(capsys, root, "train.py", "TPL305") == [9]

@@ -82,6 +82,9 @@ class EntryFacts:
     stepped_functions: Optional[frozenset[int]] = None
     # `for i, x in enumerate(...)` loops that leave once i reaches a bound (project/summary.py)
     bounded_loops: frozenset[int] = frozenset()
+    # what `from m import *` of project modules binds to outside names: name -> qualified name
+    # (`torch` -> `torch`, `nn` -> `torch.nn`; project/graph.py, star_imports)
+    star_imports: tuple[tuple[str, str], ...] = ()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -154,6 +157,7 @@ class EntryFacts:
             ),
             stepped_functions=_optional_ints(data.get("stepped_functions")),
             bounded_loops=frozenset(_ints(data.get("bounded_loops", ()))),
+            star_imports=tuple((str(name), str(target)) for name, target in data.get("star_imports", ())),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from typing import Callable, Optional
+from types import MappingProxyType
+from typing import Callable, Mapping, Optional
 
 import libcst as cst
 
@@ -23,8 +24,10 @@ _CANONICAL = {
 
 
 class Names:
-    def __init__(self, facts: FileFacts) -> None:
+    def __init__(self, facts: FileFacts, star_imports: Mapping[str, str] = MappingProxyType({})) -> None:
         self._facts = facts
+        # names `from m import *` of a project module binds to outside modules (the project pass)
+        self._star_imports = star_imports
         # Several rules ask about the same call: answer each question once per file.
         self._scopes: dict[cst.CSTNode, Scope] = {}
         self._qualified: dict[cst.CSTNode, Optional[str]] = {}
@@ -127,6 +130,10 @@ class Names:
         head, _, rest = dotted.partition(".")
         bindings = self.lookup(head, expr)
         if not bindings:
+            starred = self._star_imports.get(head)
+            if starred is not None:
+                full = starred + (f".{rest}" if rest else "")
+                return _CANONICAL.get(full, full)
             return f"builtins.{dotted}" if head in _BUILTINS else None
         if bindings[-1].kind != "import" or head not in self._facts.imports:
             return None

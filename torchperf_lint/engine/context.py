@@ -53,7 +53,7 @@ class Context:
         self.facts = facts
         self.settings = settings
         self.module = facts.module
-        self.names = Names(facts)
+        self.names = Names(facts, dict(entry.star_imports))
         self.entry = entry
         self._shows_cuda: Optional[bool] = None
         self.torch_questions = 0

@@ -236,6 +236,37 @@ class Project:
                 return None
         return found
 
+    def star_imports(self, module: Module) -> dict[str, str]:
+        """What the module's `from m import *` of project modules binds to things outside the
+        project: `torch`, `nn`, `F` that m imports (deeplab-xception's train.py gets torch from
+        `from modeling.deeplab import *`). A name m's `__all__` leaves out is not bound; one the
+        module binds itself is its own."""
+        found: dict[str, str] = {}
+        summary = module.summary
+        for name in sorted(self._star_exports(module, 0)):
+            if name in summary.imports or name in summary.globals:
+                continue
+            resolved = self.resolve_global(module, name)
+            if isinstance(resolved, External):
+                found[name] = resolved.qualified
+        return found
+
+    def _star_exports(self, module: Module, depth: int) -> set[str]:
+        """The imported names the module's star imports of project modules may bind."""
+        names: set[str] = set()
+        if depth > _MAX_DEPTH:
+            return names
+        for source, level in module.summary.stars:
+            target = self.resolve_module(module, source, level)
+            if not isinstance(target, Module):
+                continue
+            if target.summary.all_names is not None:
+                names.update(target.summary.all_names)
+                continue
+            names.update(name for name in target.summary.imports if not name.startswith("_"))
+            names.update(self._star_exports(target, depth + 1))
+        return names
+
     # -- classes ---------------------------------------------------------------------------
     def bases(self, cls: ClassRef) -> list[Resolved]:
         key = cls.key()
@@ -1286,6 +1317,7 @@ class Project:
                 )
             ),
             stepped_functions=self.stepped(module),
+            star_imports=tuple(sorted(self.star_imports(module).items())),
             bounded_loops=frozenset(i for i, loop in enumerate(module.summary.loops) if loop.bounded),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),

@@ -217,6 +217,9 @@ class Summary:
     option_defaults: dict[str, str] = dataclasses.field(default_factory=dict)
     option_stores: dict[str, list[list[str]]] = dataclasses.field(default_factory=dict)
     option_computed_store: bool = False
+    # `__all__` at module level: the names `from this import *` binds (None: no `__all__`, so every
+    # public name; [] when it is not a literal list of strings: none known)
+    all_names: Optional[list[str]] = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -252,7 +255,16 @@ class Summary:
             option_defaults=data.get("option_defaults", {}),
             option_stores=data.get("option_stores", {}),
             option_computed_store=data.get("option_computed_store", False),
+            all_names=data.get("all_names"),
         )
+
+
+def _literal_strings(value: ast.AST) -> list[str]:
+    """The strings of a literal list or tuple of strings; [] for anything else."""
+    if not isinstance(value, (ast.List, ast.Tuple)):
+        return []
+    names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return names if len(names) == len(value.elts) else []
 
 
 def _breaks_at_counter_bound(loop: Union[ast.For, ast.AsyncFor]) -> bool:
@@ -1141,6 +1153,8 @@ class _Summarizer:
                     self.summary.classes[cls].attributes.setdefault(target.attr, callee)
             elif isinstance(target, ast.Name) and not self.function_stack and callee:
                 self.summary.globals.setdefault(target.id, ["call", callee])
+            elif isinstance(target, ast.Name) and target.id == "__all__" and not self.function_stack:
+                self.summary.all_names = _literal_strings(node.value)
         if self.function_stack and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.locals().values.setdefault(node.targets[0].id, []).append(node.value)
         if self.function_stack:
