@@ -12,7 +12,7 @@ from torchperf_lint.evidence import POPULATION_NAMES, POPULATIONS, TRAINING, bar
 
 from .fixcheck import FixCheck
 from .labels import Label, forms_per_rule
-from .lint import Finding
+from .lint import Finding, Key
 from .misses import Problem, recall
 from .projects import Project
 from .snapshot import diff
@@ -220,7 +220,26 @@ def precision(report: Report, markdown: bool) -> list[str]:
             f"FALSE-labelled findings a default run still reports: {shown} of {len(false)} "
             f"({shown} of the {reported} labelled findings a default run reports)."
         ]
+    out += _still_firing(report)
     return out
+
+
+def _still_firing(report: Report) -> list[str]:
+    """How many of the findings ever labelled FALSE, and TRUE, every rule still reports: with
+    --extend-select ALL (code hot only by assumption left out) and with --library too."""
+    every = {f.key for f in report.findings if not f.hypothesis}
+    library = {f.key for f in report.findings}
+
+    def share(verdict: str, firing: set[Key]) -> str:
+        labels = [label for label in report.labels if label.verdict == verdict]
+        shown = sum(1 for label in labels if label.key in firing)
+        return f"{shown} of {len(labels)} ({_percent(shown / len(labels) if labels else None)})"
+
+    return [
+        f"Every rule on, labelled findings still reported: FALSE {share('FALSE', every)}, "
+        f"TRUE {share('TRUE', every)}; with --library too: FALSE {share('FALSE', library)}, "
+        f"TRUE {share('TRUE', library)}."
+    ]
 
 
 def fix_check(report: Report, markdown: bool) -> list[str]:
