@@ -250,3 +250,99 @@ def test_a_star_import_that_binds_no_torch_leaves_the_name_unknown(
     # `torch.no_grad()` then names nothing known: the evaluation loop runs with autograd on
     root = write_project(tmp_path, {**files, "train.py": VALIDATE})
     assert routes(capsys, root, "train.py", "TPL305") == [9]
+
+
+# -- a DataLoader iterated again and again by a function of another module ----------------------
+# SimCLR's run.py hands its loader to SimCLR.train, whose epoch loop iterates it
+SIMCLR = """
+class SimCLR:
+    def __init__(self, model, epochs):
+        self.model, self.epochs = model, epochs
+
+    def train(self, train_loader):
+        for epoch in range(self.epochs):
+            for images, _ in enumerate(train_loader):
+                self.model(images).sum().backward()
+
+    def evaluate(self, loader):
+        for images in loader:
+            self.model(images)
+"""
+RUN = """
+import torch
+from simclr import SimCLR
+
+def main(args, dataset, model):
+    train_loader = torch.utils.data.DataLoader(dataset, batch_size=256, num_workers=args.workers)
+    simclr = SimCLR(model, args.epochs)
+    simclr.train(train_loader)
+
+def score(args, dataset, model):
+    loader = torch.utils.data.DataLoader(dataset, batch_size=256, num_workers=args.workers)
+    simclr = SimCLR(model, 1)
+    simclr.evaluate(loader)
+"""
+# pytorch-cifar100: a helper builds and returns the loader; train.py binds it at the top and its
+# train(epoch), called once per epoch, iterates it
+UTILS = """
+from torch.utils.data import DataLoader
+
+def get_training_dataloader(dataset, num_workers=2):
+    loader = DataLoader(dataset, shuffle=True, num_workers=num_workers, batch_size=128)
+    return loader
+
+def get_test_dataloader(dataset, num_workers=2):
+    return DataLoader(dataset, num_workers=num_workers, batch_size=128)
+"""
+CIFAR_TRAIN = """
+from utils import get_training_dataloader, get_test_dataloader
+
+def train(epoch):
+    for images, labels in enumerate(training_loader):
+        net(images).sum().backward()
+
+def test():
+    for images, labels in test_loader:
+        net(images)
+
+if __name__ == "__main__":
+    training_loader = get_training_dataloader(None)
+    test_loader = get_test_dataloader(None)
+    for epoch in range(1, 200):
+        train(epoch)
+    test()
+"""
+
+
+def test_a_loader_another_module_iterates_every_epoch_restarts_its_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"simclr.py": SIMCLR, "run.py": RUN})
+    # score()'s loader is iterated once by evaluate(): nothing to keep
+    assert routes(capsys, root, "run.py", "TPL503") == [5]
+
+
+def test_a_returned_loader_bound_to_a_name_iterated_every_epoch_restarts_its_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"utils.py": UTILS, "train.py": CIFAR_TRAIN})
+    # the test loader is iterated once, after training
+    assert routes(capsys, root, "utils.py", "TPL503") == [4]
+
+
+def test_a_returned_loader_bound_in_a_function_and_iterated_in_its_epoch_loop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = """
+    from utils import get_training_dataloader, get_test_dataloader
+
+    def main(net, epochs):
+        loader = get_training_dataloader(None)
+        for epoch in range(epochs):
+            for images in loader:
+                net(images).sum().backward()
+        for images in get_test_dataloader(None):
+            net(images)
+    """
+    root = write_project(tmp_path, {"utils.py": UTILS, "main.py": main})
+    assert routes(capsys, root, "utils.py", "TPL503") == [4]

@@ -85,6 +85,9 @@ class EntryFacts:
     # what `from m import *` of project modules binds to outside names: name -> qualified name
     # (`torch` -> `torch`, `nn` -> `torch.nn`; project/graph.py, star_imports)
     star_imports: tuple[tuple[str, str], ...] = ()
+    # lines of its `DataLoader(...)` calls another function of the project iterates again and
+    # again, across modules (project/loaders.py)
+    reiterated_loaders: frozenset[int] = frozenset()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -158,6 +161,7 @@ class EntryFacts:
             stepped_functions=_optional_ints(data.get("stepped_functions")),
             bounded_loops=frozenset(_ints(data.get("bounded_loops", ()))),
             star_imports=tuple((str(name), str(target)) for name, target in data.get("star_imports", ())),
+            reiterated_loaders=frozenset(_ints(data.get("reiterated_loaders", ()))),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )

@@ -55,6 +55,14 @@ def bound_self(call: Call, callee: Function) -> bool:
     return True  # self.m(...), super().m(...), obj.m(...)
 
 
+def slot_parameter(call: Call, callee: Function, slot: str) -> Optional[str]:
+    """The callee's parameter that a call's argument slot ("0", "1", ... or a keyword) fills."""
+    if not slot.isdigit():
+        return slot if slot in callee.params else None
+    position = int(slot) + bound_self(call, callee)
+    return callee.params[position] if position < min(callee.positional, len(callee.params)) else None
+
+
 Handed = Callable[[str, str], Optional[str]]  # (caller's parameter, callee's) -> token
 
 

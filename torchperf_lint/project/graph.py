@@ -23,10 +23,11 @@ from ..analysis.vocabulary import (
     extra_entry_points,
     is_module_base,
 )
-from .arguments import Sites, Values, argument_values, bound_self, guarded_off
+from .arguments import Sites, Values, argument_values, bound_self, guarded_off, slot_parameter
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
+from .loaders import reiterated_loaders
 from .options import option_values
 from .stepping import stepped_functions
 from .summary import Call, Class, Function, Summary
@@ -125,6 +126,7 @@ class Project:
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._arguments: dict[tuple[int, int], Values] = {}
         self._cuda: Optional[dict[int, str]] = None
+        self._reiterated: Optional[dict[int, frozenset[int]]] = None
         self._helpers: Optional[dict[int, str]] = None
         self._default: Optional[dict[int, str]] = None  # module -> where its default device is CUDA
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
@@ -235,6 +237,12 @@ class Project:
             else:
                 return None
         return found
+
+    def reiterated_loaders(self) -> dict[int, frozenset[int]]:
+        """Module id -> lines of its DataLoaders another function iterates again and again."""
+        if self._reiterated is None:
+            self._reiterated = reiterated_loaders(self)
+        return self._reiterated
 
     def star_imports(self, module: Module) -> dict[str, str]:
         """What the module's `from m import *` of project modules binds to things outside the
@@ -1058,16 +1066,8 @@ class Project:
     def _record_wrapped(self, function: FunctionRef, call: Call) -> None:
         assert self._wrapped is not None
         for callee in self.resolve_call(function, call):
-            info = callee.info
-            bound = bound_self(call, info)
             for slot, wrapper in call.wrapped.items():
-                if slot.isdigit():
-                    position = int(slot) + bound
-                    param = (
-                        info.params[position] if position < min(info.positional, len(info.params)) else None
-                    )
-                else:
-                    param = slot if slot in info.params else None
+                param = slot_parameter(call, callee.info, slot)
                 if param is not None:
                     self._wrapped.setdefault(callee.key(), {})[param] = wrapper
 
@@ -1318,6 +1318,7 @@ class Project:
             ),
             stepped_functions=self.stepped(module),
             star_imports=tuple(sorted(self.star_imports(module).items())),
+            reiterated_loaders=self.reiterated_loaders().get(key, frozenset()),
             bounded_loops=frozenset(i for i, loop in enumerate(module.summary.loops) if loop.bounded),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),

@@ -90,6 +90,10 @@ class Call:
     # the models it passes wrapped for data parallelism (`train(ddp_model)` with `ddp_model =
     # DDP(model)` in the caller): slot as in `args` -> the wrapper's qualified name
     wrapped: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the DataLoaders it passes, by slot as in `args`: the line of the `DataLoader(...)` call a
+    # name of the caller is bound to (project/loaders.py)
+    loaders: dict[str, int] = dataclasses.field(default_factory=dict)
+    bound: str = ""  # the name `name = f(...)` binds its result to
 
 
 @dataclasses.dataclass
@@ -142,6 +146,8 @@ class Function:
     builds: list[str] = dataclasses.field(default_factory=list)
     # the names that hold the parsed command-line options here (analysis/options.py)
     namespaces: list[str] = dataclasses.field(default_factory=list)
+    # the line of the `DataLoader(...)` call it returns (`return loader` bound to one), 0 when none
+    returns_loader: int = 0
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -178,6 +184,11 @@ class Loop:
     # a loader read only by such loops is read for a few batches (analysis/loader_reads.py). Hot
     # paths do not use it: without the bound's value, a training loop capped by `--steps` looks the same
     bounded: bool = False
+    # the plain name it iterates, through enumerate/tqdm/zip-style wrappers, and whether that is a
+    # parameter of its function, a module-level name read there, or a local ("param", "global",
+    # "local"; "" for anything else)
+    iterated: str = ""
+    iterated_scope: str = ""
 
 
 @dataclasses.dataclass
@@ -257,6 +268,56 @@ class Summary:
             option_computed_store=data.get("option_computed_store", False),
             all_names=data.get("all_names"),
         )
+
+
+# Calls that hand their argument's items to a loop unchanged (analysis/iteration.py's wrappers).
+_ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "track", "trange"})
+
+
+def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
+    """(the plain name a loop iterates through wrappers, its scope) or ("", "")."""
+    while (
+        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in _ITERATION_WRAPPERS
+    ):
+        positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
+        if len(positional) != 1:
+            return "", ""
+        iterable = positional[0]
+    if not isinstance(iterable, ast.Name):
+        return "", ""
+    name = iterable.id
+    if not in_function:
+        return name, "global"
+    if name in local.params:
+        return name, "param" if local.stores.get(name, 0) == 0 else ""
+    return name, "local" if name in local.names else "global"
+
+
+def _loader_line(value: ast.AST, local: _Locals) -> int:
+    """The line of the `DataLoader(...)` call `value` is, or the one name it reads is bound to
+    (a single binding in the function), else 0."""
+    if isinstance(value, ast.Name):
+        bound = local.values.get(value.id, ())
+        if len(bound) != 1 or local.stores.get(value.id, 0) != 1:
+            return 0
+        value = bound[0]
+    if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
+        return value.lineno
+    return 0
+
+
+def _passed_loaders(node: ast.Call, local: _Locals) -> dict[str, int]:
+    """The DataLoaders a call passes by name, by slot: the line each one is built at."""
+    found: dict[str, int] = {}
+    slots = [(str(i), a) for i, a in enumerate(node.args)] + [
+        (k.arg, k.value) for k in node.keywords if k.arg
+    ]
+    for slot, value in slots:
+        if isinstance(value, ast.Name):
+            line = _loader_line(value, local)
+            if line:
+                found[slot] = line
+    return found
 
 
 def _literal_strings(value: ast.AST) -> list[str]:
@@ -790,6 +851,7 @@ class _Summarizer:
         self.conflicting_imports: set[str] = set()  # imported as different things by two functions
         self.comprehensions = 0  # comprehensions around the current node: their element repeats
         self.fills_container: set[int] = set()  # functions that return a container they fill
+        self.bound_calls: dict[int, str] = {}  # ids of calls `name = f(...)` binds -> the name
         self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
 
     # -- names --------------------------------------------------------------------------
@@ -1010,6 +1072,7 @@ class _Summarizer:
 
             def label() -> None:
                 loop.loader = self._loader(iterable, scopes) or ""
+                loop.iterated, loop.iterated_scope = _iterated_name(iterable, scopes[0], function >= 0)
 
             self._later(label)
         if isinstance(node, ast.While):
@@ -1140,6 +1203,12 @@ class _Summarizer:
             self.children(node)
             return
         callee = _constructed(node.value)
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            self.bound_calls[id(node.value)] = node.targets[0].id
         for target in node.targets:
             if (
                 isinstance(target, ast.Attribute)
@@ -1320,6 +1389,12 @@ class _Summarizer:
                     function.returns.append(built(stripped))
             if function.cls < 0 and _returns_container(value, local):
                 self.fills_container.add(self.function_stack[-1][0])
+        if self.function_stack and not function.returns_loader:
+
+            def loader() -> None:
+                function.returns_loader = _loader_line(value, local)
+
+            self._later(loader)
         if self.function_stack:
             elements = value.elts if isinstance(value, ast.Tuple) else []
             function.returns_items.append([])
@@ -1462,6 +1537,7 @@ class _Summarizer:
         loop = self.innermost_loop()
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
         leaves = self.leaving[0] if self.leaving else -1
+        bound = self.bound_calls.get(id(node), "")
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         args = {str(i): self._token(a) for i, a in enumerate(node.args)}
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
@@ -1498,6 +1574,8 @@ class _Summarizer:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
                 call.wrapped = self._wrapped(node, scopes[0])
+                call.loaders = _passed_loaders(node, scopes[0])
+                call.bound = bound
                 (function.cold_calls if cold else function.calls).append(call)
 
         self._later(describe)

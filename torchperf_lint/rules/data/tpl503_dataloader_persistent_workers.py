@@ -9,6 +9,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
+from ...syntax.walker import dotted_name
 from ..base import Rule
 from .common import argument, dataloader, int_literal
 
@@ -17,8 +18,11 @@ class DataloaderPersistentWorkers(Rule):
     """## What it does
     Flags `torch.utils.data.DataLoader(...)` with worker processes (`num_workers` a literal above 0,
     or an expression) and no `persistent_workers`, when the loader (the name or `self.<attr>` it is
-    assigned to) is iterated inside an enclosing loop of the same file: an epoch loop around
-    `for batch in loader`, or around the call of a function that iterates it.
+    assigned to) is iterated inside an enclosing loop: an epoch loop around `for batch in loader`,
+    or around the call of a function that iterates it. Across modules, a loader handed to a
+    function that iterates it in an epoch loop of its own (`simclr.train(train_loader)`), and one a
+    helper builds and returns to a name the caller iterates every epoch
+    (`train_loader = get_training_dataloader(...)`), are iterated again and again too.
 
     ## Why it is slow
     Without persistent workers, every `for batch in loader` starts `num_workers` new processes,
@@ -246,7 +250,12 @@ class DataloaderPersistentWorkers(Rule):
         if not persistent.usable:
             return
         repeated = ctx.iterations.repeated_pass(node)
-        if repeated is None:
+        if repeated is not None:
+            loader = repeated.target
+        elif ctx.entry.reiterated_loaders and ctx.line_of(node) in ctx.entry.reiterated_loaders:
+            bound = ctx.iterations.bound_target(node)  # iterated again and again by another function
+            loader = (dotted_name(bound) if bound is not None else None) or "this DataLoader"
+        else:
             return
         assert workers is not None
         if count is not None:
@@ -267,7 +276,7 @@ class DataloaderPersistentWorkers(Rule):
         yield self.report(
             node,
             fix=fix,
-            loader=repeated.target,
+            loader=loader,
             workers=f"{ctx.code(workers)} worker process{'' if count == 1 else 'es'}",
             value=ctx.module.code_for_node(value),
             needs="" if persistent.writable else f" ({persistent.needs()})",

@@ -1,0 +1,81 @@
+"""DataLoaders that another function of the project iterates again and again (TPL503), found
+across modules where the file's own walk (analysis/iteration.py) sees one call deep in one file:
+
+- a loader handed to a function that iterates its parameter inside a loop of its own
+  (SimCLR's run.py builds `train_loader` and calls `simclr.train(train_loader)`, whose epoch loop
+  runs `for images, _ in tqdm(train_loader)`);
+- a loader a project function builds and returns, bound by its caller to a name that is
+  iterated again and again: in a loop inside a loop, or by a function of that module called from
+  a loop (pytorch-cifar100's utils.get_training_dataloader, bound at the top of train.py to
+  `cifar100_training_loader`, which `train(epoch)` iterates once per epoch).
+
+The answer is, per module, the lines of the `DataLoader(...)` calls so iterated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from .arguments import slot_parameter
+from .summary import Call
+
+if TYPE_CHECKING:
+    from .graph import FunctionRef, Module, Project
+
+
+def reiterated_loaders(project: Project) -> dict[int, frozenset[int]]:
+    """Module id -> the lines of its `DataLoader(...)` calls some project code iterates again
+    and again, as seen across modules."""
+    found: dict[int, set[int]] = {}
+    for caller, call in _calls(project):
+        if not (call.loaders or call.bound) or call.star:
+            continue
+        for callee in project.resolve_call(caller, call):
+            for slot, line in call.loaders.items():
+                param = slot_parameter(call, callee.info, slot)
+                if param is not None and _iterated_in_nested_loop(callee, param, "param"):
+                    found.setdefault(id(caller.module), set()).add(line)
+            line = callee.info.returns_loader
+            if line and call.bound and _name_reiterated(project, caller, call.bound):
+                found.setdefault(id(callee.module), set()).add(line)
+    return {module: frozenset(lines) for module, lines in found.items()}
+
+
+def _calls(project: Project) -> Iterator[tuple[FunctionRef, Call]]:
+    from .graph import FunctionRef
+
+    for module in project.modules.values():
+        for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
+            caller = FunctionRef(module, offset - 1)
+            for call in (*info.calls, *info.cold_calls):
+                yield caller, call
+
+
+def _iterated_in_nested_loop(function: FunctionRef, name: str, scope: str) -> bool:
+    """`function` iterates `name` in a loop that sits inside another loop of its own."""
+    return any(
+        loop.function == function.index
+        and loop.iterated == name
+        and loop.iterated_scope == scope
+        and loop.parent >= 0
+        for loop in function.module.summary.loops
+    )
+
+
+def _name_reiterated(project: Project, binder: FunctionRef, name: str) -> bool:
+    """The name `binder` binds a loader to is iterated again and again: a local in a nested loop
+    of its function; a module-level name in a nested loop at the top level or in a function of
+    the module, or in a function of the module that a loop calls."""
+    if binder.index >= 0:
+        return _iterated_in_nested_loop(binder, name, "local")
+    return any(
+        loop.parent >= 0 or (loop.function >= 0 and _called_in_a_loop(project, binder.module, loop.function))
+        for loop in binder.module.summary.loops
+        if loop.iterated == name and loop.iterated_scope == "global"
+    )
+
+
+def _called_in_a_loop(project: Project, module: Module, index: int) -> bool:
+    from .graph import FunctionRef
+
+    return any(call.loop >= 0 for _, call in project.callers_of(FunctionRef(module, index)))
