@@ -346,3 +346,81 @@ def test_a_returned_loader_bound_in_a_function_and_iterated_in_its_epoch_loop(
     """
     root = write_project(tmp_path, {"utils.py": UTILS, "main.py": main})
     assert routes(capsys, root, "utils.py", "TPL503") == [4]
+
+
+# -- an object a builder function returns, and a host schedule every caller passes ----------------
+# DiT: train.py steps `diffusion.training_losses(...)` on `diffusion = create_diffusion(...)`, which
+# returns a GaussianDiffusion; its helper copies the NumPy schedule it is handed to the device
+DIFFUSION_SCHEDULES = """
+import enum
+import numpy as np
+import torch as th
+
+class VarType(enum.Enum):
+    LARGE = 1
+    SMALL = 2
+
+class GaussianDiffusion:
+    def __init__(self, betas, var_type):
+        self.betas = betas
+        self.var_type = var_type
+        self.alphas_cumprod = np.cumprod(1.0 - betas, axis=0)
+        self.sqrt_alphas_cumprod = np.sqrt(self.alphas_cumprod)
+        self.posterior_variance = betas * (1.0 - self.alphas_cumprod)
+
+    def q_sample(self, x_start, t, noise):
+        return _extract(self.sqrt_alphas_cumprod, t, x_start.shape) * x_start + noise
+
+    def variance(self, x, t):
+        variance, log_variance = {
+            VarType.LARGE: (np.append(self.posterior_variance[1], self.betas[1:]), np.log(self.betas)),
+            VarType.SMALL: (self.posterior_variance, np.log(self.posterior_variance)),
+        }[self.var_type]
+        variance = _extract(variance, t, x.shape)
+        return variance, _extract(log_variance, t, x.shape)
+
+    def training_losses(self, model, x_start, t):
+        noise = th.randn_like(x_start)
+        x_t = self.q_sample(x_start, t, noise)
+        self.variance(x_t, t)
+        return ((model(x_t, t) - noise) ** 2).mean()
+
+def _extract(arr, timesteps, broadcast_shape):
+    res = th.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+    return res + th.zeros(broadcast_shape, device=timesteps.device)
+
+def create_diffusion(steps):
+    return GaussianDiffusion(np.linspace(1e-4, 0.02, steps), VarType.SMALL)
+"""
+DIT_TRAIN = """
+import torch
+from diffusion import create_diffusion
+
+def main(model, loader, opt):
+    diffusion = create_diffusion(1000)
+    for x, y in loader:
+        x = x.to("cuda")
+        t = torch.randint(0, 1000, (x.shape[0],), device="cuda")
+        loss = diffusion.training_losses(model, x, t)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_host_schedule_every_caller_hands_the_extract_helper_is_copied_per_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"diffusion.py": DIFFUSION_SCHEDULES, "train.py": DIT_TRAIN})
+    assert routes(capsys, root, "diffusion.py", "TPL102") == [35]
+
+
+def test_a_helper_handed_a_value_computed_per_step_copies_no_constant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    per_step = DIFFUSION_SCHEDULES.replace(
+        "        self.variance(x_t, t)\n",
+        "        self.variance(x_t, t)\n        _extract(x_t.cpu().numpy()[:, 0, 0, 0], t, x_t.shape)\n",
+    )
+    root = write_project(tmp_path, {"diffusion.py": per_step, "train.py": DIT_TRAIN})
+    assert routes(capsys, root, "diffusion.py", "TPL102") == []

@@ -2,10 +2,11 @@
 attributes that hot code never rebinds.
 
 A value is *step-invariant* when it is a literal (or a display, arithmetic or subscript of
-literals), a name whose every binding is an import, a definition, a constant expression or an
+literals, a slice with such bounds, either side of a conditional expression), a name whose
+every binding that may reach the read is an import, a definition, a constant expression or an
 assignment made in cold code (module level, `__init__`, the setup part of a training function),
 a parameter of a cold function, a `self.<attr>` that no hot code assigns, or a pure call
-(`np.array`, `list`, `range`...) of such values. Loop targets change every step; a parameter of a hot function is
+(`np.array`, `np.log`, `np.append`, `list`, `range`...) of such values. Loop targets change every step; a parameter of a hot function is
 step-invariant when every call of it in this file passes a step-invariant value (the schedule
 handed to guided diffusion's `_extract_into_tensor(self.sqrt_alphas_cumprod, t, shape)`).
 
@@ -33,7 +34,8 @@ PURE_CALLS = frozenset(
     """numpy.array numpy.asarray numpy.arange numpy.linspace numpy.ones numpy.zeros numpy.full
     numpy.eye numpy.float32 numpy.float64 numpy.int64 builtins.list builtins.tuple builtins.range
     builtins.float builtins.int builtins.len builtins.sorted builtins.min builtins.max builtins.abs
-    builtins.sum builtins.round""".split()
+    builtins.sum builtins.round numpy.log numpy.exp numpy.sqrt numpy.append numpy.concatenate
+    numpy.cumprod numpy.cumsum numpy.maximum numpy.minimum numpy.clip""".split()
 )
 # torch builders whose result, without device=, is a CPU tensor holding host data.
 _HOST_BUILDERS = GENERATING_FACTORIES | frozenset(
@@ -94,6 +96,8 @@ class HostConstants:
             return self.is_step_invariant(expr.expression)
         if isinstance(expr, cst.BinaryOperation):
             return self._all([expr.left, expr.right])
+        if isinstance(expr, cst.IfExp):
+            return self._all([expr.test, expr.body, expr.orelse])
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
             return self._all([e.value for e in expr.elements])
         if isinstance(expr, cst.Dict):
@@ -107,9 +111,13 @@ class HostConstants:
         if isinstance(expr, cst.Subscript):
             parts: list[cst.BaseExpression] = [expr.value]
             for index in expr.slice:
-                if not isinstance(index.slice, cst.Index):
+                if isinstance(index.slice, cst.Index):
+                    parts.append(index.slice.value)
+                elif isinstance(index.slice, cst.Slice):  # `a[1:]`: a slice with invariant bounds
+                    bounds = (index.slice.lower, index.slice.upper, index.slice.step)
+                    parts.extend(bound for bound in bounds if bound is not None)
+                else:
                     return False
-                parts.append(index.slice.value)
             return self._all(parts)
         if isinstance(expr, cst.Attribute):
             if isinstance(expr.value, cst.Name) and expr.value.value == "self":
@@ -122,7 +130,7 @@ class HostConstants:
         return False
 
     def _name(self, name: cst.Name) -> bool:
-        bindings = self._names.lookup(name.value, name)
+        bindings = self._names.reaching(name)
         return bool(bindings) and all(self._binding(b) for b in bindings)
 
     def _binding(self, binding: Binding) -> bool:
@@ -192,6 +200,8 @@ class HostConstants:
             return self._holds_array(expr.value if isinstance(expr, cst.Subscript) else expr.expression)
         if isinstance(expr, cst.BinaryOperation):
             return self._holds_array(expr.left) or self._holds_array(expr.right)
+        if isinstance(expr, cst.IfExp):
+            return self._holds_array(expr.body) and self._holds_array(expr.orelse)
         if isinstance(expr, cst.Call):
             return self._array_call(expr)
         if isinstance(expr, cst.Name):
@@ -221,9 +231,25 @@ class HostConstants:
         node = binding.node
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self._holds_array(node)
+        if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
+            return self._unpacks_arrays(node)
         if binding.kind == "param" and isinstance(node, cst.Param):
             passed = self._passed(node, binding)
             return passed is not None and all(self._holds_array(p) for p in passed)
+        return False
+
+    def _unpacks_arrays(self, value: cst.BaseExpression) -> bool:
+        """Every element an unpacking of `value` may bind holds an array: a tuple or list display
+        of arrays, or one picked from a dict display of such (DiT's `model_variance,
+        model_log_variance = {FIXED_LARGE: (..., ...), FIXED_SMALL: (..., ...)}[self.model_var_type]`)."""
+        if isinstance(value, (cst.Tuple, cst.List)):
+            elements = [e.value for e in value.elements]
+            return bool(elements) and all(self._holds_array(e) for e in elements)
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Dict):
+            entries = [e.value for e in value.value.elements if isinstance(e, cst.DictElement)]
+            return len(entries) == len(value.value.elements) > 0 and all(
+                self._unpacks_arrays(e) for e in entries
+            )
         return False
 
     def is_index_array(self, expr: cst.BaseExpression, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:

@@ -448,6 +448,8 @@ class Project:
         if kind == "instance":
             callee, method = target.split("|")
             found = self.resolve_dotted(module, callee)
+            if isinstance(found, FunctionRef):  # `diffusion = create_diffusion(...)`: what it returns
+                return [m for cls in self.returned_classes(found) for m in self._method_of(cls, method)]
             return self._method_of(found, method) if isinstance(found, ClassRef) else []
         cls = self._owner_class(function)
         if cls is None:
