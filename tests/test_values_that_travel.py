@@ -424,3 +424,49 @@ def test_a_helper_handed_a_value_computed_per_step_copies_no_constant(
     )
     root = write_project(tmp_path, {"diffusion.py": per_step, "train.py": DIT_TRAIN})
     assert routes(capsys, root, "diffusion.py", "TPL102") == []
+
+
+# -- layers a factory builds and hands to the model it returns -----------------------------------
+# pytorch-cifar100's `def vgg16_bn(): return VGG(make_layers(cfg["D"], batch_norm=True))`: VGG
+# itself builds only its classifier; the convolutions come from make_layers
+VGG = """
+import torch.nn as nn
+
+class VGG(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.features = features
+        self.classifier = nn.Linear(512, 100)
+
+    def forward(self, x):
+        return self.classifier(self.features(x).flatten(1))
+
+def make_layers():
+    return nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.Conv2d(64, 512, 3), nn.ReLU())
+
+def vgg16_bn():
+    return VGG(make_layers())
+
+def vgg_head():
+    return VGG(nn.Identity())
+"""
+VGG_TRAIN = """
+import torch
+from vgg import {builder}
+
+def main(loader, opt):
+    net = {builder}().cuda()
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(net(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize(("builder", "lines"), [("vgg16_bn", [5]), ("vgg_head", [])])
+def test_the_layers_a_factory_hands_to_the_model_it_returns_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], builder: str, lines: list[int]
+) -> None:
+    root = write_project(tmp_path, {"vgg.py": VGG, "train.py": VGG_TRAIN.format(builder=builder)})
+    assert routes(capsys, root, "train.py", "TPL404") == lines

@@ -1386,7 +1386,13 @@ class _Summarizer:
             for side in _returned_sides(value):
                 stripped = _strip_chain(side)
                 if isinstance(stripped, ast.Call):
-                    function.returns.append(built(stripped))
+                    # `return VGG(make_layers(cfg))`: the layers a factory builds and hands in count
+                    handed = [
+                        a
+                        for a in [*stripped.args, *(k.value for k in stripped.keywords)]
+                        if isinstance(a, ast.Call)
+                    ]
+                    function.returns.append([*built(stripped), *(w for call in handed for w in built(call))])
             if function.cls < 0 and _returns_container(value, local):
                 self.fills_container.add(self.function_stack[-1][0])
         if self.function_stack and not function.returns_loader:
