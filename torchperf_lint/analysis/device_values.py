@@ -209,7 +209,8 @@ class DeviceValues:
                 ),
             )
         if isinstance(expr, cst.UnaryOperation):
-            return self.has_dims(expr.expression)
+            # `not t` is a Python bool
+            return not isinstance(expr.operator, cst.Not) and self.has_dims(expr.expression)
         if isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, cst.MatrixMultiply):
             return self.has_dims(expr.left) or self.has_dims(expr.right)
         if isinstance(expr, cst.Comparison):
