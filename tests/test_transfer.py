@@ -433,14 +433,15 @@ def test_an_operator_with_a_host_operand_of_one_dimension_or_more_runs_on_the_ho
                 probe(finite.any() & (errors <= 0.5)); probe(drop < errors); probe(finite.all(0) & errors)
                 probe(kp_host.sum() * errors); probe(kp_host.norm(2) * errors); probe(kp * errors)
                 probe(kp_host.to(errors.device) * errors); probe(kp.cpu().to(errors.device) & errors)
-                probe((not finite) & errors)
+                probe((not finite) & errors); probe(torch.isin(drop, kp_host) & errors)
         """
     )
     host = [ctx.is_host_tensor(p) for p in probes]
     assert host[:6] == [True] * 6
-    # 0-dim host operands (a reduction over everything, or over dimension 0 that may leave none),
-    # operands of unknown place, host copies moved back to the device, a Python bool
-    assert host[6:] == [False] * 9
+    # 0-dim host operands (a reduction over everything, or over dimension 0 that may leave none,
+    # one flag for one element), operands of unknown place, host copies moved back to the device,
+    # a Python bool
+    assert host[6:] == [False] * 10
 
 
 def test_lengths_that_pack_padded_sequence_was_given_are_host_tensors() -> None:

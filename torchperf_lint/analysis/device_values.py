@@ -235,7 +235,10 @@ class DeviceValues:
         if qualified in ("torch.stack", "torch.cat", "torch.concat", "torch.eye"):
             return True
         if qualified in _MASK_FUNCTIONS:
-            return any(a.keyword is None and self.has_dims(a.value) for a in call.args)
+            operands = [a.value for a in call.args if a.keyword is None and not a.star]
+            if qualified == "torch.isin":
+                operands = operands[:1]  # one flag per element of the first
+            return any(self.has_dims(o) for o in operands)
         func = call.func
         if not isinstance(func, cst.Attribute) or qualified.startswith("torch."):
             return False
