@@ -400,15 +400,48 @@ def test_values_derived_only_from_host_tensors_are_host() -> None:
                 earlier = torch.cat([scores.new_full((1,), 0.5), torch.cummax(scores, 0).values[:-1]])
                 probe(finite.any()); probe(scores > earlier); probe(kp_host.to(dtype))
                 probe(torch.count_nonzero(self.weights.clone())); probe(self.weights.sum() == 0)
-                probe(torch.isfinite(kp_device)); probe(finite & torch.isfinite(kp_device))
+                probe(torch.isfinite(kp_device)); probe(finite.any() & torch.isfinite(kp_device))
                 probe(torch.cat([scores, x.sum(1)])); probe(torch.cummax(x, 0).values); probe(kp_host.to(device))
-                probe(finite & (x.sum(1) > 0))
+                probe(finite.all() & (x.sum(1) > 0))
         """
     )
     host = [ctx.is_host_tensor(p) for p in probes]
     assert host[:2] == [False, True]  # a copy of a tensor parameter stays where the caller's was
     assert host[2:7] == [True, True, True, True, True]
-    assert host[7:] == [False, False, False, False, False, False]  # a device operand or a move
+    # a device operand beside 0-dim host ones, or a move
+    assert host[7:] == [False, False, False, False, False, False]
+
+
+def test_an_operator_with_a_host_operand_of_one_dimension_or_more_runs_on_the_host() -> None:
+    # kornia's RANSAC: `mask = finite & (errors <= t)`, `finite` a host mask of one value per
+    # correspondence. Only a 0-dim CPU tensor may meet a CUDA tensor in an operator: with any other
+    # CPU operand the operation runs on the host, or raises, whatever the other operand is.
+    ctx, probes = _probes(
+        """
+        import torch
+        from torch import nn
+
+        class Ransac(nn.Module):
+            def forward(self, kp, errors, model):
+                host = torch.device("cpu")
+                kp_host = kp.detach().to(host).double()
+                finite = torch.isfinite(kp_host).all(1)
+                drop = torch.rand([])
+                t = torch.eye(3, dtype=torch.float64)
+                probe(finite & (errors <= 0.5)); probe((errors <= 0.5) & finite); probe(errors * finite)
+                probe(kp_host[None] + errors); probe(t @ model @ t); probe(torch.stack([drop]) < errors)
+                probe(finite.any() & (errors <= 0.5)); probe(drop < errors); probe(finite.all(0) & errors)
+                probe(kp_host.sum() * errors); probe(kp_host.norm(2) * errors); probe(kp * errors)
+                probe(kp_host.to(errors.device) * errors); probe(kp.cpu().to(errors.device) & errors)
+                probe((not finite) & errors); probe(torch.isin(drop, kp_host) & errors)
+        """
+    )
+    host = [ctx.is_host_tensor(p) for p in probes]
+    assert host[:6] == [True] * 6
+    # 0-dim host operands (a reduction over everything, or over dimension 0 that may leave none,
+    # one flag for one element), operands of unknown place, host copies moved back to the device,
+    # a Python bool
+    assert host[6:] == [False] * 10
 
 
 def test_lengths_that_pack_padded_sequence_was_given_are_host_tensors() -> None:
@@ -1059,3 +1092,22 @@ def test_an_unpinned_loader_copied_with_non_blocking_is_one_finding(pin: str, ex
         assert "pin_memory=True)" in fix_source(source, path="train.py", select=["TPL106"])
     if pin == ", pin_memory=False":
         assert found[0].fix is None  # pin_memory=False is written out: the message says what it costs
+
+
+def test_counting_a_mask_pinned_to_the_host_by_a_host_operand_is_no_sync() -> None:
+    # kornia's RANSAC reads `int(mask.sum())` of `finite & (errors <= t)`, `finite` a host mask
+    source = """
+        import torch
+        from torch import nn
+
+        class Ransac(nn.Module):
+            def forward(self, kp, errors):
+                kp_host = kp.detach().cpu().double()
+                finite = torch.isfinite(kp_host).all(1)
+                mask = finite & (errors <= 0.5)
+                kept = int(mask.sum())
+                near = finite.any() & (errors <= 0.5)
+                return kept, int(near.sum()), int((errors <= 0.5).sum()), errors.cuda()
+        """
+    # the `.cpu()` copy itself stays a sync, and so do the counts beside a 0-dim host flag or alone
+    assert _findings(source, ["TPL105"]) == [(6, "TPL105"), (11, "TPL105"), (11, "TPL105")]

@@ -70,6 +70,7 @@ class DeviceValues:
         self._zero_dim = _Memo()
         self._masks = _Memo()
         self._one_dim = _Memo()
+        self._dims = _Memo()
 
     # -- 0-dim tensors ----------------------------------------------------------------------
     def zero_dim(self, expr: cst.BaseExpression) -> bool:
@@ -186,6 +187,68 @@ class DeviceValues:
                 return isinstance(arg, cst.UnaryOperation) and _is_integer(arg.expression, 1)
             if method in _SHAPE_KEEPING:
                 return self.one_dim(func.value)
+        return False
+
+    # -- tensors of one dimension or more ------------------------------------------------------
+    def has_dims(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is certainly a tensor of at least one dimension, never a 0-dim one: a 1-D
+        tensor, a reduction along dimension 1 or later (`t.all(1)`: the input had two), `x[None]`,
+        `torch.stack`/`torch.cat`, `torch.eye`, an elementwise function or operator with such an
+        operand (broadcasting keeps the most dimensions). Only a 0-dim CPU tensor may meet a CUDA
+        tensor in an operator; any other CPU operand makes the operation raise."""
+        return self._dims.ask(expr, self._has_dims)
+
+    def _has_dims(self, expr: cst.BaseExpression) -> bool:
+        if self.one_dim(expr):
+            return True
+        if isinstance(expr, cst.Name):
+            return self._all_bindings(
+                expr,
+                lambda b: (
+                    b.kind == "assign" and isinstance(b.node, cst.BaseExpression) and self.has_dims(b.node)
+                ),
+            )
+        if isinstance(expr, cst.UnaryOperation):
+            # `not t` is a Python bool
+            return not isinstance(expr.operator, cst.Not) and self.has_dims(expr.expression)
+        if isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, cst.MatrixMultiply):
+            return self.has_dims(expr.left) or self.has_dims(expr.right)
+        if isinstance(expr, cst.Comparison):
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            return all(isinstance(c.operator, _VALUE_COMPARISONS) for c in expr.comparisons) and any(
+                self.has_dims(o) for o in operands
+            )
+        if isinstance(expr, cst.Subscript):
+            # `x[None]`, `x[:, None]`: a new axis
+            return any(
+                isinstance(e.slice, cst.Index)
+                and isinstance(e.slice.value, cst.Name)
+                and e.slice.value.value == "None"
+                for e in expr.slice
+            ) and self._is_tensor(expr.value)
+        if isinstance(expr, cst.Call):
+            return self._has_dims_call(expr)
+        return False
+
+    def _has_dims_call(self, call: cst.Call) -> bool:
+        qualified = self._names.qualified_name(call) or ""
+        if qualified in ("torch.stack", "torch.cat", "torch.concat", "torch.eye"):
+            return True
+        if qualified in _MASK_FUNCTIONS:
+            operands = [a.value for a in call.args if a.keyword is None and not a.star]
+            if qualified == "torch.isin":
+                operands = operands[:1]  # one flag per element of the first
+            return any(self.has_dims(o) for o in operands)
+        func = call.func
+        if not isinstance(func, cst.Attribute) or qualified.startswith("torch."):
+            return False
+        method, receiver = func.attr.value, func.value
+        if method in _REDUCTIONS and method != "norm":  # `t.norm(2)`: its first argument is p
+            return _later_dim(call) and self._is_tensor(receiver)
+        if method == "unsqueeze":
+            return self._is_tensor(receiver)
+        if method in _SHAPE_KEEPING or method in _MASK_METHODS or method in ("cpu", "masked_fill"):
+            return self.has_dims(receiver)
         return False
 
     # -- boolean tensors --------------------------------------------------------------------
@@ -320,6 +383,20 @@ def _dim_given(call: cst.Call, positional: int) -> bool:
     if len(plain) > positional or any(a.star for a in call.args):
         return True
     return any(a.keyword is not None and a.keyword.value in ("dim", "axis") for a in call.args)
+
+
+def _later_dim(call: cst.Call) -> bool:
+    """The reduction names one dimension, 1 or later, as an int literal (`t.all(1)`,
+    `t.sum(dim=2)`): its input had at least two dimensions, so one is left."""
+    plain = [a.value for a in call.args if a.keyword is None and not a.star]
+    named = [a.value for a in call.args if a.keyword is not None and a.keyword.value in ("dim", "axis")]
+    dims = (plain[:1] if plain else []) + named
+    return (
+        len(dims) == 1
+        and not any(a.star for a in call.args)
+        and isinstance(dims[0], cst.Integer)
+        and dims[0].evaluated_value >= 1
+    )
 
 
 def _is_integer(expr: cst.BaseExpression, value: int) -> bool:

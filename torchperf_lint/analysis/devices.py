@@ -66,8 +66,10 @@ class HostTensors:
         factories_on_device: bool = False,
         rpc_moves_cuda: bool = False,
         drawn_from_loader: Optional[Callable[[Binding, str], bool]] = None,
+        has_dims: Optional[Callable[[cst.BaseExpression], bool]] = None,
     ) -> None:
         self._facts = facts
+        self._has_dims = has_dims
         self._drawn_from_loader = drawn_from_loader
         self._names = names
         self._hot = hot
@@ -116,6 +118,14 @@ class HostTensors:
             on_host or self._tensorness(o) == Tensorness.NO for o, on_host in zip(flat, host, strict=True)
         )
 
+    def _pinned_to_host(self, operands: list[cst.BaseExpression]) -> bool:
+        """An operand of an operator is a host tensor of one dimension or more (`finite & (e <=
+        t)` with `finite = torch.isfinite(kp_host).all(1)`): only a 0-dim CPU tensor may meet a
+        CUDA tensor, so the operation runs on the host, or raises, whatever the other operands are."""
+        return self._has_dims is not None and any(
+            self.is_host_tensor(o) and self._has_dims(o) for o in operands
+        )
+
     def _host(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
             return self._call(expr)
@@ -135,11 +145,14 @@ class HostTensors:
         if isinstance(expr, cst.UnaryOperation):
             return self.is_host_tensor(expr.expression)
         if isinstance(expr, cst.BinaryOperation):
+            if self._pinned_to_host([expr.left, expr.right]):
+                return True
             if isinstance(expr.operator, _MASK_OPERATORS):  # `finite & ok`: both are masks
                 return self.is_host_tensor(expr.left) and self.is_host_tensor(expr.right)
             return self._operands_on_host([expr.left, expr.right])
         if isinstance(expr, cst.Comparison):
-            return self._operands_on_host([expr.left, *(c.comparator for c in expr.comparisons)])
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            return self._pinned_to_host(operands) or self._operands_on_host(operands)
         if isinstance(expr, cst.IfExp):
             return self.is_host_tensor(expr.body) and self.is_host_tensor(expr.orelse)
         return False

@@ -371,6 +371,7 @@ class Context:
             factories_on_device=self.factories_on_device,
             rpc_moves_cuda=self.rpc_moves_cuda,
             drawn_from_loader=self._batches.binds_drawn_item,
+            has_dims=self._device_values.has_dims,
         )
 
     @functools.cached_property
