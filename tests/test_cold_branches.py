@@ -256,3 +256,49 @@ def test_a_periodic_branch_that_steps_the_optimizer_is_the_step_itself() -> None
     ).lstrip("\n")
     findings = lint_source(source, path="train.py", select=["TPL204"])
     assert [f.line for f in findings] == [9]
+
+
+
+def _syncs_in_evaluation(branch: str) -> list[int]:
+    """TPL107 findings of a step loop over a loader whose body ends with `branch`, which saves an image."""
+    source = textwrap.dedent(
+        """
+        import torch
+        from torchvision.utils import save_image
+
+        def evaluate(model, loader, layers):
+            for i, (x, _) in enumerate(loader):
+                y = model(x.cuda())
+        """
+    ).lstrip("\n")
+    source += textwrap.indent(textwrap.dedent(branch).strip("\n"), " " * 8) + "\n"
+    return [f.line for f in lint_source(source, path="train.py", select=["TPL107"])]
+
+
+@pytest.mark.parametrize(
+    "branch",
+    [
+        # the first batch of the pass (pytorch/examples' vae)
+        'if i == 0:\n    save_image(y.cpu(), "out.png")',
+        'if i == 3:\n    save_image(y.cpu(), "out.png")',
+        # still once per pass, whatever loop is between
+        'for layer in layers:\n    if i == 0:\n        save_image(y.cpu(), "out.png")',
+    ],
+)
+def test_a_branch_on_one_value_of_the_step_loops_enumerate_counter_is_cold(branch: str) -> None:
+    assert _syncs_in_evaluation(branch) == []
+
+
+@pytest.mark.parametrize(
+    "branch",
+    [
+        'if i == len(loader) - 1:\n    save_image(y.cpu(), "out.png")',  # a value the linter does not know
+        'if i < 3:\n    save_image(y.cpu(), "out.png")',
+        # a counter of layers or of a tensor's rows: every step
+        'for i, layer in enumerate(layers):\n    if i == 0:\n        save_image(y.cpu(), "out.png")',
+        'for i in range(2):\n    if i == 0:\n        save_image(y.cpu(), "out.png")',
+        'i = int(y.shape[0])\nif i == 0:\n    save_image(y.cpu(), "out.png")',  # rebound in the step
+    ],
+)
+def test_a_branch_on_another_counter_or_value_stays_hot(branch: str) -> None:
+    assert _syncs_in_evaluation(branch) != []

@@ -195,6 +195,27 @@ def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
     return False, False
 
 
+def compared_counter(test: cst.BaseExpression) -> Optional[cst.Name]:
+    """`i` for `if i == 0:` (any int literal): the name a branch taken on one value compares.
+    It makes the branch cold only where `i` counts the steps (`enumerate_counter`)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    comparison = test.comparisons[0]
+    if not (isinstance(comparison.operator, cst.Equal) and isinstance(comparison.comparator, cst.Integer)):
+        return None
+    return test.left if isinstance(test.left, cst.Name) else None
+
+
+def enumerate_counter(loop: cst.CSTNode) -> Optional[str]:
+    """`i` for `for i, x in enumerate(...)`: in a loop whose iterations are the steps, it counts them."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call)):
+        return None
+    if dotted_name(loop.iter.func) != "enumerate" or not isinstance(loop.target, cst.Tuple):
+        return None
+    first = loop.target.elements[0].value if loop.target.elements else None
+    return first.value if isinstance(first, cst.Name) else None
+
+
 def argument_sides(test: cst.BaseExpression, values: Mapping[str, str]) -> tuple[bool, bool]:
     """(the body is never taken, the else branch is never taken) for `if test:`, given what
     every call made per step passes the function (analysis/arguments.py reads the test)."""

@@ -18,7 +18,9 @@ from .arguments import is_option_read
 from .cold import (
     argument_sides,
     cold_from,
+    compared_counter,
     crosses_cold_branch,
+    enumerate_counter,
     fills_looked_up_cache,
     leaving_statement,
     special_mode_sides,
@@ -528,8 +530,10 @@ class HotPaths:
                     self._cold_edges[(statement, parent)] = index >= start
                 crosses = self._cold_edges.get(key, False)
             else:
-                crosses = crosses_cold_branch(child, parent, self._alias) or self._fills_looked_up_cache(
-                    child, parent
+                crosses = (
+                    crosses_cold_branch(child, parent, self._alias)
+                    or self._fills_looked_up_cache(child, parent)
+                    or self._on_one_step(child, parent)
                 )
                 if crosses and isinstance(parent, cst.If) and child is parent.body and self._steps_in(parent):
                     # `if step % train_frequency == 0: ... optimizer.step()`: the branch that steps the
@@ -548,6 +552,26 @@ class HotPaths:
                     crosses = body if isinstance(parent.operator, cst.And) else orelse
                 self._cold_edges[key] = crosses
         return crosses
+
+    def _on_one_step(self, child: cst.CSTNode, parent: cst.CSTNode) -> bool:
+        """`if i == 0:` in `for i, (x, y) in enumerate(loader):` where that loop is a step (or
+        inference) loop: the body runs on one step of the pass. `i` must be the loop's counter,
+        bound nowhere else inside it; a counter over layers or rows inside a step stays hot."""
+        if not (isinstance(parent, cst.If) and child is parent.body):
+            return False
+        name = compared_counter(parent.test)
+        if name is None:
+            return False
+        bindings = self._names.lookup(name.value, name)
+        for loop in self.loops_around(parent):
+            if enumerate_counter(loop) == name.value and (
+                loop in self.step_loops or loop in self.inference_loops
+            ):
+                return all(
+                    b.node is loop or not any(a is loop for a in self._facts.ancestors(b.node))
+                    for b in bindings
+                ) and any(b.node is loop for b in bindings)
+        return False
 
     def _alias(self, name: cst.Name) -> Optional[cst.BaseExpression]:
         """The attribute or item a local name is bound to once (`backbone = self.backbone[0]`)."""

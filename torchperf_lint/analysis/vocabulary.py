@@ -260,7 +260,8 @@ def is_cudnn_decision_call(dotted: str) -> bool:
 
 
 # `if step == 0:`, `if batch_idx == 0:`: a branch taken on one step of many (the first batch of an
-# epoch in a validation step). Bare `i` is not among them: `if i == 0:` over layers runs every step.
+# epoch in a validation step). Bare `i` is not among them: `if i == 0:` over layers runs every step;
+# `i` counts steps only as the `enumerate` counter of a step loop (hotpath.py `_on_one_step`).
 STEP_COUNTERS = frozenset(
     {
         "step",
