@@ -203,6 +203,82 @@ def test_data_parallel_through_the_defining_module() -> None:
     assert _lint(source, "TPL402") == [2]
 
 
+_ONE_GPU_SCRIPT = """
+    import argparse
+    import os
+    import torch.nn as nn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpu_id", type=str, default={default})
+    opts = parser.parse_args()
+    {setting}
+    model = nn.DataParallel(nn.Linear(8, 8){ids})
+    """
+
+
+@pytest.mark.parametrize(
+    ("default", "setting", "ids"),
+    [
+        # deeplabv3plus: one visible GPU by default, DataParallel calls the module directly
+        ("'0'", "os.environ['CUDA_VISIBLE_DEVICES'] = opts.gpu_id", ""),
+        ("'0,1'", "os.environ['CUDA_VISIBLE_DEVICES'] = '1'", ""),  # a literal of one device
+        ("'0,1'", "pass", ", device_ids=[0]"),
+        # pytorch-deeplab-xception: the option split into a list of one
+        ("'0'", "opts.gpu_id = [int(s) for s in opts.gpu_id.split(',')]", ", device_ids=opts.gpu_id"),
+        ("'0'", "pass", ", [opts.gpu_id]"),  # device_ids given by position
+    ],
+)
+def test_data_parallel_over_one_device_by_default_is_silent(default: str, setting: str, ids: str) -> None:
+    source = _ONE_GPU_SCRIPT.format(default=default, setting=setting, ids=ids)
+    assert _lint(source, "TPL402", path="main.py") == []
+
+
+@pytest.mark.parametrize(
+    ("default", "setting", "ids"),
+    [
+        ("'0,1'", "os.environ['CUDA_VISIBLE_DEVICES'] = opts.gpu_id", ""),
+        ("'0'", "os.environ['CUDA_VISIBLE_DEVICES'] = os.environ['GPUS']", ""),
+        (
+            "'0'",
+            "os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'\n    os.environ['CUDA_VISIBLE_DEVICES'] = opts.gpu_id",
+            "",
+        ),
+        ("'0'", "pass", ""),  # neither device_ids nor the variable: every visible GPU
+        ("'0'", "pass", ", device_ids=[0, 1]"),
+        # stored back as something other than a split of itself
+        ("'2'", "opts.gpu_id = list(range(int(opts.gpu_id)))", ", device_ids=opts.gpu_id"),
+        ("'0'", "pass", ", device_ids=list(range(n))"),
+    ],
+)
+def test_data_parallel_over_several_or_unknown_devices_is_reported(
+    default: str, setting: str, ids: str
+) -> None:
+    source = _ONE_GPU_SCRIPT.format(default=default, setting=setting, ids=ids)
+    assert _lint(source, "TPL402", path="main.py") == [9 + setting.count("\n")]
+
+
+def test_data_parallel_over_a_parameter_defaulting_to_one_device() -> None:
+    """stylegan2-pytorch's LPIPS: `initialize(..., gpu_ids=[0])` wraps `device_ids=gpu_ids`; a
+    parameter without such a default, or rebound in the function, keeps the finding."""
+    source = """
+        import torch
+
+        def initialize(net, gpu_ids=[0]):
+            return torch.nn.DataParallel(net, device_ids=gpu_ids)
+
+        def spread(net, gpu_ids=[0, 1]):
+            return torch.nn.DataParallel(net, device_ids=gpu_ids)
+
+        def given(net, gpu_ids):
+            return torch.nn.DataParallel(net, device_ids=gpu_ids)
+
+        def rebound(net, gpu_ids=[0]):
+            gpu_ids = list(range(torch.cuda.device_count()))
+            return torch.nn.DataParallel(net, device_ids=gpu_ids)
+        """
+    assert _lint(source, "TPL402") == [7, 10, 14]
+
+
 # -- TPL403 --------------------------------------------------------------------------------------
 
 TRAINING = """

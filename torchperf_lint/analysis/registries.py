@@ -88,6 +88,11 @@ class Registries:
             return (value == other) == isinstance(operator, cst.Equal)
         return None
 
+    def option_default(self, dest: str) -> Optional[str]:
+        """The string default of the file's option stored as `dest` (`'0'` for `--gpu-ids`), if any."""
+        found = self._option_defaults.get(dest)
+        return found[1] if found else None
+
     def _default_of(self, expr: cst.BaseExpression) -> Optional[str]:
         if isinstance(expr, cst.Attribute) and expr.attr.value in self._option_defaults:
             return self._option_defaults[expr.attr.value][1]

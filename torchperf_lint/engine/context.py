@@ -37,6 +37,7 @@ from ..analysis.tensors import TensorInference, Tensorness
 from ..analysis.torch_apis import ApiSupport, support
 from ..analysis.torch_version import Declared, bounded_by_imports, target_version
 from ..analysis.trip_counts import TripCounts
+from ..analysis.visible_devices import VisibleDevices
 from ..analysis.vocabulary import cuda_prefixes, names_rpc_device_map, shows_cuda_use
 from ..paths import matches_path
 from ..settings import Settings
@@ -79,6 +80,15 @@ class Context:
     def under_option_defaults(self, test: cst.BaseExpression) -> Optional[bool]:
         """What an `if` test on command-line options gives under their defaults, or None."""
         return self._registries.under_defaults(test)
+
+    @functools.cached_property
+    def _visible_devices(self) -> VisibleDevices:
+        return VisibleDevices(self.facts, self.names, self._registries)
+
+    def one_device_by_default(self, call: cst.Call) -> bool:
+        """A data-parallel wrapper built by `call` spreads over one GPU on the default run
+        (analysis/visible_devices.py): a pass-through there."""
+        return self._visible_devices.one_device_by_default(call)
 
     def torch_name(self) -> tuple[str, bool]:
         """How a fix spells `torch`, and whether it must add `import torch`."""

@@ -40,7 +40,12 @@ class DataParallel(Rule):
     flagged); classes named DataParallel that do not come from `torch.nn`; a module that also
     builds a `DistributedDataParallel` (itself, or through a project helper that returns one, like
     yolov5's `smart_DDP`): the project already offers DDP, DataParallel is its single-process
-    fallback, and moving to DDP is a launch choice, not a code change.
+    fallback, and moving to DDP is a launch choice, not a code change. A wrapper over one GPU on the
+    default run, where DataParallel calls the module directly: the file sets `CUDA_VISIBLE_DEVICES`
+    only to one device (a literal, or an option whose default names one, like `--gpu_id '0'`), or
+    `device_ids` holds one device by default (a one-element list, a parameter defaulting to one, an
+    option defaulting to `'0'` that the code splits). A default of `'0,1'`, `list(range(n))`, or the
+    variable read from the environment leave it reported.
     """
 
     code = "TPL402"
@@ -83,8 +88,61 @@ class DataParallel(Rule):
                     return nn.DataParallel(net, device_ids=gpus)  # expect: TPL402
                 return net
             """,
+        "two-gpus-by-default": """
+            import argparse
+            import os
+            import torch.nn as nn
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--gpu_id", type=str, default="0,1")
+            opts = parser.parse_args()
+            os.environ["CUDA_VISIBLE_DEVICES"] = opts.gpu_id
+            model = nn.DataParallel(nn.Linear(8, 8))  # expect: TPL402
+            """,
+        "every-gpu-counted": """
+            import torch
+            import torch.nn as nn
+
+            def wrap(model):
+                return nn.DataParallel(model, device_ids=list(range(torch.cuda.device_count())))  # expect: TPL402
+            """,
+        "visible-gpus-from-the-environment": """
+            import os
+            import torch.nn as nn
+
+            os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("GPUS", "0")
+            model = nn.DataParallel(nn.Linear(8, 8))  # expect: TPL402
+            """,
     }
     GOOD = {
+        "one-visible-gpu-by-default": """
+            import argparse
+            import os
+            import torch.nn as nn
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--gpu_id", type=str, default="0")
+            opts = parser.parse_args()
+            os.environ["CUDA_VISIBLE_DEVICES"] = opts.gpu_id
+            model = nn.DataParallel(nn.Linear(8, 8))  # one GPU: calls the module directly
+            """,
+        "device-ids-split-from-a-one-gpu-option": """
+            import argparse
+            import torch.nn as nn
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--gpu-ids", type=str, default="0")
+            args = parser.parse_args()
+            args.gpu_ids = [int(s) for s in args.gpu_ids.split(",")]
+            model = nn.DataParallel(nn.Linear(8, 8), device_ids=args.gpu_ids)
+            """,
+        "one-device-parameter-default": """
+            import torch
+
+            class Metric:
+                def initialize(self, net, gpu_ids=[0]):
+                    self.net = torch.nn.DataParallel(net.to(gpu_ids[0]), device_ids=gpu_ids)
+            """,
         "fallback-beside-ddp": """
             import torch
             import torch.nn as nn
@@ -126,5 +184,9 @@ class DataParallel(Rule):
     }
 
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
-        if ctx.qualified_name(node) in _DATA_PARALLEL and ctx.entry.offers_ddp is None:
+        if (
+            ctx.qualified_name(node) in _DATA_PARALLEL
+            and ctx.entry.offers_ddp is None
+            and not ctx.one_device_by_default(node)
+        ):
             yield self.report(node)
