@@ -258,7 +258,6 @@ def test_a_periodic_branch_that_steps_the_optimizer_is_the_step_itself() -> None
     assert [f.line for f in findings] == [9]
 
 
-
 def _syncs_in_evaluation(branch: str) -> list[int]:
     """TPL107 findings of a step loop over a loader whose body ends with `branch`, which saves an image."""
     source = textwrap.dedent(
@@ -302,3 +301,46 @@ def test_a_branch_on_one_value_of_the_step_loops_enumerate_counter_is_cold(branc
 )
 def test_a_branch_on_another_counter_or_value_stays_hot(branch: str) -> None:
     assert _syncs_in_evaluation(branch) != []
+
+
+_SHOWN_ACROSS_MODULES = """
+import torch
+from torch.utils.data import DataLoader
+from helpers import show
+
+
+def train(model, dataset, layers, optimizer):
+    loader = DataLoader(dataset, batch_size=8)
+    for i, (x, y) in enumerate(loader):
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+{branch}
+"""
+
+
+@pytest.mark.parametrize(
+    ("branch", "hot"),
+    [
+        ("if i == 0:\n    show(loss)", False),
+        ("if i < 1:\n    show(loss)", True),
+        ("for i, layer in enumerate(layers):\n    if i == 0:\n        show(loss)", True),
+        ("for i in range(2):\n    if i == 0:\n        show(loss)", True),
+    ],
+)
+def test_the_project_pass_reads_a_step_loops_enumerate_counter_as_the_file_walk_does(
+    branch: str, hot: bool, tmp_path: Path
+) -> None:
+    """A helper in another module called on one step of a loop over a DataLoader runs once per
+    pass (project/summary.py); under another test or another counter it runs every step."""
+    train = _SHOWN_ACROSS_MODULES.replace("{branch}", textwrap.indent(branch, " " * 8))
+    files = {
+        "pyproject.toml": "[project]\nname = 'p'\n",
+        "helpers.py": "import torch\n\n\ndef show(loss):\n    print(loss.item())\n",
+        "train.py": train,
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    path = tmp_path / "helpers.py"
+    findings = lint_source(path.read_text(), str(path), select=["TPL107"])
+    assert [f.line for f in findings] == ([5] if hot else [])

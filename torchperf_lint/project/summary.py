@@ -328,6 +328,36 @@ def _literal_strings(value: ast.AST) -> list[str]:
     return names if len(names) == len(value.elts) else []
 
 
+def _enumerate_counter(loop: LoopNode) -> str:
+    """`i` for `for i, x in enumerate(...)`, as analysis/cold.py's enumerate_counter; "" otherwise."""
+    iterable, target = getattr(loop, "iter", None), getattr(loop, "target", None)
+    if not (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+        and isinstance(target.elts[0], ast.Name)
+    ):
+        return ""
+    return target.elts[0].id
+
+
+def _compared_counter(test: ast.AST) -> str:
+    """`i` for `if i == 0:` (any int literal), as analysis/cold.py's compared_counter; "" otherwise."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return ""
+    right = test.comparators[0]
+    if not (isinstance(right, ast.Constant) and type(right.value) is int and isinstance(test.left, ast.Name)):
+        return ""
+    return test.left.id
+
+
+def _binds(loop: LoopNode, name: str) -> bool:
+    target = getattr(loop, "target", None)
+    return target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
 def _breaks_at_counter_bound(loop: Union[ast.For, ast.AsyncFor]) -> bool:
     """`for i, x in enumerate(...)` whose own body holds `if i == / >= / > ...: break`."""
     iterable, target = loop.iter, loop.target
@@ -853,6 +883,10 @@ class _Summarizer:
         self.fills_container: set[int] = set()  # functions that return a container they fill
         self.bound_calls: dict[int, str] = {}  # ids of calls `name = f(...)` binds -> the name
         self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
+        self.loop_nodes: dict[int, LoopNode] = {}  # loop index -> its node
+        # indices of the loops around here on one value of whose enumerate counter the current
+        # branch is taken (`if i == 0:`): cold when that loop iterates a DataLoader
+        self.one_pass_of: list[int] = []
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -1066,6 +1100,7 @@ class _Summarizer:
         loop = Loop(node.lineno, function, self.innermost_loop())
         loop.bounded = isinstance(node, (ast.For, ast.AsyncFor)) and _breaks_at_counter_bound(node)
         self.summary.loops.append(loop)
+        self.loop_nodes[index] = node
         if not isinstance(node, ast.While):
             scopes, iterable = self.scopes(), node.iter
             self.host_reads.add(id(iterable))  # `for i in params["order"]`: Python takes the values
@@ -1130,11 +1165,24 @@ class _Summarizer:
         memo = fills_cache(node, local) or fills_looked_up_cache(node, self.block)
         self.visit(node.test)
         sides = ((node.body, body or memo, "body"), (node.orelse, orelse, "else"))
+        once = self._counted_loop(node.test)
         for nodes, cold, side in sides:
             left = self._left_loop(nodes)
             self.leaving.extend([left] if left >= 0 else ())
+            self.one_pass_of.extend([once] if once >= 0 and side == "body" else ())
             self._in_cold(nodes, cold, self._guard(node.test, side))
+            del self.one_pass_of[len(self.one_pass_of) - (once >= 0 and side == "body") :]
             del self.leaving[len(self.leaving) - (left >= 0) :]
+
+    def _counted_loop(self, test: ast.expr) -> int:
+        """The loop of this function whose enumerate counter `test` compares with one value
+        (`if i == 0:` in `for i, x in enumerate(loader):`), when no loop between binds it; -1 for none."""
+        name = _compared_counter(test)
+        for index in reversed(self.loop_stack[-1] if name else ()):
+            loop = self.loop_nodes[index]
+            if _binds(loop, name):
+                return index if _enumerate_counter(loop) == name else -1
+        return -1
 
     def _left_loop(self, block: list[ast.stmt]) -> int:
         """The outermost loop of the function that `block` leaves at its end: the innermost one
@@ -1542,6 +1590,7 @@ class _Summarizer:
                 function.builds.extend(made)
         loop = self.innermost_loop()
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
+        once = list(self.one_pass_of)
         leaves = self.leaving[0] if self.leaving else -1
         bound = self.bound_calls.get(id(node), "")
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
@@ -1582,7 +1631,9 @@ class _Summarizer:
                 call.wrapped = self._wrapped(node, scopes[0])
                 call.loaders = _passed_loaders(node, scopes[0])
                 call.bound = bound
-                (function.cold_calls if cold else function.calls).append(call)
+                # on one step of a loop over a DataLoader (labelled before this runs): once per pass
+                once_per_pass = any(self.summary.loops[index].loader for index in once)
+                (function.cold_calls if cold or once_per_pass else function.calls).append(call)
 
         self._later(describe)
 
