@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
-from .common import _scalar_in_call, _scalar_in_subscript, condition_parts, host_sync, on_device, on_error_path
+from .common import condition_parts, host_sync, on_device, on_error_path, scalar_read
 
 if TYPE_CHECKING:
     from ...engine.context import Context
@@ -45,7 +45,10 @@ def _self_chain(node: cst.Attribute) -> Optional[str]:
 
 
 def sources(
-    expr: cst.BaseExpression, function: cst.FunctionDef, ctx: Context, computed: Optional[list[cst.Call]] = None
+    expr: cst.BaseExpression,
+    function: cst.FunctionDef,
+    ctx: Context,
+    computed: Optional[list[cst.Call]] = None,
 ) -> set[str]:
     """The names whose values `expr` computes from, within `function`: its parameters (by name),
     `self.<attr>` tensors, and locals bound by a loop, `with` or comprehension (`local:<name>`).
@@ -98,7 +101,9 @@ def _computes(call: cst.Call, ctx: Context) -> bool:
     return not (isinstance(func, cst.Attribute) and ctx.is_tensor(func.value))
 
 
-def _bound_values(name: cst.Name, function: cst.FunctionDef, ctx: Context, found: set[str]) -> list[cst.CSTNode]:
+def _bound_values(
+    name: cst.Name, function: cst.FunctionDef, ctx: Context, found: set[str]
+) -> list[cst.CSTNode]:
     """The values `name` is bound to in `function` (recording a parameter or a loop target in `found`);
     a global or an import is no source."""
     values: list[cst.CSTNode] = []
@@ -150,11 +155,9 @@ def _read_tensors(node: cst.CSTNode, ctx: Context) -> list[cst.BaseExpression]:
             if isinstance(func, cst.Attribute) and sync.startswith("."):
                 return [func.value]
             return [node.args[0].value] if node.args else []
-        scalar = _scalar_in_call(node, ctx)
-        return [scalar[0]] if scalar is not None else []
-    if isinstance(node, cst.Subscript):
-        scalar = _scalar_in_subscript(node, ctx)
-        return [scalar[0]] if scalar is not None else []
+    scalar = scalar_read(node, ctx)
+    if scalar is not None:
+        return [scalar]
     if isinstance(node, (cst.If, cst.While)):
         return [part for part in condition_parts(node.test, ctx) if on_device(part, ctx, certain=True)]
     return []
