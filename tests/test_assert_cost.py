@@ -3,10 +3,15 @@ anyway, or that validates an entry's arguments with a message, is a note; the pe
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 
 from torchperf_lint.api import lint_source
+from torchperf_lint.cli import main
 from torchperf_lint.settings import Settings
+
+from .helpers import write_project
 
 
 def _lines(source: str, notes: bool = False) -> list[tuple[int, bool]]:
@@ -149,3 +154,68 @@ def test_a_per_step_assert_in_a_training_loop_stays_reported() -> None:
                 optimizer.step()
         """
     assert _lines(source) == [(6, False)]
+
+
+_GENERATOR = """
+    import torch
+    from torch import nn
+
+
+    class LM(nn.Module):
+        def __init__(self, vocab, width):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(4)])
+            self.head = nn.Linear(width, vocab)
+            self._fsdp = None
+
+        def forward(self, idx):
+            h = self.embed(idx)
+            for block in self.blocks:
+                h = block(h)
+            assert h.isfinite().all()
+            return self.head(h)
+
+        def _next_token(self, seq):
+            model = self if self._fsdp is None else self._fsdp
+            return model(seq)[:, -1].argmax(-1, keepdim=True)
+
+        @torch.no_grad()
+        def generate(self, prompt, steps):
+            seq = prompt
+            for _ in range(steps):
+                seq = torch.cat([seq, self._next_token(seq)], dim=1)
+                assert (seq[:, -1] >= 0).all()
+            assert (seq >= 0).all()
+            return seq
+    """
+_EVALUATE = """
+    import torch
+    from model import LM
+
+
+    def evaluate(loader):
+        model = LM(64, 32).cuda()
+        scores = []
+        for prompt in loader:
+            out = model.generate(prompt.cuda(), 128)
+            scores.append(out.float().mean())
+        return scores
+    """
+
+
+def test_an_assert_after_a_generation_s_token_loop_runs_once_per_many_model_calls(tmp_path, capsys) -> None:
+    # audiocraft's LMModel.generate: the token loop calls the model through `model = self if ...`
+    root = write_project(tmp_path, {"model.py": _GENERATOR, "evaluate.py": _EVALUATE})
+    main(["--format", "json", "--no-cache", "--show-context", "--select", "TPL104", str(root)])
+    found = [
+        (Path(str(f["path"])).name, f["line"], f.get("kind", "finding"))
+        for f in json.loads(capsys.readouterr().out)
+    ]
+    # the assert inside the token loop runs once per token: reported; the one after it is a note;
+    # forward's after its loop over blocks runs once per model call: reported
+    assert sorted(found) == [
+        ("model.py", 17, "finding"),
+        ("model.py", 29, "finding"),
+        ("model.py", 30, "note"),
+    ]

@@ -4,6 +4,9 @@
 - The function reads the same tensor on the host anyway (`.tolist()`, `.item()`, `int()` of it, a
   size or slice bound, an `if` on it) on every path that runs the assert: the host waits for that
   value once per call whatever the assert does.
+- The assert sits outside a loop of its own function that runs a model per iteration: a generation
+  function's checks after its token loop run once per many model calls. Not in `forward` or a step
+  hook, whose loops (over layers, over experts) run inside one step.
 - The assert validates the caller's arguments and tells the caller what was wrong (a message): an
   entry's contract, kept deliberately, not a check computed inside the step.
 
@@ -195,6 +198,24 @@ def _function_nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
         if isinstance(node, (cst.Call, cst.Subscript, cst.If, cst.While)):
             yield node
         stack.extend(node.children)
+
+
+def outside_own_loop(node: cst.Assert, ctx: Context) -> Optional[cst.CSTNode]:
+    """The loop of the assert's own function that runs a model per iteration (a step, inference or
+    token loop: project/graph.py, model_loops) and does not hold the assert; None in forward or a
+    step hook and what they call, where such loops run inside one step."""
+    function = ctx.enclosing_function(node)
+    reason = ctx.hot_reason(node)
+    if function is None or reason is None or reason.from_model_code:
+        return None
+    loops = ctx.facts.loops
+    candidates = [loops[i] for i in sorted(ctx.entry.model_loops) if i < len(loops)]
+    candidates += [*ctx.hot.step_loops, *ctx.hot.inference_loops]
+    around = {id(a) for a in ctx.ancestors(node)}
+    for loop in candidates:
+        if id(loop) not in around and ctx.enclosing_function(loop) is function:
+            return loop
+    return None
 
 
 def validates_arguments(node: cst.Assert, ctx: Context) -> bool:

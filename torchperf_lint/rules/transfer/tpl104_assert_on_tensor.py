@@ -10,7 +10,7 @@ from ...engine.context import Context
 from ...engine.edits import torch_attribute
 from ...engine.findings import Fix, Report, Safety
 from ..base import Rule, hot_place
-from .assert_cost import syncs_anyway, validates_arguments
+from .assert_cost import outside_own_loop, syncs_anyway, validates_arguments
 from .common import (
     condition_parts,
     host_sync,
@@ -72,6 +72,12 @@ def _why_free(node: cst.Assert, ctx: Context) -> Optional[str]:
             f"the function reads the same tensor on the host anyway at line {ctx.line_of(read)}: "
             "the assert adds no wait worth removing"
         )
+    loop = outside_own_loop(node, ctx)
+    if loop is not None:
+        return (
+            f"outside the loop at line {ctx.line_of(loop)} of its own function, which runs a model per "
+            "iteration: the assert runs once per many model calls"
+        )
     if validates_arguments(node, ctx):
         return "validates the caller's arguments, with a message for the caller: the entry's contract"
     return None
@@ -110,6 +116,10 @@ class AssertOnTensor(Rule):
       follows the function's assignments back to its parameters and the tensors on `self`): the host
       waits for those values once per call whatever the assert does. A read in another branch, or of
       another tensor, does not count;
+    - the assert sits outside a loop of its own function that runs the model once per iteration
+      (a `generate` whose checks follow its token loop, called per batch of an evaluation): it runs
+      once per many model calls. Not in `forward`, a step hook or what they call, whose loops (over
+      layers, over experts) run inside one model call;
     - the assert validates what the caller passed in (parameters, as they are or through torch
       functions and tensor methods, never through a layer or a helper) and says so in a message to
       the caller: a library entry's contract, kept on purpose, unlike a check on a value the step
