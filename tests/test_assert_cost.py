@@ -219,3 +219,25 @@ def test_an_assert_after_a_generation_s_token_loop_runs_once_per_many_model_call
         ("model.py", 29, "finding"),
         ("model.py", 30, "note"),
     ]
+
+
+def test_other_entries_of_a_container_or_other_parts_of_an_unpacking_are_other_tensors() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        DEVICE = "cuda"
+
+        class Head(nn.Module):
+            def forward(self, batch: dict, pair: tuple):
+                labels = torch.as_tensor(batch["labels"], device=DEVICE)
+                assert (labels >= 0).all()
+                x, lens = pair
+                y = torch.relu(x)
+                assert (y >= 0).all()
+                n = int(torch.as_tensor(batch["lengths"], device=DEVICE).max())
+                return y[:, : int(torch.as_tensor(lens).max())][:, :n]
+        """
+    assert _lines(source) == [(9, False), (12, False)]
+    same_entry = source.replace('batch["lengths"]', 'batch["labels"]')
+    assert _lines(same_entry) == [(12, False)]

@@ -54,7 +54,8 @@ def sources(
     computed: Optional[list[cst.Call]] = None,
 ) -> set[str]:
     """The names whose values `expr` computes from, within `function`: its parameters (by name),
-    `self.<attr>` tensors, and locals bound by a loop, `with` or comprehension (`local:<name>`).
+    `self.<attr>` tensors, entries of a container under a literal key (`batch["mask"]`), and locals
+    bound by unpacking, a loop, `with` or comprehension (`local:<name>`).
     `computed` collects the calls on the way that are neither torch functions nor tensor methods (a
     layer, a helper): where the value is computed, not passed in."""
     found: set[str] = set()
@@ -84,6 +85,8 @@ def sources(
             if isinstance(func, cst.Attribute):
                 stack.append(func.value)  # the receiver of a method; a module's name leads nowhere
             stack.extend(arg.value for arg in node.args)
+        elif isinstance(node, cst.Subscript) and _keyed(node) is not None:
+            found.add(_keyed(node) or "")  # `batch["mask"]`: one entry of a container, not all of it
         elif isinstance(node, cst.Name):
             if node.value in seen or node.value == SELF:
                 continue
@@ -94,6 +97,16 @@ def sources(
         else:
             stack.extend(child for child in node.children)
     return found
+
+
+def _keyed(subscript: cst.Subscript) -> Optional[str]:
+    """`name["key"]` as `name["key"]`, or None for another subscript."""
+    if not isinstance(subscript.value, cst.Name) or len(subscript.slice) != 1:
+        return None
+    index = subscript.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        return f"{subscript.value.value}[{index.value.value}]"
+    return None
 
 
 def _computes(call: cst.Call, ctx: Context) -> bool:
@@ -115,12 +128,12 @@ def _bound_values(
             continue
         if binding.kind == "param":
             found.add(name.value)
-        elif binding.kind in ("assign", "unpack"):
+        elif binding.kind == "assign":
             values.append(binding.node)
         elif binding.kind == "augassign" and isinstance(binding.node, cst.AugAssign):
             values.append(binding.node.value)
-        elif binding.kind in ("for", "compfor", "with"):
-            found.add(f"local:{name.value}")
+        elif binding.kind in ("unpack", "for", "compfor", "with"):
+            found.add(f"local:{name.value}")  # one part of what it unpacks, not all of it
     return values
 
 
