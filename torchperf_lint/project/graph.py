@@ -647,6 +647,22 @@ class Project:
             loop = loops[loop].parent
         return loop
 
+    def model_loops(self, module: Module) -> frozenset[int]:
+        """The loops of `module` whose body calls something that runs a model once (a forward, a
+        helper calling one), in any function, hot or not: a token loop inside a `generate` that an
+        evaluation loop calls per batch is one, and so is every inference loop."""
+        if module.is_test:
+            return frozenset()
+        found: set[int] = set()
+        for index in range(-1, len(module.summary.functions)):
+            function = FunctionRef(module, index)
+            for position, call in self._function_calls(function):
+                if call.loop < 0 or call.loop in found:
+                    continue
+                if any(self._runs_model(callee) for callee in self.callees(function, position)):
+                    found.add(call.loop)
+        return frozenset(found)
+
     def inference_loops(self, module: Module) -> frozenset[int]:
         """Loops outside training and outside hot code whose body calls a model once per
         iteration (RULES.md, hot code item 4): generation, sampling, evaluation, a predictor's
@@ -1284,6 +1300,7 @@ class Project:
             idle_entry_points=idle,
             step_loops=self.step_loops(module),
             inference_loops=self.inference_loops(module),
+            model_loops=self.model_loops(module),
             no_grad_callables=no_grad,
             host_parameters=host,
             host_read_keys=self.host_read_keys(module),

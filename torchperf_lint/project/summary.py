@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any, Callable, Iterator, Optional, Union, cast
+from typing import Any, Callable, Iterable, Iterator, Optional, Union, cast
 
 from ..analysis.arguments import (
     BUILT_PREFIX,
@@ -380,6 +380,19 @@ def dotted(node: ast.AST) -> Optional[str]:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def _aliases_self(values: Iterable[ast.AST]) -> bool:
+    """Every value bound to a name is `self`, or a conditional one branch of which is `self` (its
+    wrapped self: `self if self._fsdp is None else self._fsdp`)."""
+    values = list(values)
+
+    def is_self(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == "self"
+
+    return bool(values) and all(
+        is_self(v) or (isinstance(v, ast.IfExp) and (is_self(v.body) or is_self(v.orelse))) for v in values
+    )
 
 
 def _strip_chain(node: ast.AST) -> ast.AST:
@@ -1617,6 +1630,8 @@ class _Summarizer:
                 if name in scope.names:
                     if self._scoped_import(name, scope):
                         return "global", name
+                    if cls >= 0 and _aliases_self(scope.values.get(name, ())):
+                        return "self", "__call__"  # `model = self if fsdp is None else fsdp; model(x)`
                     return self._instance(name, "__call__", scope)
             return "global", name
         if not isinstance(func, ast.Attribute):
