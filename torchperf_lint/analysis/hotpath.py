@@ -102,6 +102,9 @@ class HotPaths:
         self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
         self._rare |= self._preparing
         self._rare.update(self._trainers())
+        # a function that drives a model it is handed in a loop of its own runs once per many
+        # model calls, whoever calls it: that loop is its step (project/graph.py)
+        self._rare.update(self._functions[i] for i in entry.model_drivers if i < len(self._functions))
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
         self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None

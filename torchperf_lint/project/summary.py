@@ -44,6 +44,7 @@ from ..analysis.vocabulary import (
     is_cudnn_decision_call,
     is_export_flag,
     is_loader_name,
+    is_model_name,
     is_optimizer_class,
     is_optimizer_name,
     names_rpc_device_map,
@@ -142,6 +143,9 @@ class Function:
     builds: list[str] = dataclasses.field(default_factory=list)
     # the names that hold the parsed command-line options here (analysis/options.py)
     namespaces: list[str] = dataclasses.field(default_factory=list)
+    # the loops whose body calls a model the function is handed (a parameter named like one:
+    # `model(x)` in `for t in timesteps:`): it drives that model, one call per iteration
+    model_loops: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -1473,6 +1477,15 @@ class _Summarizer:
                     function.updates.append(loop)
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
                 function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
+            if (
+                not cold
+                and loop >= 0
+                and isinstance(func, ast.Name)
+                and func.id in scopes[0].params
+                and is_model_name(func.id)
+                and loop not in function.model_loops
+            ):
+                function.model_loops.append(loop)
             described = _scaler_step(node, scopes[0]) or self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
