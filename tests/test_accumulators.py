@@ -86,3 +86,34 @@ def test_a_list_that_starts_with_values_keeps_the_fallback_hot() -> None:
             curves.append(mini)
         return torch.stack(curves) if curves else torch.zeros(k).cuda()
         """) == [11]
+
+
+def test_a_helper_only_the_fallback_calls_is_cold_in_both_passes(tmp_path) -> None:
+    from .helpers import finding_lines, write_project
+
+    helpers = """
+        import torch
+
+
+        def empty_curve(k):
+            return torch.zeros(k).cuda()
+
+
+        def full_curve(curves, k):
+            return torch.stack(curves) + torch.zeros(k).cuda()
+        """
+    model = """
+        import torch
+        from torch import nn
+        from helpers import empty_curve, full_curve
+
+
+        class Curves(nn.Module):
+            def forward(self, preds, sizes, k):
+                curves = []
+                for mini in preds.split(sizes):
+                    curves.append(mini)
+                return full_curve(curves, k) if curves else empty_curve(k)
+        """
+    root = write_project(tmp_path, {"helpers.py": helpers, "model.py": model})
+    assert finding_lines(root, "helpers.py", "TPL101") == [9]

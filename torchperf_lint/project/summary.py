@@ -13,6 +13,7 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union, cast
 
+from ..analysis.accumulators import Accumulators
 from ..analysis.arguments import (
     BUILT_PREFIX,
     OPTIONS,
@@ -708,6 +709,8 @@ class _Locals:
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
+        self.function = function
+        self._accumulators: Optional[Accumulators] = None
         if function is None:
             return
         args = function.args
@@ -715,6 +718,14 @@ class _Locals:
             if arg is not None:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
+
+    def empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """The side of `test` that runs only while an accumulator is empty (analysis/accumulators.py)."""
+        if self.function is None:
+            return False, False
+        if self._accumulators is None:
+            self._accumulators = Accumulators(self.function)
+        return self._accumulators.empty_sides(test)
 
 
 def _record_unpacked(node: ast.Assign, local: _Locals) -> None:
@@ -1051,8 +1062,14 @@ class _Summarizer:
         self.cold -= cold
         del self.guards[guards:]
 
+    def _cold_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """cold.py's cold_sides, and the empty side of an accumulator's test (accumulators.py)."""
+        body, orelse = cold_sides(test)
+        empty_body, empty_orelse = self.locals().empty_sides(test) if self.function_stack else (False, False)
+        return body or empty_body, orelse or empty_orelse
+
     def _If(self, node: ast.If) -> None:
-        body, orelse = cold_sides(node.test)
+        body, orelse = self._cold_sides(node.test)
         # the branch that steps the optimizer is the step itself, never a periodic extra
         body = body and not _steps_an_optimizer(node.body)
         local = self.locals() if self.function_stack else None
@@ -1074,7 +1091,7 @@ class _Summarizer:
         return loops[-1] if isinstance(block[-1], ast.Break) else loops[0]
 
     def _IfExp(self, node: ast.IfExp) -> None:
-        body, orelse = cold_sides(node.test)
+        body, orelse = self._cold_sides(node.test)
         self.visit(node.test)
         for branch, cold, side in ((node.body, body, "body"), (node.orelse, orelse, "else")):
             guard = self._guard(node.test, side)
