@@ -118,3 +118,30 @@ def test_a_sampler_called_by_a_training_step_keeps_its_loop_hot(tmp_path: Path) 
 def test_model_names() -> None:
     assert all(map(is_model_name, ["model", "ema_model", "net", "unet", "generator", "g_net", "Model"]))
     assert not any(map(is_model_name, ["fn", "loss_fn", "models", "transform", "criterion", "netloc"]))
+
+
+def test_a_part_of_the_model_run_chunk_by_chunk_inside_forward_stays_hot(tmp_path: Path) -> None:
+    # inside a model's forward the forward is the step: the chunked helper's set-up runs per step
+    nerf = """
+        import torch
+        from torch import nn
+
+
+        def render(model, points, chunk=1024):
+            offsets = torch.zeros(points.shape[0], 3).cuda()
+            out = []
+            for i in range(0, points.shape[0], chunk):
+                out.append(model(points[i : i + chunk] + offsets[i : i + chunk]))
+            return torch.cat(out)
+
+
+        class System(nn.Module):
+            def __init__(self, nerf):
+                super().__init__()
+                self.nerf = nerf
+
+            def forward(self, points):
+                return render(self.nerf, points)
+        """
+    root = write_project(tmp_path, {"nerf.py": nerf})
+    assert finding_lines(root, "nerf.py", "TPL101") == [6]

@@ -107,11 +107,9 @@ def test_a_function_that_runs_its_own_step_loop_is_not_made_hot_by_its_callers(t
     write_project(
         tmp_path,
         {
-            # no step and no model driven in the loop (a driven model makes the loop a step too:
-            # tests/test_model_drivers.py): `fit` runs once per forward
-            "explainer.py": explainer.replace("                    loss.backward()\n", "")
-            .replace("                    opt.step()\n", "")
-            .replace("model(x * self.mask)", "(x * self.mask)")
+            "explainer.py": explainer.replace("                    loss.backward()\n", "").replace(
+                "                    opt.step()\n", ""
+            )
         },
     )
     assert finding_lines(root, "explainer.py", "TPL105") == [7]

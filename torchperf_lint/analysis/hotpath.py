@@ -104,8 +104,8 @@ class HotPaths:
         self._rare |= self._preparing
         self._rare.update(self._trainers())
         # a function that drives a model it is handed in a loop of its own runs once per many
-        # model calls, whoever calls it: that loop is its step (project/graph.py)
-        self._rare.update(self._functions[i] for i in entry.model_drivers if i < len(self._functions))
+        # model calls: that loop is its step, outside model code (project/graph.py)
+        self._drivers = {self._functions[i] for i in entry.model_drivers if i < len(self._functions)}
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
         self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
@@ -728,6 +728,8 @@ class HotPaths:
             for call in calls_by_owner.get(owner, ()):
                 for callee in self.resolve_call(call):
                     if callee in hot or callee in self._rare:
+                        continue
+                    if callee in self._drivers and not reason.from_model_code:
                         continue
                     info = self._facts.functions[callee]
                     hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)

@@ -33,6 +33,7 @@ from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
 _MAX_MODEL_DEPTH = 8  # nesting of model classes followed for what they build
+_MODEL_CODE = frozenset({"forward", "step-hook"})  # origins of a model's own code: its forward is the step
 
 
 @dataclasses.dataclass(eq=False)
@@ -777,10 +778,14 @@ class Project:
         return added
 
     def model_drivers(self, module: Module) -> frozenset[int]:
-        """The functions of `module` that hot code calls and that drive a model they are handed
-        in a loop of their own: cold whoever calls them, their loop hot (hotpath.py)."""
-        self.hot()
-        return frozenset(index for (owner, index) in self._drivers if owner == id(module))
+        """The functions of `module` that code outside the model calls per step and that drive a
+        model they are handed in a loop of their own: cold for those callers, their loop hot
+        (hotpath.py). Inside a model's forward the forward is the step: a helper that runs a part
+        of the model chunk by chunk (NeRF's `inference(model, points)`) stays hot."""
+        hot = self.hot()
+        return frozenset(
+            index for (owner, index) in self._drivers if owner == id(module) and (owner, index) not in hot
+        )
 
     def _drain(
         self,
@@ -805,7 +810,7 @@ class Project:
                     sites.setdefault(callee.key(), (callee, []))[1].append((function, call))
                     if callee.key() in hot or callee.info.rare or self._trains(callee):
                         continue
-                    if self._driving_loops(callee):
+                    if reason.origin not in _MODEL_CODE and self._driving_loops(callee):
                         self._drivers.setdefault(callee.key(), callee)
                         continue  # runs once per many model calls: its own loop is the step
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
