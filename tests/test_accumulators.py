@@ -28,25 +28,31 @@ def _lines(body: str) -> list[int]:
 
 
 def test_the_fallback_of_an_accumulator_filled_per_query_is_cold() -> None:
-    assert _lines("""
+    assert (
+        _lines("""
         precisions, recalls = [], []
         for mini in torch.split(preds, sizes):
             if mini.sum():
                 precisions.append(mini.cumsum(0))
         precision = torch.stack(precisions) if precisions else torch.zeros(k).cuda()
         return precision
-        """) == []
+        """)
+        == []
+    )
 
 
 def test_an_early_return_for_an_empty_accumulator_is_cold() -> None:
-    assert _lines("""
+    assert (
+        _lines("""
         curves = []
         for mini in preds.split(sizes):
             curves.append(mini)
         if not curves:
             return torch.zeros(k).cuda()
         return torch.stack(curves)
-        """) == []
+        """)
+        == []
+    )
 
 
 def test_the_side_with_data_stays_hot() -> None:

@@ -13,7 +13,6 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterator, Optional, Union, cast
 
-from ..analysis.accumulators import Accumulators
 from ..analysis.arguments import (
     BUILT_PREFIX,
     OPTIONS,
@@ -55,6 +54,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
+from .accumulators import Accumulators
 from .datasets import items_in_memory
 from .precision import reduced_precision
 
