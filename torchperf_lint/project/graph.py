@@ -34,6 +34,7 @@ from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
 _MAX_MODEL_DEPTH = 8  # nesting of model classes followed for what they build
+_MODEL_CODE = frozenset({"forward", "step-hook"})  # origins of a model's own code: its forward is the step
 
 
 @dataclasses.dataclass(eq=False)
@@ -122,6 +123,8 @@ class Project:
         self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
         self._step_loops: dict[int, frozenset[int]] = {}
         self._inference_loops: dict[int, frozenset[int]] = {}  # by module id; set by _spread_hot
+        # functions hot code calls that drive a model they are handed in a loop of their own
+        self._drivers: dict[tuple[int, int], FunctionRef] = {}  # set by _spread_hot
         self._model_builders: Optional[dict[int, set[int]]] = None
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._arguments: dict[tuple[int, int], Values] = {}
@@ -782,6 +785,7 @@ class Project:
                 hot[function.key()] = reason
                 queue.append((function, None, reason))
         self._inference_loops = {}
+        self._drivers = {}
         for module in self.modules.values():
             if module.is_test:
                 continue  # a test's loop does not make the code it calls run per step
@@ -791,12 +795,54 @@ class Project:
         self._drain(queue, hot, arguments, sites)
         # then the inference steps, where training and model code did not reach already
         self._inference_loops = self._find_inference_loops(hot)
+        self._add_driving_loops(hot)
         for module in self.modules.values():
             for index in sorted(self._inference_loops.get(id(module), ())):
                 owner = FunctionRef(module, module.summary.loops[index].function)
                 queue.append((owner, index, ExternalReason("inference", "")))
         self._drain(queue, hot, arguments, sites)
+        # a driver reached only from an inference step: its own loop is a step too
+        while added := self._add_driving_loops(hot):
+            queue.extend((function, index, ExternalReason("inference", "")) for function, index in added)
+            self._drain(queue, hot, arguments, sites)
         return hot
+
+    def _driving_loops(self, function: FunctionRef) -> frozenset[int]:
+        """The loops of `function` that call a model it is handed once per iteration, outside
+        training (a sampler's `for t in timesteps: model(x, t)`): each is an inference step, and
+        the function's other statements run once per many model calls, like an epoch loop's."""
+        loops, steps = function.module.summary.loops, self.step_loops(function.module)
+
+        def in_training(loop: int) -> bool:
+            while loop >= 0 and loop not in steps:
+                loop = loops[loop].parent
+            return loop >= 0
+
+        return frozenset(loop for loop in function.info.handed_model_loops if not in_training(loop))
+
+    def _add_driving_loops(self, hot: dict[tuple[int, int], ExternalReason]) -> list[tuple[FunctionRef, int]]:
+        """Makes the driving loops of the drivers hot code reached inference loops; returns the new ones."""
+        added: list[tuple[FunctionRef, int]] = []
+        for key, function in self._drivers.items():
+            if key in hot:
+                continue
+            module = function.module
+            known = self._inference_loops.get(id(module), frozenset())
+            new = sorted(self._driving_loops(function) - known)
+            if new:
+                self._inference_loops[id(module)] = known | frozenset(new)
+                added.extend((function, index) for index in new)
+        return added
+
+    def model_drivers(self, module: Module) -> frozenset[int]:
+        """The functions of `module` that code outside the model calls per step and that drive a
+        model they are handed in a loop of their own: cold for those callers, their loop hot
+        (hotpath.py). Inside a model's forward the forward is the step: a helper that runs a part
+        of the model chunk by chunk (NeRF's `inference(model, points)`) stays hot."""
+        hot = self.hot()
+        return frozenset(
+            index for (owner, index) in self._drivers if owner == id(module) and (owner, index) not in hot
+        )
 
     def _drain(
         self,
@@ -821,6 +867,9 @@ class Project:
                     sites.setdefault(callee.key(), (callee, []))[1].append((function, call))
                     if callee.key() in hot or callee.info.rare or self._trains(callee):
                         continue
+                    if reason.origin not in _MODEL_CODE and self._driving_loops(callee):
+                        self._drivers.setdefault(callee.key(), callee)
+                        continue  # runs once per many model calls: its own loop is the step
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
                     hot[callee.key()] = ExternalReason(reason.origin, text)
                     queue.append((callee, None, hot[callee.key()]))
@@ -1301,6 +1350,7 @@ class Project:
             step_loops=self.step_loops(module),
             inference_loops=self.inference_loops(module),
             model_loops=self.model_loops(module),
+            model_drivers=self.model_drivers(module),
             no_grad_callables=no_grad,
             host_parameters=host,
             host_read_keys=self.host_read_keys(module),

@@ -44,6 +44,7 @@ from ..analysis.vocabulary import (
     is_cudnn_decision_call,
     is_export_flag,
     is_loader_name,
+    is_model_name,
     is_optimizer_class,
     is_optimizer_name,
     names_rpc_device_map,
@@ -53,6 +54,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
+from .accumulators import Accumulators
 from .datasets import items_in_memory
 from .precision import reduced_precision
 
@@ -148,6 +150,9 @@ class Function:
     namespaces: list[str] = dataclasses.field(default_factory=list)
     # the line of the `DataLoader(...)` call it returns (`return loader` bound to one), 0 when none
     returns_loader: int = 0
+    # the loops whose body calls a model the function is handed (a parameter named like one:
+    # `model(x)` in `for t in timesteps:`): it drives that model, one call per iteration
+    handed_model_loops: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -790,6 +795,8 @@ class _Locals:
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
+        self.function = function
+        self._accumulators: Optional[Accumulators] = None
         if function is None:
             return
         args = function.args
@@ -797,6 +804,14 @@ class _Locals:
             if arg is not None:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
+
+    def empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """The side of `test` that runs only while an accumulator is empty (analysis/accumulators.py)."""
+        if self.function is None:
+            return False, False
+        if self._accumulators is None:
+            self._accumulators = Accumulators(self.function)
+        return self._accumulators.empty_sides(test)
 
 
 def _record_unpacked(node: ast.Assign, local: _Locals) -> None:
@@ -1135,8 +1150,14 @@ class _Summarizer:
         self.cold -= cold
         del self.guards[guards:]
 
+    def _cold_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """cold.py's cold_sides, and the empty side of an accumulator's test (accumulators.py)."""
+        body, orelse = cold_sides(test)
+        empty_body, empty_orelse = self.locals().empty_sides(test) if self.function_stack else (False, False)
+        return body or empty_body, orelse or empty_orelse
+
     def _If(self, node: ast.If) -> None:
-        body, orelse = cold_sides(node.test)
+        body, orelse = self._cold_sides(node.test)
         # the branch that steps the optimizer is the step itself, never a periodic extra
         body = body and not _steps_an_optimizer(node.body)
         local = self.locals() if self.function_stack else None
@@ -1158,7 +1179,7 @@ class _Summarizer:
         return loops[-1] if isinstance(block[-1], ast.Break) else loops[0]
 
     def _IfExp(self, node: ast.IfExp) -> None:
-        body, orelse = cold_sides(node.test)
+        body, orelse = self._cold_sides(node.test)
         self.visit(node.test)
         for branch, cold, side in ((node.body, body, "body"), (node.orelse, orelse, "else")):
             guard = self._guard(node.test, side)
@@ -1582,6 +1603,15 @@ class _Summarizer:
                     function.updates.append(loop)
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
                 function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
+            if (
+                not cold
+                and loop >= 0
+                and isinstance(func, ast.Name)
+                and func.id in scopes[0].params
+                and is_model_name(func.id)
+                and loop not in function.handed_model_loops
+            ):
+                function.handed_model_loops.append(loop)
             described = _scaler_step(node, scopes[0]) or self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
