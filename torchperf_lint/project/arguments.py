@@ -20,15 +20,17 @@ the linted code runs.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional
 
 from ..analysis.arguments import (
     ABSENT,
     BUILT_PREFIX,
+    CHOSEN_PREFIX,
     INSTANCE_PREFIX,
     NOT_NONE,
     PARAM_PREFIX,
     TRUTHY,
+    chosen_sides,
     decided_sides,
     merge,
     parse_test,
@@ -80,10 +82,27 @@ def passed_tokens(
             token = callee.defaults.get(param)
         if token is not None and token.startswith(PARAM_PREFIX):
             token = handed(token[len(PARAM_PREFIX) :], param)
-        elif token is not None and token.startswith(BUILT_PREFIX):
-            token = handed(token, param)  # only a handler that knows the caller's module resolves it
+        elif token is not None and token.startswith((BUILT_PREFIX, CHOSEN_PREFIX)):
+            token = handed(token, param)  # only a handler that knows the caller's values resolves it
         found[param] = None if token == "?" else token
     return found
+
+
+def choose(token: str, known: Mapping[str, str], handed: Handed, into: str) -> Optional[str]:
+    """What a name bound once to an if-expression passes (CHOSEN_PREFIX): the side the caller's
+    values pick (`None` for `ids if opts.enable_vis else None` with `--enable_vis` off by
+    default), or what both sides agree on when the test is not decided."""
+    result: Optional[str] = None
+    for number, side in enumerate(chosen_sides(token, known)):
+        value: Optional[str]
+        if side.startswith(PARAM_PREFIX):
+            value = handed(side[len(PARAM_PREFIX) :], into)
+        elif side == "?" or side.startswith((BUILT_PREFIX, CHOSEN_PREFIX)):
+            value = None
+        else:
+            value = side
+        result = value if number == 0 else _merge(result, value)
+    return result
 
 
 def side_is_cold(guard: list[str], values: Values) -> bool:
@@ -211,6 +230,8 @@ def _handed_on(
         recursive = caller.key() == callee_key
 
         def handed(param: str, into: str) -> Optional[str]:
+            if param.startswith(CHOSEN_PREFIX):
+                return choose(param, {**held, **values}, handed, into)
             if param.startswith(BUILT_PREFIX):
                 key = (caller.key(), param)
                 if key not in built:
@@ -250,7 +271,7 @@ def _handed_on(
 
 
 def _hands_on(call: Call) -> bool:
-    return any(token.startswith(PARAM_PREFIX) for token in call.args.values())
+    return any(token.startswith((PARAM_PREFIX, CHOSEN_PREFIX)) for token in call.args.values())
 
 
 def _instance_token(
@@ -335,6 +356,8 @@ def _held_options(held: Values) -> Handed:
     """What a caller hands on of its own: only the options it holds are known here."""
 
     def handed(param: str, into: str) -> Optional[str]:
+        if param.startswith(CHOSEN_PREFIX):
+            return choose(param, held, handed, into)
         return held.get(param)
 
     return handed

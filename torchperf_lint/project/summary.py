@@ -18,6 +18,7 @@ from ..analysis.arguments import (
     OPTIONS,
     PARAM_PREFIX,
     asserted_values,
+    chosen,
     mentions,
     subject,
     value_token,
@@ -704,6 +705,9 @@ class _Locals:
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
+        # `ids = A if TEST else B`: the CHOSEN_PREFIX token, read where a call passes the name
+        # bound nowhere else (analysis/arguments.py)
+        self.chosen: dict[str, str] = {}
         if function is None:
             return
         args = function.args
@@ -711,6 +715,13 @@ class _Locals:
             if arg is not None:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
+
+
+def _chosen_token(name: str, local: _Locals) -> Optional[str]:
+    """The CHOSEN_PREFIX token of a local bound once, to an if-expression."""
+    if name in local.params or local.stores.get(name) != 1 or len(local.values.get(name, ())) != 1:
+        return None
+    return local.chosen.get(name)
 
 
 def _record_unpacked(node: ast.Assign, local: _Locals) -> None:
@@ -1143,6 +1154,11 @@ class _Summarizer:
                 self.summary.globals.setdefault(target.id, ["call", callee])
         if self.function_stack and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.locals().values.setdefault(node.targets[0].id, []).append(node.value)
+            if isinstance(node.value, ast.IfExp):
+                value = node.value
+                self.locals().chosen[node.targets[0].id] = chosen(
+                    ast.unparse(value.test), self._token(value.body), self._token(value.orelse)
+                )
         if self.function_stack:
             _record_unpacked(node, self.locals())
         target = node.targets[0]
@@ -1451,6 +1467,8 @@ class _Summarizer:
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         args = {str(i): self._token(a) for i, a in enumerate(node.args)}
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
+        named = [(str(i), a) for i, a in enumerate(node.args)]
+        named.extend((k.arg, k.value) for k in node.keywords if k.arg)
         setter = self.qualify(dotted(node.func) or "")
         if self.function_stack and runs_rarely("", (), (setter,)):
             function.rare = True
@@ -1467,6 +1485,9 @@ class _Summarizer:
 
         def describe() -> None:
             func = node.func
+            for slot, argument in named:
+                if args.get(slot) == "?" and isinstance(argument, ast.Name):
+                    args[slot] = _chosen_token(argument.id, scopes[0]) or "?"
             if isinstance(func, ast.Attribute) and self._is_step(func, scopes[0]):
                 function.steps.append(loop)
                 if func.attr == "step":
