@@ -68,3 +68,84 @@ def test_a_name_the_default_run_may_give_a_value_keeps_its_branch_hot(
 ) -> None:
     assert old in _CHOSEN
     assert _chosen(tmp_path, _CHOSEN.replace(old, new)) == [13]
+
+
+# -- options handed on whole: `main(parse_opt())`, `run(**vars(opt))`, `opt.save_txt |= ...` -----
+# (yolov5's val.py: `save_one_txt` runs only under `--save-txt`, off by default)
+
+_SPREAD = """
+    import argparse
+
+    import torch
+
+
+    def save_one(pred):
+        return pred.tolist()  # line 7: TPL107
+
+
+    def run(weights="w.pt", save_txt=False, save_conf=False):
+        model = torch.nn.Linear(3, 3).cuda()
+        loader = torch.utils.data.DataLoader(range(8))
+        with torch.no_grad():
+            for images in loader:
+                pred = model(images.cuda())
+                if save_txt:
+                    save_one(pred)
+
+
+    def parse_opt():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--weights", default="w.pt")
+        parser.add_argument("--save-txt", action="store_true")
+        parser.add_argument("--save-hybrid", action="store_true")
+        opt = parser.parse_args()
+        opt.save_txt |= opt.save_hybrid
+        return opt
+
+
+    def main(opt):
+        run(**vars(opt))
+
+
+    if __name__ == "__main__":
+        main(parse_opt())
+"""
+
+# a logger reading `wandb.run`, an attribute of a library: it hands on no function of the project
+_LOGGER = """
+    import wandb
+
+
+    def log(value):
+        if wandb.run is not None:
+            wandb.log({"value": value})
+"""
+
+
+def _spread(tmp_path: Path, text: str = _SPREAD, **files: str) -> list[int]:
+    root = write_project(tmp_path, {"val.py": text, "logger.py": _LOGGER, **files})
+    return finding_lines(root, "val.py", "TPL107")
+
+
+def test_options_spread_into_a_call_decide_its_branches(tmp_path: Path) -> None:
+    assert _spread(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"--save-txt", action="store_true"', '"--save-txt", action="store_false"'),  # on by default
+        ('"--save-hybrid", action="store_true"', '"--save-hybrid", action="store_false"'),  # |= True
+        ("opt.save_txt |= opt.save_hybrid", "opt.save_txt += opt.save_hybrid"),  # not a flag join
+        ("run(**vars(opt))", "run(**vars(opt))\n    run(save_txt=True)"),  # a caller passes True
+        ("run(**vars(opt))", "run(**vars(opt), **extra)"),  # another unpacking: not known
+    ],
+)
+def test_options_the_default_run_may_turn_on_keep_the_branch_hot(tmp_path: Path, old: str, new: str) -> None:
+    assert old in _SPREAD
+    assert _spread(tmp_path, _SPREAD.replace(old, new)) == [7]
+
+
+def test_a_project_module_handing_the_function_on_keeps_its_callers_open(tmp_path: Path) -> None:
+    cli = "import fire\nimport val\n\nfire.Fire({'val': val.run})\n"
+    assert _spread(tmp_path, **{"cli.py": cli}) == [7]

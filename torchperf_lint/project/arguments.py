@@ -72,12 +72,15 @@ def passed_tokens(
     for position, param in enumerate(callee.params):
         token: Optional[str]
         slot = str(position - bound)
-        if call.star:
+        if call.star and not call.spread:
             token = None
         elif position < callee.positional and position >= bound and slot in call.args:
             token = call.args[slot]
         elif param in call.args:
             token = call.args[param]
+        elif call.spread:
+            # `run(**vars(opt))`: what the option of the parameter's name holds, where known
+            token = PARAM_PREFIX + f"{call.spread}.{param}" if position >= bound else None
         else:
             token = callee.defaults.get(param)
         if token is not None and token.startswith(PARAM_PREFIX):
@@ -153,12 +156,11 @@ def argument_values(
     """`options`: per function, the command-line options the default run decides
     (project/options.py), which a call may hand on (`UNet(n_classes=args.classes)`)."""
     options = options or {}
-    handed: set[str] = set()
+    handed: set[str] = set(project.handed_names())
     members: set[str] = set()  # handed on as an attribute of a local object: methods only
     outer: set[str] = set()
     exported: set[str] = set()
     for module in project.modules.values():
-        handed.update(module.summary.handed)
         members.update(module.summary.handed_members)
         outer.update(module.summary.outer_stores)
         if module.is_package:
@@ -271,7 +273,9 @@ def _handed_on(
 
 
 def _hands_on(call: Call) -> bool:
-    return any(token.startswith((PARAM_PREFIX, CHOSEN_PREFIX)) for token in call.args.values())
+    return bool(call.spread) or any(
+        token.startswith((PARAM_PREFIX, CHOSEN_PREFIX)) for token in call.args.values()
+    )
 
 
 def _instance_token(

@@ -115,6 +115,7 @@ class Project:
         self._bases_memo: dict[tuple[int, int], list[Resolved]] = {}
         self._subclasses: Optional[dict[tuple[int, int], list[ClassRef]]] = None
         self._reachable: Optional[frozenset[str]] = None
+        self._handed: Optional[frozenset[str]] = None
         self._built: Optional[frozenset[tuple[int, int]]] = None
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
         self._runs_model_memo: dict[tuple[int, int], bool] = {}
@@ -573,12 +574,35 @@ class Project:
         overrides = (self.find_method(child, entry.info.name) for child in subclasses)
         return all(method is not None and method.key() != entry.key() for method in overrides)
 
+    def handed_names(self) -> frozenset[str]:
+        """Names read but not called: a function or class handed on (a callback, a registry
+        entry), whose calls are not all seen; `mod.attr` with `mod` imported counts only where
+        `mod` is a module of the project (`wandb.run` hands on no project function)."""
+        if self._handed is None:
+            names = {name for module in self.modules.values() for name in module.summary.handed}
+            for module in self.modules.values():
+                for base, attr in module.summary.handed_imported:
+                    if attr not in names and self._hands_project_name(module, base, attr):
+                        names.add(attr)
+            self._handed = frozenset(names)
+        return self._handed
+
+    def _hands_project_name(self, module: Module, base: str, attr: str) -> bool:
+        """`base.attr` read in `module`, `base` imported, may name a function or class of the
+        project: not where `base` is a library, or a project module that binds no `attr`."""
+        found = self.resolve_global(module, base)
+        if isinstance(found, External):
+            return False
+        if isinstance(found, (Module, Namespace)):
+            return isinstance(self.resolve_global(found, attr), (FunctionRef, ClassRef))
+        return True
+
     def _reachable_names(self) -> frozenset[str]:
         """Names read but not called (handed on), or imported by a package's `__init__.py`."""
         if self._reachable is None:
-            names: set[str] = set()
+            names: set[str] = set(self.handed_names())
             for module in self.modules.values():
-                names.update(module.summary.handed, module.summary.handed_members)
+                names.update(module.summary.handed_members)
                 if module.is_package:
                     names.update(module.summary.imports)
             self._reachable = frozenset(names)

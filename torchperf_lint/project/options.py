@@ -121,6 +121,8 @@ def _stored(text: str, receiver: str, known: dict[str, str]) -> str:
     token = value_token(value)
     if token is not None:
         return token
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.BitOr, ast.BitAnd)):
+        return _flags_joined(value, receiver, known)
     if isinstance(value, (ast.UnaryOp, ast.Compare)) or (
         isinstance(value, ast.BoolOp) and all(isinstance(v, (ast.UnaryOp, ast.Compare)) for v in value.values)
     ):
@@ -128,6 +130,20 @@ def _stored(text: str, receiver: str, known: dict[str, str]) -> str:
         if holds is not None:
             return repr(holds)
     return UNKNOWN
+
+
+def _flags_joined(value: ast.BinOp, receiver: str, known: dict[str, str]) -> str:
+    """`opt.save_txt | opt.save_hybrid` of two flags whose values are known booleans."""
+    flags: list[bool] = []
+    for side in (value.left, value.right):
+        token = value_token(side)
+        if token is None and isinstance(side, ast.Attribute) and isinstance(side.value, ast.Name):
+            token = known.get(side.attr) if side.value.id == receiver else None
+        if token not in ("True", "False"):
+            return UNKNOWN
+        flags.append(token == "True")
+    joined = flags[0] or flags[1] if isinstance(value.op, ast.BitOr) else flags[0] and flags[1]
+    return repr(joined)
 
 
 Holders = dict[tuple[int, int], dict[str, int]]  # function -> name -> the module that parsed them
@@ -154,8 +170,9 @@ def _holders(project: Project) -> Holders:
     )
     if not passing:
         return holders  # no call passes the options on: no parameter holds them
+    handed.update(project.handed_names())
     for module in project.modules.values():
-        handed.update(module.summary.handed, module.summary.handed_members)
+        handed.update(module.summary.handed_members)
     for caller, info in owners:
         for call in [*info.calls, *info.cold_calls]:
             for callee in project.resolve_call(caller, call):

@@ -25,7 +25,7 @@ from ..analysis.arguments import (
 )
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
-from ..analysis.options import module_options
+from ..analysis.options import module_options, parsed_position
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
@@ -91,6 +91,9 @@ class Call:
     # the models it passes wrapped for data parallelism (`train(ddp_model)` with `ddp_model =
     # DDP(model)` in the caller): slot as in `args` -> the wrapper's qualified name
     wrapped: dict[str, str] = dataclasses.field(default_factory=dict)
+    # `f(**vars(opt))`, its only unpacking: the name whose attributes it passes, each to the
+    # parameter of its name (what `opt.NAME` holds, where the project pass knows it)
+    spread: str = ""
 
 
 @dataclasses.dataclass
@@ -205,6 +208,9 @@ class Summary:
     # attributes read but not called on a local object (`nd.edt`, `self.fn`): they hand on a
     # method, never a module's function (reached by its own name or through an import)
     handed_members: list[str] = dataclasses.field(default_factory=list)
+    # `mod.attr` read, not called, with `mod` bound by an import: [mod, attr]; it hands on a
+    # project function only where `mod` is a module of the project (`wandb.run` never does)
+    handed_imported: list[list[str]] = dataclasses.field(default_factory=list)
     outer_stores: list[str] = dataclasses.field(default_factory=list)  # `obj.ATTR = ...` with obj not self
     # names an RPC device map (`device_maps=`, `set_device_map`, `set_devices`): RPC may move CUDA tensors
     rpc_device_map: bool = False
@@ -246,6 +252,7 @@ class Summary:
             collates=data.get("collates", []),
             handed=data.get("handed", []),
             handed_members=data.get("handed_members", []),
+            handed_imported=data.get("handed_imported", []),
             outer_stores=data.get("outer_stores", []),
             rpc_device_map=data.get("rpc_device_map", False),
             key_reads=data.get("key_reads", {}),
@@ -717,6 +724,24 @@ class _Locals:
                 self.params.add(arg.arg)
 
 
+def _spread_name(node: ast.Call) -> str:
+    """NAME for a call whose only unpacking is `**vars(NAME)`; "" otherwise."""
+    unpacked = [k.value for k in node.keywords if k.arg is None]
+    if any(isinstance(a, ast.Starred) for a in node.args) or len(unpacked) != 1:
+        return ""
+    value = unpacked[0]
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "vars"
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+    ):
+        return value.args[0].id
+    return ""
+
+
 def _chosen_token(name: str, local: _Locals) -> Optional[str]:
     """The CHOSEN_PREFIX token of a local bound once, to an if-expression."""
     if name in local.params or local.stores.get(name) != 1 or len(local.values.get(name, ())) != 1:
@@ -782,6 +807,7 @@ class _Summarizer:
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
         self.handed_members: set[str] = set()
+        self.handed_imported: set[tuple[str, str]] = set()
         self.global_objects: set[str] = set()  # bound at module level (`nd, ok = optional_import(...)`)
         self.outer_stores: set[str] = set()
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
@@ -790,6 +816,7 @@ class _Summarizer:
         self.comprehensions = 0  # comprehensions around the current node: their element repeats
         self.fills_container: set[int] = set()  # functions that return a container they fill
         self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
+        self.options_returned: dict[str, int] = {}  # the module's functions returning them
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -1235,6 +1262,9 @@ class _Summarizer:
         """`base.attr` read, not called: it hands on a method named attr, and a module's function
         too unless base is a local object of the function (not an import)."""
         base = node.value
+        if isinstance(base, ast.Name) and not self.function_stack and base.id in self.summary.imports:
+            self.handed_imported.add((base.id, node.attr))
+            return
         if not (isinstance(base, ast.Name) and self.function_stack):
             self.handed.add(node.attr)
             return
@@ -1243,7 +1273,10 @@ class _Summarizer:
         def hand() -> None:
             imported = base.id in self.summary.imports or any(base.id == b for b, _ in self.import_pairs)
             local = base.id in self.global_objects or any(base.id in scope.names for scope in scopes)
-            (self.handed_members if local and not imported else self.handed).add(node.attr)
+            if imported and base.id in self.summary.imports and not any(base.id in s.names for s in scopes):
+                self.handed_imported.add((base.id, node.attr))  # the project pass asks where it leads
+            else:
+                (self.handed_members if local and not imported else self.handed).add(node.attr)
 
         self._later(hand)
 
@@ -1352,6 +1385,8 @@ class _Summarizer:
         namespaces = self.current().namespaces
         if isinstance(argument, ast.Name) and argument.id in namespaces:
             return OPTIONS
+        if isinstance(argument, ast.Call) and parsed_position(argument, self.options_returned) == -1:
+            return OPTIONS  # `main(parse_opt())`, `main(parser.parse_args())`
         if (
             isinstance(argument, ast.Attribute)
             and isinstance(argument.value, ast.Name)
@@ -1465,6 +1500,7 @@ class _Summarizer:
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
         leaves = self.leaving[0] if self.leaving else -1
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+        spread = _spread_name(node) if star else ""
         args = {str(i): self._token(a) for i, a in enumerate(node.args)}
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
         named = [(str(i), a) for i, a in enumerate(node.args)]
@@ -1501,6 +1537,7 @@ class _Summarizer:
                     kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards
                 )
                 call.leaves = leaves
+                call.spread = spread
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
@@ -1725,6 +1762,7 @@ def summarize(source: str) -> Optional[Summary]:
     summarizer = _Summarizer(source)
     options = module_options(tree, source)
     summarizer.holders = options.holders
+    summarizer.options_returned = options.returning
     summarizer.summary.toplevel.namespaces = options.holders.get(id(tree), [])
     summarizer.summary.option_defaults = options.defaults
     summarizer.summary.option_stores = options.stores
@@ -1741,6 +1779,7 @@ def summarize(source: str) -> Optional[Summary]:
         return None
     summary = summarizer.summary
     summary.handed = sorted(summarizer.handed)
+    summary.handed_imported = sorted([base, attr] for base, attr in summarizer.handed_imported)
     summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
     summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
