@@ -60,7 +60,7 @@ def test_a_name_an_option_off_by_default_leaves_none_is_none(tmp_path: Path) -> 
         ('action="store_true", default=False', 'action="store_false", default=True'),  # on by default
         ("if opts.enable_vis else None", "if opts.enable_vis else [0]"),  # both sides given
         ("        validate(model", "        ids = [1]\n        validate(model"),  # bound again
-        ('default=False)', "default=bool(np.random.randint(2)))"),  # a default not a literal
+        ("default=False)", "default=bool(np.random.randint(2)))"),  # a default not a literal
     ],
 )
 def test_a_name_the_default_run_may_give_a_value_keeps_its_branch_hot(

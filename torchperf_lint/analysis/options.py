@@ -259,7 +259,9 @@ def _stored_text(node: Union[ast.Assign, ast.AugAssign, ast.AnnAssign], target: 
     return ast.unparse(node.value)
 
 
-def _option_targets(target: ast.AST, value: Optional[ast.AST]) -> Iterator[tuple[ast.Attribute, Optional[ast.AST]]]:
+def _option_targets(
+    target: ast.AST, value: Optional[ast.AST]
+) -> Iterator[tuple[ast.Attribute, Optional[ast.AST]]]:
     """(`NAME.attr` stored on, NAME not self; the value it gets, None when not known), through
     tuple targets (`opt.conf, opt.save_json = 0.25, False`)."""
     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id != "self":
