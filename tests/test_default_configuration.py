@@ -5,6 +5,7 @@ value the project passes, a value set again elsewhere, a default that is not a l
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,81 @@ def test_options_the_default_run_may_turn_on_keep_the_branch_hot(tmp_path: Path,
 def test_a_project_module_handing_the_function_on_keeps_its_callers_open(tmp_path: Path) -> None:
     cli = "import fire\nimport val\n\nfire.Fire({'val': val.run})\n"
     assert _spread(tmp_path, **{"cli.py": cli}) == [7]
+
+
+# -- a setting a script fixes at its top level ---------------------------------------------------
+# (nanoGPT's bench.py: `profile = False`, then `exec(open('configurator.py').read())`, which may
+# override it from the command line, and `if profile:` around the profiler's step loop)
+
+_SCRIPT = """
+    import os
+
+    import torch
+
+    batch_size = 12
+    profile = False  # use the profiler?
+    exec(open("configurator.py").read())  # overrides from the command line or a config file
+
+    model = torch.nn.Linear(3, 3).cuda()
+    optimizer = torch.optim.AdamW(model.parameters())
+    if profile:
+        for k in range(10):
+            loss = model(torch.randn(3, 3, device="cuda")).sum()
+            loss.backward()
+            optimizer.step()
+            lossf = loss.item()  # TPL107
+"""
+
+_CONFIGURATOR = "import sys\n\nfor arg in sys.argv[1:]:\n    print(arg)\n"
+
+
+def _script(tmp_path: Path, text: str = _SCRIPT, **files: str) -> list[int]:
+    root = write_project(tmp_path, {"bench.py": text, "configurator.py": _CONFIGURATOR, **files})
+    return finding_lines(root, "bench.py", "TPL107")
+
+
+def _sync_line(text: str) -> list[int]:
+    """The line of the step's `.item()` in the script as written."""
+    lines = textwrap.dedent(text).lstrip("\n").splitlines()
+    return [number for number, line in enumerate(lines, 1) if "loss.item()" in line]
+
+
+def test_a_setting_the_script_fixes_off_keeps_its_branch_cold(tmp_path: Path) -> None:
+    assert _script(tmp_path) == []
+
+
+def test_a_config_file_setting_another_name_leaves_the_setting_fixed(tmp_path: Path) -> None:
+    assert _script(tmp_path, **{"config/train.py": "batch_size = 64\n"}) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("profile = False", "profile = True"),  # on by default
+        ("profile = False", 'profile = os.environ.get("PROFILE") == "1"'),  # not a literal
+        ("model = torch", "def on():\n        global profile\n        profile = True\n\n\n    model = torch"),
+        ("model = torch", "globals().update(dict(os.environ))\n    model = torch"),  # written by name
+        ("model = torch", "for profile in (False, True):\n        pass\n    model = torch"),  # bound again
+    ],
+)
+def test_a_setting_the_default_run_may_turn_on_keeps_its_branch_hot(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    assert old in _SCRIPT
+    assert _script(tmp_path, _SCRIPT.replace(old, new)) == _sync_line(_SCRIPT.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"config/profile.py": "profile = True\n"},  # a config file the configurator may run
+        {"scripts/bench.sh": "python bench.py --profile=True\n"},  # a shipped launch script
+    ],
+)
+def test_a_setting_a_shipped_config_sets_keeps_its_branch_hot(tmp_path: Path, config: dict[str, str]) -> None:
+    assert _script(tmp_path, **config) == _sync_line(_SCRIPT)
+
+
+def test_without_exec_a_config_file_does_not_reach_the_script(tmp_path: Path) -> None:
+    fixed = _SCRIPT.replace('exec(open("configurator.py").read())', "print(batch_size)")
+    assert _script(tmp_path, fixed, **{"config/profile.py": "profile = True\n"}) == []

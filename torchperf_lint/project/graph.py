@@ -27,7 +27,7 @@ from .arguments import Sites, Values, argument_values, bound_self, guarded_off
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
-from .options import option_values
+from .options import configured_names, flag_values, option_values
 from .stepping import stepped_functions
 from .summary import Call, Class, Function, Summary
 
@@ -726,13 +726,18 @@ class Project:
         if self._hot is None:
             sites: Sites = {}
             self._spread_hot({}, sites)
-            option_tokens = option_values(self)
+            configured = configured_names(self.root) if self._reads_configuration() else frozenset()
+            option_tokens = option_values(self, configured)
             self._arguments = argument_values(self, sites, option_tokens)
-            for key, options in option_tokens.items():
+            for key, options in [*option_tokens.items(), *flag_values(self, configured).items()]:
                 values = self._arguments.setdefault(key, {})
                 values.update((read, token) for read, token in options.items() if read not in values)
             self._hot = self._spread_hot(self._arguments, {})
         return self._hot
+
+    def _reads_configuration(self) -> bool:
+        """Some module declares options or fixes settings, which a shipped config may set."""
+        return any(m.summary.option_defaults or m.summary.module_flags for m in self.modules.values())
 
     def argument_values(self) -> dict[tuple[int, int], Values]:
         """Per function, what every call made per step passes (project/arguments.py)."""

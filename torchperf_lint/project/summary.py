@@ -25,6 +25,7 @@ from ..analysis.arguments import (
 )
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
+from ..analysis.module_flags import module_flags
 from ..analysis.options import module_options, parsed_position
 from ..analysis.vocabulary import (
     COMPILING,
@@ -224,6 +225,11 @@ class Summary:
     option_defaults: dict[str, str] = dataclasses.field(default_factory=dict)
     option_stores: dict[str, list[list[str]]] = dataclasses.field(default_factory=dict)
     option_computed_store: bool = False
+    # settings its top level fixes (analysis/module_flags.py): name -> literal token; whether it
+    # calls `exec` (a configurator may rebind them); the names its top level assigns
+    module_flags: dict[str, str] = dataclasses.field(default_factory=dict)
+    execs: bool = False
+    assigned_globals: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -260,6 +266,9 @@ class Summary:
             option_defaults=data.get("option_defaults", {}),
             option_stores=data.get("option_stores", {}),
             option_computed_store=data.get("option_computed_store", False),
+            module_flags=data.get("module_flags", {}),
+            execs=data.get("execs", False),
+            assigned_globals=data.get("assigned_globals", []),
         )
 
 
@@ -1061,8 +1070,10 @@ class _Summarizer:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
         one side of a branch, for the project pass to decide (analysis/arguments.py)."""
         function = self.current()
-        if not mentions(test, {*function.params, *function.namespaces}) or not (
-            self.function_stack or function.namespaces
+        # at the top level, the settings it fixes (`if profile:`) too
+        flags = () if self.function_stack else self.summary.module_flags
+        if not mentions(test, {*function.params, *function.namespaces, *flags}) or not (
+            self.function_stack or function.namespaces or flags
         ):
             return None
         return [ast.unparse(test), side]
@@ -1767,6 +1778,10 @@ def summarize(source: str) -> Optional[Summary]:
     summarizer.summary.option_defaults = options.defaults
     summarizer.summary.option_stores = options.stores
     summarizer.summary.option_computed_store = options.computed_store
+    flags = module_flags(tree, source)
+    summarizer.summary.module_flags = flags.flags
+    summarizer.summary.execs = flags.execs
+    summarizer.summary.assigned_globals = flags.assigned
     for node in _own_nodes(tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             summarizer.module_locals.values.setdefault(node.targets[0].id, []).append(node.value)
