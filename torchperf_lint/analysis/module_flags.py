@@ -115,7 +115,7 @@ def module_flags(tree: ast.Module, source: str) -> ModuleFlags:
         if isinstance(n, ast.Name)
     }
     literal = {name: token for name, token in literal.items() if name in tested}  # only what a test reads
-    found.execs = "exec" in source and any(
+    found.execs = "exec(" in source and any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "exec"
         for n in ast.walk(tree)
     )
