@@ -452,7 +452,9 @@ class HotPaths:
         return {
             loop: Reason("loop", loop=loop, loop_label=label)
             for loop, label in labels.items()
-            if (loop not in outer or loop in loaders or loop in updating) and not self._cpu_demo(loop)
+            if (loop not in outer or loop in loaders or loop in updating)
+            and not self._cpu_demo(loop)
+            and not self._off_by_default(loop)
         }
 
     def _find_inference_loops(self) -> dict[Loop, Reason]:
@@ -465,7 +467,25 @@ class HotPaths:
             if index < len(loops)
             and loops[index] not in self.step_loops
             and not self.prepares_dataset(loops[index])
+            and not self._off_by_default(loops[index])
         }
+
+    def _off_by_default(self, loop: Loop) -> bool:
+        """`loop` sits in a branch of its function (or of the module's top level) that the
+        default run never takes, by what the function is given or the settings the module fixes
+        (`if profile: ... for k in range(num_steps):` with `profile = False`)."""
+        values = self._arguments_around(loop)
+        if not values:
+            return False
+        child: cst.CSTNode = loop
+        current = self._facts.parents.get(loop)
+        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(current, (cst.If, cst.IfExp)):
+                body, orelse = argument_sides(current.test, values)
+                if (body and child is current.body) or (orelse and child is current.orelse):
+                    return True
+            child, current = current, self._facts.parents.get(current)
+        return False
 
     # -- propagation ------------------------------------------------------------------
     def _owner(self, node: cst.CSTNode) -> Optional[Owner]:

@@ -28,7 +28,7 @@ from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
 from .loaders import reiterated_loaders
-from .options import option_values
+from .options import configured_names, flag_values, option_values
 from .stepping import stepped_functions
 from .summary import Call, Class, Function, Summary
 
@@ -117,6 +117,7 @@ class Project:
         self._bases_memo: dict[tuple[int, int], list[Resolved]] = {}
         self._subclasses: Optional[dict[tuple[int, int], list[ClassRef]]] = None
         self._reachable: Optional[frozenset[str]] = None
+        self._handed: Optional[frozenset[str]] = None
         self._built: Optional[frozenset[tuple[int, int]]] = None
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
         self._runs_model_memo: dict[tuple[int, int], bool] = {}
@@ -617,12 +618,35 @@ class Project:
         overrides = (self.find_method(child, entry.info.name) for child in subclasses)
         return all(method is not None and method.key() != entry.key() for method in overrides)
 
+    def handed_names(self) -> frozenset[str]:
+        """Names read but not called: a function or class handed on (a callback, a registry
+        entry), whose calls are not all seen; `mod.attr` with `mod` imported counts only where
+        `mod` is a module of the project (`wandb.run` hands on no project function)."""
+        if self._handed is None:
+            names = {name for module in self.modules.values() for name in module.summary.handed}
+            for module in self.modules.values():
+                for base, attr in module.summary.handed_imported:
+                    if attr not in names and self._hands_project_name(module, base, attr):
+                        names.add(attr)
+            self._handed = frozenset(names)
+        return self._handed
+
+    def _hands_project_name(self, module: Module, base: str, attr: str) -> bool:
+        """`base.attr` read in `module`, `base` imported, may name a function or class of the
+        project: not where `base` is a library, or a project module that binds no `attr`."""
+        found = self.resolve_global(module, base)
+        if isinstance(found, External):
+            return False
+        if isinstance(found, (Module, Namespace)):
+            return isinstance(self.resolve_global(found, attr), (FunctionRef, ClassRef))
+        return True
+
     def _reachable_names(self) -> frozenset[str]:
         """Names read but not called (handed on), or imported by a package's `__init__.py`."""
         if self._reachable is None:
-            names: set[str] = set()
+            names: set[str] = set(self.handed_names())
             for module in self.modules.values():
-                names.update(module.summary.handed, module.summary.handed_members)
+                names.update(module.summary.handed_members)
                 if module.is_package:
                     names.update(module.summary.imports)
             self._reachable = frozenset(names)
@@ -762,13 +786,18 @@ class Project:
         if self._hot is None:
             sites: Sites = {}
             self._spread_hot({}, sites)
-            option_tokens = option_values(self)
+            configured = configured_names(self.root) if self._reads_configuration() else frozenset()
+            option_tokens = option_values(self, configured)
             self._arguments = argument_values(self, sites, option_tokens)
-            for key, options in option_tokens.items():
+            for key, options in [*option_tokens.items(), *flag_values(self, configured).items()]:
                 values = self._arguments.setdefault(key, {})
                 values.update((read, token) for read, token in options.items() if read not in values)
             self._hot = self._spread_hot(self._arguments, {})
         return self._hot
+
+    def _reads_configuration(self) -> bool:
+        """Some module declares options or fixes settings, which a shipped config may set."""
+        return any(m.summary.option_defaults or m.summary.module_flags for m in self.modules.values())
 
     def argument_values(self) -> dict[tuple[int, int], Values]:
         """Per function, what every call made per step passes (project/arguments.py)."""
