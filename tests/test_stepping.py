@@ -209,3 +209,53 @@ def test_a_chain_of_parts_deeper_than_the_stack_is_followed(tmp_path: Path) -> N
     path = root / "models.py"
     found = lint_source(path.read_text(), str(path), select=["TPL401"])
     assert [f.code for f in found] == ["TPL401"]
+
+
+_METRICS = """
+import torch
+from torch import nn
+
+
+class Metric(nn.Module):
+    def forward(self, *args):
+        self.update(*args)
+        return self.compute()
+
+
+class Embedded(Metric):
+    def update(self, loader, model):
+        for batch in loader:  # the project's own loop: it runs Embedded's methods
+            self.value = model(batch.cuda())
+
+    def compute(self):
+        return self.value + torch.zeros(4).cuda()
+
+
+class Curve(Metric):
+    def update(self, preds):
+        self.preds = preds
+
+    def compute(self):
+        return self.preds + torch.zeros(4).cuda()
+"""
+
+
+def test_a_base_method_runs_the_overrides_of_the_subclass_that_steps(tmp_path: Path) -> None:
+    # Metric.forward is reached from Embedded.update's loop: it calls Embedded's compute, not Curve's
+    root = write_project(tmp_path, {"metrics.py": _METRICS})
+    assert _lines(root, "metrics.py") == [(17, "TPL101")]
+    assert _lines(root, "metrics.py", library=True) == [(17, "TPL101"), (25, "TPL101")]
+
+
+def test_a_program_that_builds_the_other_subclass_steps_it_too(tmp_path: Path) -> None:
+    script = """
+    import torch
+    from metrics import Curve
+
+    def evaluate(loader, model):
+        curve = Curve().cuda()
+        for batch in loader:
+            print(curve(model(batch.cuda())))
+    """
+    root = write_project(tmp_path, {"metrics.py": _METRICS, "evaluate.py": script})
+    assert _lines(root, "metrics.py") == [(17, "TPL101"), (25, "TPL101")]

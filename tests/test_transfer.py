@@ -630,13 +630,14 @@ def test_assert_with_computed_message_is_reported_without_a_fix() -> None:
 
         class Net(nn.Module):
             def forward(self, x):
-                assert (x > 0).all(), f"negative input: {x.min()}"
-                assert 0 <= x.min() < 10
-                return x
+                h = x * 2  # a value the step computes (an argument checked with a message is its entry's contract)
+                assert (h > 0).all(), f"negative input: {h.min()}"
+                assert 0 <= h.min() < 10
+                return h
         """
     ).lstrip("\n")
     findings = lint_source(source, path="example.py", select=["TPL104"])
-    assert [(f.line, f.fix) for f in findings] == [(6, None), (7, None)]
+    assert [(f.line, f.fix) for f in findings] == [(7, None), (8, None)]
 
 
 def test_assert_fix_adds_the_torch_import_when_the_file_has_none() -> None:

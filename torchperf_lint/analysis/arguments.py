@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 from operator import ge, gt, le, lt
 from typing import Mapping, Optional
 
@@ -35,6 +36,11 @@ INSTANCE_PREFIX = "!instance:"
 # the parsed command-line options (analysis/options.py): a test reads their attributes
 # (`args.prefetcher`), whose values the project pass knows when the default run decides them
 OPTIONS = "!options"
+# a name the caller binds once to an if-expression (`ids = np.random.randint(...) if
+# opts.enable_vis else None`, then `validate(ret_samples_ids=ids)`): CHOSEN_PREFIX + the JSON of
+# [the test, the body's token, the else side's token]; the project pass decides the test with
+# the caller's values and takes the side it picks (both, joined, when it is not decided)
+CHOSEN_PREFIX = "!if:"
 
 
 def value_token(node: ast.AST) -> Optional[str]:
@@ -54,6 +60,24 @@ def value_token(node: ast.AST) -> Optional[str]:
     if isinstance(node, (ast.ListComp, ast.DictComp, ast.SetComp)):
         return NOT_NONE
     return None
+
+
+def chosen(test: str, body: str, orelse: str) -> str:
+    """The token of a name bound once to `body if test else orelse` (CHOSEN_PREFIX)."""
+    return CHOSEN_PREFIX + json.dumps([test, body, orelse])
+
+
+def chosen_sides(token: str, values: Mapping[str, str]) -> list[str]:
+    """The tokens of the sides a CHOSEN_PREFIX token may take under `values`: the one its test
+    picks, or both when the test is not decided."""
+    try:
+        test_text, body, orelse = json.loads(token[len(CHOSEN_PREFIX) :])
+    except (ValueError, TypeError):
+        return ["?"]
+    test = parse_test(test_text) if isinstance(test_text, str) else None
+    holds = truth(test, values) if test is not None else None
+    sides = [body, orelse] if holds is None else [body if holds else orelse]
+    return [side if isinstance(side, str) else "?" for side in sides]
 
 
 def asserted_values(test: ast.AST, params: set[str]) -> dict[str, str]:

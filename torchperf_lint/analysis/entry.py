@@ -35,6 +35,12 @@ class EntryFacts:
     step_loops: frozenset[int] = frozenset()
     # loops outside training that call a model once per iteration (generation, evaluation)
     inference_loops: frozenset[int] = frozenset()
+    # loops whose body runs a model once per iteration, hot functions' included (a `generate`
+    # called per batch): what sits outside them in their function runs once per many model calls
+    model_loops: frozenset[int] = frozenset()
+    # functions hot code calls that drive a model they are handed in a loop of their own (a
+    # sampler): cold whoever calls them; that loop is one of the inference loops
+    model_drivers: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
     # keys of the dict literals it returns that the project only ever reads on the host
@@ -121,6 +127,8 @@ class EntryFacts:
             entry_points=tuple(_ints(data["entry_points"])),
             step_loops=frozenset(_ints(data["step_loops"])),
             inference_loops=frozenset(_ints(data.get("inference_loops", ()))),
+            model_loops=frozenset(_ints(data.get("model_loops", ()))),
+            model_drivers=frozenset(_ints(data.get("model_drivers", ()))),
             no_grad_callables=frozenset(map(str, data["no_grad_callables"])),
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]

@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name, returned_values
+from .accumulators import empty_sides
 from .arguments import is_option_read
 from .cold import (
     argument_sides,
@@ -104,6 +105,9 @@ class HotPaths:
         self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
         self._rare |= self._preparing
         self._rare.update(self._trainers())
+        # a function that drives a model it is handed in a loop of its own runs once per many
+        # model calls: that loop is its step, outside model code (project/graph.py)
+        self._drivers = {self._functions[i] for i in entry.model_drivers if i < len(self._functions)}
         self.hot_functions: dict[cst.FunctionDef, Reason] = self._propagate()
         self._memo: dict[cst.CSTNode, Optional[Reason]] = {}
         self._callers: Optional[dict[cst.FunctionDef, list[cst.Call]]] = None
@@ -450,7 +454,9 @@ class HotPaths:
         return {
             loop: Reason("loop", loop=loop, loop_label=label)
             for loop, label in labels.items()
-            if (loop not in outer or loop in loaders or loop in updating) and not self._cpu_demo(loop)
+            if (loop not in outer or loop in loaders or loop in updating)
+            and not self._cpu_demo(loop)
+            and not self._off_by_default(loop)
         }
 
     def _find_inference_loops(self) -> dict[Loop, Reason]:
@@ -463,7 +469,25 @@ class HotPaths:
             if index < len(loops)
             and loops[index] not in self.step_loops
             and not self.prepares_dataset(loops[index])
+            and not self._off_by_default(loops[index])
         }
+
+    def _off_by_default(self, loop: Loop) -> bool:
+        """`loop` sits in a branch of its function (or of the module's top level) that the
+        default run never takes, by what the function is given or the settings the module fixes
+        (`if profile: ... for k in range(num_steps):` with `profile = False`)."""
+        values = self._arguments_around(loop)
+        if not values:
+            return False
+        child: cst.CSTNode = loop
+        current = self._facts.parents.get(loop)
+        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(current, (cst.If, cst.IfExp)):
+                body, orelse = argument_sides(current.test, values)
+                if (body and child is current.body) or (orelse and child is current.orelse):
+                    return True
+            child, current = current, self._facts.parents.get(current)
+        return False
 
     # -- propagation ------------------------------------------------------------------
     def _owner(self, node: cst.CSTNode) -> Optional[Owner]:
@@ -534,6 +558,7 @@ class HotPaths:
                     crosses_cold_branch(child, parent, self._alias)
                     or self._fills_looked_up_cache(child, parent)
                     or self._on_one_step(child, parent)
+                    or self._empty_fallback(child, parent)
                 )
                 if crosses and isinstance(parent, cst.If) and child is parent.body and self._steps_in(parent):
                     # `if step % train_frequency == 0: ... optimizer.step()`: the branch that steps the
@@ -588,6 +613,14 @@ class HotPaths:
         return isinstance(block, (cst.IndentedBlock, cst.Module)) and fills_looked_up_cache(
             parent, block.body
         )
+
+    def _empty_fallback(self, child: cst.CSTNode, parent: cst.CSTNode) -> bool:
+        """`child` is the side of a test that runs only while an accumulator a loop over the
+        function's data fills is empty (analysis/accumulators.py): an empty batch."""
+        if not isinstance(parent, (cst.If, cst.IfExp)) or child is parent.test:
+            return False
+        body, orelse = empty_sides(parent.test, self._names, self._facts, self.loops_around)
+        return (body and child is parent.body) or (orelse and child is parent.orelse)
 
     def _leaves_step_loop(self, child: cst.CSTNode, branch: cst.If) -> bool:
         """`child`, a side of `branch`, ends by leaving a step loop (`if step >= max_steps: ...;
@@ -738,6 +771,8 @@ class HotPaths:
             for call in calls_by_owner.get(owner, ()):
                 for callee in self.resolve_call(call):
                     if callee in hot or callee in self._rare:
+                        continue
+                    if callee in self._drivers and not reason.from_model_code:
                         continue
                     info = self._facts.functions[callee]
                     hot[callee] = Reason(reason.origin, function=info.qualname, caller=reason)

@@ -37,6 +37,9 @@ class ModuleOptions:
     computed_store: bool = False  # stores on the options by a name worked out at run time
     # the names holding the parsed options, per scope (the module or a function node)
     holders: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    # the module's functions that return the options: name -> -1 for the whole value, i for
+    # element i of a tuple (`def parse_opt(): ...; return opt`)
+    returning: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _dest(call: ast.Call) -> Optional[tuple[str, bool]]:
@@ -98,10 +101,10 @@ def _own(scope: Scope) -> Iterator[ast.AST]:
             todo.extend(node.body)  # a class body's statements run in the scope around it
 
 
-def _parsed(value: ast.AST, returning: dict[str, int]) -> Optional[int]:
+def parsed_position(value: ast.AST, returning: dict[str, int]) -> Optional[int]:
     """Where `value` holds the options: -1 for the whole value, i for element i of a tuple."""
     if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
-        inner = _parsed(value.value, returning)
+        inner = parsed_position(value.value, returning)
         return -1 if inner == value.slice.value else None
     if not isinstance(value, ast.Call):
         return None
@@ -123,7 +126,7 @@ def _bound(scope: Scope, returning: dict[str, int]) -> tuple[set[str], set[str]]
             holding.setdefault(node.id, False)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            where = _parsed(node.value, returning)
+            where = parsed_position(node.value, returning)
             for target in targets:
                 if isinstance(target, ast.Name):
                     holding[target.id] = holding.get(target.id, True) and where == -1
@@ -143,8 +146,8 @@ def _returned(scope: Scope, holders: set[str], returning: dict[str, int]) -> Opt
     for node in _own(scope):
         if isinstance(node, ast.Return) and node.value is not None:
             value = node.value
-            if _parsed(value, returning) is not None:
-                return _parsed(value, returning)
+            if parsed_position(value, returning) is not None:
+                return parsed_position(value, returning)
             if isinstance(value, ast.Name) and value.id in holders:
                 return -1
             if isinstance(value, ast.Tuple):
@@ -163,7 +166,7 @@ def module_options(tree: ast.Module, source: str) -> ModuleOptions:
         if "cuda" in source:
             _open_cuda_switches(tree, found.defaults)
     if "parse_" in source:
-        _find_holders(tree, found.holders)
+        _find_holders(tree, found.holders, found.returning)
     holders_anywhere = {name for names in found.holders.values() for name in names}
     _stores(tree, holders_anywhere, found)
     return found
@@ -214,9 +217,8 @@ def _open_cuda_switches(tree: ast.Module, defaults: dict[str, str]) -> None:
                 defaults[name] = UNKNOWN
 
 
-def _find_holders(tree: ast.Module, into: dict[int, list[str]]) -> None:
+def _find_holders(tree: ast.Module, into: dict[int, list[str]], returning: dict[str, int]) -> None:
     scopes = list(_scopes(tree))
-    returning: dict[str, int] = {}
     bound: dict[int, tuple[set[str], set[str]]] = {}
     for _ in range(4):  # a function returning what another returns: a short chain
         bound = {id(scope): _bound(scope, returning) for scope in scopes}
@@ -244,20 +246,46 @@ def _visible(
             _visible(node, seen, bound, into)
 
 
+def _stored_text(node: Union[ast.Assign, ast.AugAssign, ast.AnnAssign], target: ast.Attribute) -> str:
+    """The text of what a store gives `target`: the value; `a | b` for `a |= b` (a flag joined
+    with another, `opt.save_txt |= opt.save_hybrid`); UNKNOWN for another augmented store
+    (`args.lr *= world_size` depends on more than the defaults) or no value."""
+    if node.value is None:
+        return UNKNOWN
+    if isinstance(node, ast.AugAssign):
+        if isinstance(node.op, (ast.BitOr, ast.BitAnd)):
+            return ast.unparse(ast.BinOp(left=target, op=node.op, right=node.value))
+        return UNKNOWN
+    return ast.unparse(node.value)
+
+
+def _option_targets(
+    target: ast.AST, value: Optional[ast.AST]
+) -> Iterator[tuple[ast.Attribute, Optional[ast.AST]]]:
+    """(`NAME.attr` stored on, NAME not self; the value it gets, None when not known), through
+    tuple targets (`opt.conf, opt.save_json = 0.25, False`)."""
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id != "self":
+        yield target, value
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        paired = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+        for position, element in enumerate(target.elts):
+            yield from _option_targets(element, value.elts[position] if paired else None)  # type: ignore[union-attr]
+
+
 def _stores(tree: ast.Module, holders: set[str], found: ModuleOptions) -> None:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id != "self"
-                ):
-                    # `args.lr *= world_size`: what it becomes depends on more than the defaults
-                    plain = node.value is not None and not isinstance(node, ast.AugAssign)
-                    text = ast.unparse(node.value) if plain else UNKNOWN  # type: ignore[arg-type]
-                    found.stores.setdefault(target.attr, []).append([target.value.id, text])
+            for whole in targets:
+                for target, value in _option_targets(whole, node.value):
+                    if value is node.value:
+                        text = _stored_text(node, target)
+                    else:
+                        text = ast.unparse(value) if value is not None else UNKNOWN
+                    found.stores.setdefault(target.attr, []).append([target.value.id, text])  # type: ignore[attr-defined]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for target, _ in _option_targets(node.target, None):  # `for opt.weights in weights:`
+                found.stores.setdefault(target.attr, []).append([target.value.id, UNKNOWN])  # type: ignore[attr-defined]
         elif isinstance(node, ast.Call) and _stores_by_computed_name(node, holders):
             found.computed_store = True
         elif (named := _named_setattr(node)) is not None:

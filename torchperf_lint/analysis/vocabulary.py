@@ -214,6 +214,17 @@ def is_optimizer_name(dotted: str) -> bool:
     return "optim" in last or last in ("opt", "scaler")
 
 
+# What a function calls when it drives a model it is handed: `model(x)`, `ema_model(x)`, `net(x)`,
+# `unet(x, t)`, `generator(z)` (a torch.Generator or a Python generator is never called).
+_MODEL_WORDS = ("model", "net", "network", "unet", "generator", "denoiser")
+
+
+def is_model_name(name: str) -> bool:
+    """A parameter named like a model: one of the words, alone or as the last part of a snake_case name."""
+    last = name.lower().rsplit("_", 1)[-1]
+    return last in _MODEL_WORDS
+
+
 # Branches that do not run in a normal eager training step (RULES.md, "code that cannot run
 # under the analysed conditions"): the body of `if <mode>():` runs only while scripting, tracing
 # or exporting; the body of `if not is_compiling():` keeps a sync out of compiled graphs on purpose.

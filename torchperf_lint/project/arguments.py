@@ -20,15 +20,17 @@ the linted code runs.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional
 
 from ..analysis.arguments import (
     ABSENT,
     BUILT_PREFIX,
+    CHOSEN_PREFIX,
     INSTANCE_PREFIX,
     NOT_NONE,
     PARAM_PREFIX,
     TRUTHY,
+    chosen_sides,
     decided_sides,
     merge,
     parse_test,
@@ -78,20 +80,40 @@ def passed_tokens(
     for position, param in enumerate(callee.params):
         token: Optional[str]
         slot = str(position - bound)
-        if call.star:
+        if call.star and not call.spread:
             token = None
         elif position < callee.positional and position >= bound and slot in call.args:
             token = call.args[slot]
         elif param in call.args:
             token = call.args[param]
+        elif call.spread:
+            # `run(**vars(opt))`: what the option of the parameter's name holds, where known
+            token = PARAM_PREFIX + f"{call.spread}.{param}" if position >= bound else None
         else:
             token = callee.defaults.get(param)
         if token is not None and token.startswith(PARAM_PREFIX):
             token = handed(token[len(PARAM_PREFIX) :], param)
-        elif token is not None and token.startswith(BUILT_PREFIX):
-            token = handed(token, param)  # only a handler that knows the caller's module resolves it
+        elif token is not None and token.startswith((BUILT_PREFIX, CHOSEN_PREFIX)):
+            token = handed(token, param)  # only a handler that knows the caller's values resolves it
         found[param] = None if token == "?" else token
     return found
+
+
+def choose(token: str, known: Mapping[str, str], handed: Handed, into: str) -> Optional[str]:
+    """What a name bound once to an if-expression passes (CHOSEN_PREFIX): the side the caller's
+    values pick (`None` for `ids if opts.enable_vis else None` with `--enable_vis` off by
+    default), or what both sides agree on when the test is not decided."""
+    result: Optional[str] = None
+    for number, side in enumerate(chosen_sides(token, known)):
+        value: Optional[str]
+        if side.startswith(PARAM_PREFIX):
+            value = handed(side[len(PARAM_PREFIX) :], into)
+        elif side == "?" or side.startswith((BUILT_PREFIX, CHOSEN_PREFIX)):
+            value = None
+        else:
+            value = side
+        result = value if number == 0 else _merge(result, value)
+    return result
 
 
 def side_is_cold(guard: list[str], values: Values) -> bool:
@@ -142,12 +164,11 @@ def argument_values(
     """`options`: per function, the command-line options the default run decides
     (project/options.py), which a call may hand on (`UNet(n_classes=args.classes)`)."""
     options = options or {}
-    handed: set[str] = set()
+    handed: set[str] = set(project.handed_names())
     members: set[str] = set()  # handed on as an attribute of a local object: methods only
     outer: set[str] = set()
     exported: set[str] = set()
     for module in project.modules.values():
-        handed.update(module.summary.handed)
         members.update(module.summary.handed_members)
         outer.update(module.summary.outer_stores)
         if module.is_package:
@@ -219,6 +240,8 @@ def _handed_on(
         recursive = caller.key() == callee_key
 
         def handed(param: str, into: str) -> Optional[str]:
+            if param.startswith(CHOSEN_PREFIX):
+                return choose(param, {**held, **values}, handed, into)
             if param.startswith(BUILT_PREFIX):
                 key = (caller.key(), param)
                 if key not in built:
@@ -258,7 +281,9 @@ def _handed_on(
 
 
 def _hands_on(call: Call) -> bool:
-    return any(token.startswith(PARAM_PREFIX) for token in call.args.values())
+    return bool(call.spread) or any(
+        token.startswith((PARAM_PREFIX, CHOSEN_PREFIX)) for token in call.args.values()
+    )
 
 
 def _instance_token(
@@ -343,6 +368,8 @@ def _held_options(held: Values) -> Handed:
     """What a caller hands on of its own: only the options it holds are known here."""
 
     def handed(param: str, into: str) -> Optional[str]:
+        if param.startswith(CHOSEN_PREFIX):
+            return choose(param, held, handed, into)
         return held.get(param)
 
     return handed

@@ -189,7 +189,7 @@ class InMemoryDatasets:
         from .graph import FunctionRef
 
         project = self.project
-        handed = {name for module in project.modules.values() for name in module.summary.handed}
+        handed = project.handed_names()
         seen: dict[tuple[int, int], tuple[FunctionRef, set[str]]] = {}
         for module in project.modules.values():
             for offset, info in enumerate((module.summary.toplevel, *module.summary.functions)):

@@ -28,12 +28,13 @@ from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .layers import LayerProfiles
 from .loaders import reiterated_loaders
-from .options import option_values
+from .options import configured_names, flag_values, option_values
 from .stepping import stepped_functions
 from .summary import Call, Class, Function, Summary
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
 _MAX_MODEL_DEPTH = 8  # nesting of model classes followed for what they build
+_MODEL_CODE = frozenset({"forward", "step-hook"})  # origins of a model's own code: its forward is the step
 
 
 @dataclasses.dataclass(eq=False)
@@ -116,12 +117,15 @@ class Project:
         self._bases_memo: dict[tuple[int, int], list[Resolved]] = {}
         self._subclasses: Optional[dict[tuple[int, int], list[ClassRef]]] = None
         self._reachable: Optional[frozenset[str]] = None
+        self._handed: Optional[frozenset[str]] = None
         self._built: Optional[frozenset[tuple[int, int]]] = None
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
         self._runs_model_memo: dict[tuple[int, int], bool] = {}
         self._calls_memo: dict[tuple[int, int, int], list[FunctionRef]] = {}
         self._step_loops: dict[int, frozenset[int]] = {}
         self._inference_loops: dict[int, frozenset[int]] = {}  # by module id; set by _spread_hot
+        # functions hot code calls that drive a model they are handed in a loop of their own
+        self._drivers: dict[tuple[int, int], FunctionRef] = {}  # set by _spread_hot
         self._model_builders: Optional[dict[int, set[int]]] = None
         self._hot: Optional[dict[tuple[int, int], ExternalReason]] = None
         self._arguments: dict[tuple[int, int], Values] = {}
@@ -614,12 +618,35 @@ class Project:
         overrides = (self.find_method(child, entry.info.name) for child in subclasses)
         return all(method is not None and method.key() != entry.key() for method in overrides)
 
+    def handed_names(self) -> frozenset[str]:
+        """Names read but not called: a function or class handed on (a callback, a registry
+        entry), whose calls are not all seen; `mod.attr` with `mod` imported counts only where
+        `mod` is a module of the project (`wandb.run` hands on no project function)."""
+        if self._handed is None:
+            names = {name for module in self.modules.values() for name in module.summary.handed}
+            for module in self.modules.values():
+                for base, attr in module.summary.handed_imported:
+                    if attr not in names and self._hands_project_name(module, base, attr):
+                        names.add(attr)
+            self._handed = frozenset(names)
+        return self._handed
+
+    def _hands_project_name(self, module: Module, base: str, attr: str) -> bool:
+        """`base.attr` read in `module`, `base` imported, may name a function or class of the
+        project: not where `base` is a library, or a project module that binds no `attr`."""
+        found = self.resolve_global(module, base)
+        if isinstance(found, External):
+            return False
+        if isinstance(found, (Module, Namespace)):
+            return isinstance(self.resolve_global(found, attr), (FunctionRef, ClassRef))
+        return True
+
     def _reachable_names(self) -> frozenset[str]:
         """Names read but not called (handed on), or imported by a package's `__init__.py`."""
         if self._reachable is None:
-            names: set[str] = set()
+            names: set[str] = set(self.handed_names())
             for module in self.modules.values():
-                names.update(module.summary.handed, module.summary.handed_members)
+                names.update(module.summary.handed_members)
                 if module.is_package:
                     names.update(module.summary.imports)
             self._reachable = frozenset(names)
@@ -646,6 +673,22 @@ class Project:
         while loop >= 0 and loop not in steps:
             loop = loops[loop].parent
         return loop
+
+    def model_loops(self, module: Module) -> frozenset[int]:
+        """The loops of `module` whose body calls something that runs a model once (a forward, a
+        helper calling one), in any function, hot or not: a token loop inside a `generate` that an
+        evaluation loop calls per batch is one, and so is every inference loop."""
+        if module.is_test:
+            return frozenset()
+        found: set[int] = set()
+        for index in range(-1, len(module.summary.functions)):
+            function = FunctionRef(module, index)
+            for position, call in self._function_calls(function):
+                if call.loop < 0 or call.loop in found:
+                    continue
+                if any(self._runs_model(callee) for callee in self.callees(function, position)):
+                    found.add(call.loop)
+        return frozenset(found)
 
     def inference_loops(self, module: Module) -> frozenset[int]:
         """Loops outside training and outside hot code whose body calls a model once per
@@ -743,13 +786,18 @@ class Project:
         if self._hot is None:
             sites: Sites = {}
             self._spread_hot({}, sites)
-            option_tokens = option_values(self)
+            configured = configured_names(self.root) if self._reads_configuration() else frozenset()
+            option_tokens = option_values(self, configured)
             self._arguments = argument_values(self, sites, option_tokens)
-            for key, options in option_tokens.items():
+            for key, options in [*option_tokens.items(), *flag_values(self, configured).items()]:
                 values = self._arguments.setdefault(key, {})
                 values.update((read, token) for read, token in options.items() if read not in values)
             self._hot = self._spread_hot(self._arguments, {})
         return self._hot
+
+    def _reads_configuration(self) -> bool:
+        """Some module declares options or fixes settings, which a shipped config may set."""
+        return any(m.summary.option_defaults or m.summary.module_flags for m in self.modules.values())
 
     def argument_values(self) -> dict[tuple[int, int], Values]:
         """Per function, what every call made per step passes (project/arguments.py)."""
@@ -766,6 +814,7 @@ class Project:
                 hot[function.key()] = reason
                 queue.append((function, None, reason))
         self._inference_loops = {}
+        self._drivers = {}
         for module in self.modules.values():
             if module.is_test:
                 continue  # a test's loop does not make the code it calls run per step
@@ -775,12 +824,54 @@ class Project:
         self._drain(queue, hot, arguments, sites)
         # then the inference steps, where training and model code did not reach already
         self._inference_loops = self._find_inference_loops(hot)
+        self._add_driving_loops(hot)
         for module in self.modules.values():
             for index in sorted(self._inference_loops.get(id(module), ())):
                 owner = FunctionRef(module, module.summary.loops[index].function)
                 queue.append((owner, index, ExternalReason("inference", "")))
         self._drain(queue, hot, arguments, sites)
+        # a driver reached only from an inference step: its own loop is a step too
+        while added := self._add_driving_loops(hot):
+            queue.extend((function, index, ExternalReason("inference", "")) for function, index in added)
+            self._drain(queue, hot, arguments, sites)
         return hot
+
+    def _driving_loops(self, function: FunctionRef) -> frozenset[int]:
+        """The loops of `function` that call a model it is handed once per iteration, outside
+        training (a sampler's `for t in timesteps: model(x, t)`): each is an inference step, and
+        the function's other statements run once per many model calls, like an epoch loop's."""
+        loops, steps = function.module.summary.loops, self.step_loops(function.module)
+
+        def in_training(loop: int) -> bool:
+            while loop >= 0 and loop not in steps:
+                loop = loops[loop].parent
+            return loop >= 0
+
+        return frozenset(loop for loop in function.info.handed_model_loops if not in_training(loop))
+
+    def _add_driving_loops(self, hot: dict[tuple[int, int], ExternalReason]) -> list[tuple[FunctionRef, int]]:
+        """Makes the driving loops of the drivers hot code reached inference loops; returns the new ones."""
+        added: list[tuple[FunctionRef, int]] = []
+        for key, function in self._drivers.items():
+            if key in hot:
+                continue
+            module = function.module
+            known = self._inference_loops.get(id(module), frozenset())
+            new = sorted(self._driving_loops(function) - known)
+            if new:
+                self._inference_loops[id(module)] = known | frozenset(new)
+                added.extend((function, index) for index in new)
+        return added
+
+    def model_drivers(self, module: Module) -> frozenset[int]:
+        """The functions of `module` that code outside the model calls per step and that drive a
+        model they are handed in a loop of their own: cold for those callers, their loop hot
+        (hotpath.py). Inside a model's forward the forward is the step: a helper that runs a part
+        of the model chunk by chunk (NeRF's `inference(model, points)`) stays hot."""
+        hot = self.hot()
+        return frozenset(
+            index for (owner, index) in self._drivers if owner == id(module) and (owner, index) not in hot
+        )
 
     def _drain(
         self,
@@ -805,6 +896,9 @@ class Project:
                     sites.setdefault(callee.key(), (callee, []))[1].append((function, call))
                     if callee.key() in hot or callee.info.rare or self._trains(callee):
                         continue
+                    if reason.origin not in _MODEL_CODE and self._driving_loops(callee):
+                        self._drivers.setdefault(callee.key(), callee)
+                        continue  # runs once per many model calls: its own loop is the step
                     text = f"called from {caller}" + (f", {reason.callers}" if reason.callers else "")
                     hot[callee.key()] = ExternalReason(reason.origin, text)
                     queue.append((callee, None, hot[callee.key()]))
@@ -1284,6 +1378,8 @@ class Project:
             idle_entry_points=idle,
             step_loops=self.step_loops(module),
             inference_loops=self.inference_loops(module),
+            model_loops=self.model_loops(module),
+            model_drivers=self.model_drivers(module),
             no_grad_callables=no_grad,
             host_parameters=host,
             host_read_keys=self.host_read_keys(module),

@@ -39,12 +39,11 @@ _FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)")
 _ROUNDS = 8
 
 
-def option_values(project: Project) -> dict[tuple[int, int], Values]:
+def option_values(project: Project, configured: frozenset[str]) -> dict[tuple[int, int], Values]:
     """Per function (the top level is -1), `NAME.dest` -> token for each name holding the options
-    there and each option whose default run value is known."""
+    there and each option whose default run value is known; `configured`: configured_names()."""
     if not any(m.summary.option_defaults for m in project.modules.values()):
         return {}
-    configured = configured_names(project.root)
     known: dict[int, dict[str, str]] = {}  # per module that parses them: the options it may see
     found: dict[tuple[int, int], Values] = {}
     for key, names in _holders(project).items():
@@ -55,6 +54,37 @@ def option_values(project: Project) -> dict[tuple[int, int], Values]:
             values.update((f"{name}.{dest}", token) for dest, token in known[origin].items())
         if values:
             found[key] = values
+    return found
+
+
+def flag_values(project: Project, configured: frozenset[str]) -> dict[tuple[int, int], Values]:
+    """Per module's top level (-1), the settings it fixes (analysis/module_flags.py) that the
+    default run keeps: none a shipped config names, none stored as an attribute anywhere
+    (`bench.profile = True`), and, in a module that calls `exec`, none another module assigns
+    at its top level (a config file a configurator may run)."""
+    from .graph import FunctionRef
+
+    flagged = [m for m in project.modules.values() if m.summary.module_flags]
+    if not flagged:
+        return {}
+    outer = {a for m in project.modules.values() for a in m.summary.outer_stores}
+    elsewhere: dict[str, int] = {}
+    if any(m.summary.execs for m in flagged):
+        for module in project.modules.values():
+            for name in module.summary.assigned_globals:
+                elsewhere[name] = elsewhere.get(name, 0) + 1
+    found: dict[tuple[int, int], Values] = {}
+    for module in flagged:
+        summary = module.summary
+        values = {
+            name: token
+            for name, token in summary.module_flags.items()
+            if name not in configured
+            and name not in outer
+            and not (summary.execs and elsewhere.get(name, 0) > 1)
+        }
+        if values:
+            found[FunctionRef(module, -1).key()] = values
     return found
 
 
@@ -121,6 +151,8 @@ def _stored(text: str, receiver: str, known: dict[str, str]) -> str:
     token = value_token(value)
     if token is not None:
         return token
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.BitOr, ast.BitAnd)):
+        return _flags_joined(value, receiver, known)
     if isinstance(value, (ast.UnaryOp, ast.Compare)) or (
         isinstance(value, ast.BoolOp) and all(isinstance(v, (ast.UnaryOp, ast.Compare)) for v in value.values)
     ):
@@ -128,6 +160,20 @@ def _stored(text: str, receiver: str, known: dict[str, str]) -> str:
         if holds is not None:
             return repr(holds)
     return UNKNOWN
+
+
+def _flags_joined(value: ast.BinOp, receiver: str, known: dict[str, str]) -> str:
+    """`opt.save_txt | opt.save_hybrid` of two flags whose values are known booleans."""
+    flags: list[bool] = []
+    for side in (value.left, value.right):
+        token = value_token(side)
+        if token is None and isinstance(side, ast.Attribute) and isinstance(side.value, ast.Name):
+            token = known.get(side.attr) if side.value.id == receiver else None
+        if token not in ("True", "False"):
+            return UNKNOWN
+        flags.append(token == "True")
+    joined = flags[0] or flags[1] if isinstance(value.op, ast.BitOr) else flags[0] and flags[1]
+    return repr(joined)
 
 
 Holders = dict[tuple[int, int], dict[str, int]]  # function -> name -> the module that parsed them
@@ -154,8 +200,9 @@ def _holders(project: Project) -> Holders:
     )
     if not passing:
         return holders  # no call passes the options on: no parameter holds them
+    handed.update(project.handed_names())
     for module in project.modules.values():
-        handed.update(module.summary.handed, module.summary.handed_members)
+        handed.update(module.summary.handed_members)
     for caller, info in owners:
         for call in [*info.calls, *info.cold_calls]:
             for callee in project.resolve_call(caller, call):

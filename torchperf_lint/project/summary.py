@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any, Callable, Iterator, Optional, Union, cast
+from typing import Any, Callable, Iterable, Iterator, Optional, Union, cast
 
 from ..analysis.arguments import (
     BUILT_PREFIX,
     OPTIONS,
     PARAM_PREFIX,
     asserted_values,
+    chosen,
     mentions,
     subject,
     value_token,
 )
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
-from ..analysis.options import module_options
+from ..analysis.module_flags import module_flags
+from ..analysis.options import module_options, parsed_position
 from ..analysis.vocabulary import (
     COMPILING,
     DEBUG_FLAGS,
@@ -44,6 +46,7 @@ from ..analysis.vocabulary import (
     is_cudnn_decision_call,
     is_export_flag,
     is_loader_name,
+    is_model_name,
     is_optimizer_class,
     is_optimizer_name,
     names_rpc_device_map,
@@ -53,6 +56,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
+from .accumulators import Accumulators
 from .datasets import items_in_memory
 from .precision import reduced_precision
 
@@ -94,6 +98,9 @@ class Call:
     # name of the caller is bound to (project/loaders.py)
     loaders: dict[str, int] = dataclasses.field(default_factory=dict)
     bound: str = ""  # the name `name = f(...)` binds its result to
+    # `f(**vars(opt))`, its only unpacking: the name whose attributes it passes, each to the
+    # parameter of its name (what `opt.NAME` holds, where the project pass knows it)
+    spread: str = ""
 
 
 @dataclasses.dataclass
@@ -148,6 +155,9 @@ class Function:
     namespaces: list[str] = dataclasses.field(default_factory=list)
     # the line of the `DataLoader(...)` call it returns (`return loader` bound to one), 0 when none
     returns_loader: int = 0
+    # the loops whose body calls a model the function is handed (a parameter named like one:
+    # `model(x)` in `for t in timesteps:`): it drives that model, one call per iteration
+    handed_model_loops: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -215,6 +225,9 @@ class Summary:
     # attributes read but not called on a local object (`nd.edt`, `self.fn`): they hand on a
     # method, never a module's function (reached by its own name or through an import)
     handed_members: list[str] = dataclasses.field(default_factory=list)
+    # `mod.attr` read, not called, with `mod` bound by an import: [mod, attr]; it hands on a
+    # project function only where `mod` is a module of the project (`wandb.run` never does)
+    handed_imported: list[list[str]] = dataclasses.field(default_factory=list)
     outer_stores: list[str] = dataclasses.field(default_factory=list)  # `obj.ATTR = ...` with obj not self
     # names an RPC device map (`device_maps=`, `set_device_map`, `set_devices`): RPC may move CUDA tensors
     rpc_device_map: bool = False
@@ -231,6 +244,11 @@ class Summary:
     # `__all__` at module level: the names `from this import *` binds (None: no `__all__`, so every
     # public name; [] when it is not a literal list of strings: none known)
     all_names: Optional[list[str]] = None
+    # settings its top level fixes (analysis/module_flags.py): name -> literal token; whether it
+    # calls `exec` (a configurator may rebind them); the names its top level assigns
+    module_flags: dict[str, str] = dataclasses.field(default_factory=dict)
+    execs: bool = False
+    assigned_globals: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -259,6 +277,7 @@ class Summary:
             collates=data.get("collates", []),
             handed=data.get("handed", []),
             handed_members=data.get("handed_members", []),
+            handed_imported=data.get("handed_imported", []),
             outer_stores=data.get("outer_stores", []),
             rpc_device_map=data.get("rpc_device_map", False),
             key_reads=data.get("key_reads", {}),
@@ -267,6 +286,9 @@ class Summary:
             option_stores=data.get("option_stores", {}),
             option_computed_store=data.get("option_computed_store", False),
             all_names=data.get("all_names"),
+            module_flags=data.get("module_flags", {}),
+            execs=data.get("execs", False),
+            assigned_globals=data.get("assigned_globals", []),
         )
 
 
@@ -410,6 +432,19 @@ def dotted(node: ast.AST) -> Optional[str]:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def _aliases_self(values: Iterable[ast.AST]) -> bool:
+    """Every value bound to a name is `self`, or a conditional one branch of which is `self` (its
+    wrapped self: `self if self._fsdp is None else self._fsdp`)."""
+    values = list(values)
+
+    def is_self(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == "self"
+
+    return bool(values) and all(
+        is_self(v) or (isinstance(v, ast.IfExp) and (is_self(v.body) or is_self(v.orelse))) for v in values
+    )
 
 
 def _strip_chain(node: ast.AST) -> ast.AST:
@@ -807,6 +842,11 @@ class _Locals:
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
+        self.function = function
+        self._accumulators: Optional[Accumulators] = None
+        # `ids = A if TEST else B`: the CHOSEN_PREFIX token, read where a call passes the name
+        # bound nowhere else (analysis/arguments.py)
+        self.chosen: dict[str, str] = {}
         if function is None:
             return
         args = function.args
@@ -814,6 +854,39 @@ class _Locals:
             if arg is not None:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
+
+    def empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """The side of `test` that runs only while an accumulator is empty (analysis/accumulators.py)."""
+        if self.function is None:
+            return False, False
+        if self._accumulators is None:
+            self._accumulators = Accumulators(self.function)
+        return self._accumulators.empty_sides(test)
+
+
+def _spread_name(node: ast.Call) -> str:
+    """NAME for a call whose only unpacking is `**vars(NAME)`; "" otherwise."""
+    unpacked = [k.value for k in node.keywords if k.arg is None]
+    if any(isinstance(a, ast.Starred) for a in node.args) or len(unpacked) != 1:
+        return ""
+    value = unpacked[0]
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "vars"
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+    ):
+        return value.args[0].id
+    return ""
+
+
+def _chosen_token(name: str, local: _Locals) -> Optional[str]:
+    """The CHOSEN_PREFIX token of a local bound once, to an if-expression."""
+    if name in local.params or local.stores.get(name) != 1 or len(local.values.get(name, ())) != 1:
+        return None
+    return local.chosen.get(name)
 
 
 def _record_unpacked(node: ast.Assign, local: _Locals) -> None:
@@ -874,6 +947,7 @@ class _Summarizer:
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
         self.handed_members: set[str] = set()
+        self.handed_imported: set[tuple[str, str]] = set()
         self.global_objects: set[str] = set()  # bound at module level (`nd, ok = optional_import(...)`)
         self.outer_stores: set[str] = set()
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
@@ -887,6 +961,7 @@ class _Summarizer:
         # indices of the loops around here on one value of whose enumerate counter the current
         # branch is taken (`if i == 0:`): cold when that loop iterates a DataLoader
         self.one_pass_of: list[int] = []
+        self.options_returned: dict[str, int] = {}  # the module's functions returning them
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -1133,8 +1208,10 @@ class _Summarizer:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
         one side of a branch, for the project pass to decide (analysis/arguments.py)."""
         function = self.current()
-        if not mentions(test, {*function.params, *function.namespaces}) or not (
-            self.function_stack or function.namespaces
+        # at the top level, the settings it fixes (`if profile:`) too
+        flags = () if self.function_stack else self.summary.module_flags
+        if not mentions(test, {*function.params, *function.namespaces, *flags}) or not (
+            self.function_stack or function.namespaces or flags
         ):
             return None
         return [ast.unparse(test), side]
@@ -1157,8 +1234,14 @@ class _Summarizer:
         self.cold -= cold
         del self.guards[guards:]
 
+    def _cold_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """cold.py's cold_sides, and the empty side of an accumulator's test (accumulators.py)."""
+        body, orelse = cold_sides(test)
+        empty_body, empty_orelse = self.locals().empty_sides(test) if self.function_stack else (False, False)
+        return body or empty_body, orelse or empty_orelse
+
     def _If(self, node: ast.If) -> None:
-        body, orelse = cold_sides(node.test)
+        body, orelse = self._cold_sides(node.test)
         # the branch that steps the optimizer is the step itself, never a periodic extra
         body = body and not _steps_an_optimizer(node.body)
         local = self.locals() if self.function_stack else None
@@ -1193,7 +1276,7 @@ class _Summarizer:
         return loops[-1] if isinstance(block[-1], ast.Break) else loops[0]
 
     def _IfExp(self, node: ast.IfExp) -> None:
-        body, orelse = cold_sides(node.test)
+        body, orelse = self._cold_sides(node.test)
         self.visit(node.test)
         for branch, cold, side in ((node.body, body, "body"), (node.orelse, orelse, "else")):
             guard = self._guard(node.test, side)
@@ -1274,6 +1357,11 @@ class _Summarizer:
                 self.summary.all_names = _literal_strings(node.value)
         if self.function_stack and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.locals().values.setdefault(node.targets[0].id, []).append(node.value)
+            if isinstance(node.value, ast.IfExp):
+                value = node.value
+                self.locals().chosen[node.targets[0].id] = chosen(
+                    ast.unparse(value.test), self._token(value.body), self._token(value.orelse)
+                )
         if self.function_stack:
             _record_unpacked(node, self.locals())
         target = node.targets[0]
@@ -1350,6 +1438,9 @@ class _Summarizer:
         """`base.attr` read, not called: it hands on a method named attr, and a module's function
         too unless base is a local object of the function (not an import)."""
         base = node.value
+        if isinstance(base, ast.Name) and not self.function_stack and base.id in self.summary.imports:
+            self.handed_imported.add((base.id, node.attr))
+            return
         if not (isinstance(base, ast.Name) and self.function_stack):
             self.handed.add(node.attr)
             return
@@ -1358,7 +1449,10 @@ class _Summarizer:
         def hand() -> None:
             imported = base.id in self.summary.imports or any(base.id == b for b, _ in self.import_pairs)
             local = base.id in self.global_objects or any(base.id in scope.names for scope in scopes)
-            (self.handed_members if local and not imported else self.handed).add(node.attr)
+            if imported and base.id in self.summary.imports and not any(base.id in s.names for s in scopes):
+                self.handed_imported.add((base.id, node.attr))  # the project pass asks where it leads
+            else:
+                (self.handed_members if local and not imported else self.handed).add(node.attr)
 
         self._later(hand)
 
@@ -1479,6 +1573,8 @@ class _Summarizer:
         namespaces = self.current().namespaces
         if isinstance(argument, ast.Name) and argument.id in namespaces:
             return OPTIONS
+        if isinstance(argument, ast.Call) and parsed_position(argument, self.options_returned) == -1:
+            return OPTIONS  # `main(parse_opt())`, `main(parser.parse_args())`
         if (
             isinstance(argument, ast.Attribute)
             and isinstance(argument.value, ast.Name)
@@ -1594,8 +1690,11 @@ class _Summarizer:
         leaves = self.leaving[0] if self.leaving else -1
         bound = self.bound_calls.get(id(node), "")
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+        spread = _spread_name(node) if star else ""
         args = {str(i): self._token(a) for i, a in enumerate(node.args)}
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
+        named = [(str(i), a) for i, a in enumerate(node.args)]
+        named.extend((k.arg, k.value) for k in node.keywords if k.arg)
         setter = self.qualify(dotted(node.func) or "")
         if self.function_stack and runs_rarely("", (), (setter,)):
             function.rare = True
@@ -1612,12 +1711,24 @@ class _Summarizer:
 
         def describe() -> None:
             func = node.func
+            for slot, argument in named:
+                if args.get(slot) == "?" and isinstance(argument, ast.Name):
+                    args[slot] = _chosen_token(argument.id, scopes[0]) or "?"
             if isinstance(func, ast.Attribute) and self._is_step(func, scopes[0]):
                 function.steps.append(loop)
                 if func.attr == "step":
                     function.updates.append(loop)
             if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
                 function.moved.extend(c for c in self._moved(func, scopes) if c not in function.moved)
+            if (
+                not cold
+                and loop >= 0
+                and isinstance(func, ast.Name)
+                and func.id in scopes[0].params
+                and is_model_name(func.id)
+                and loop not in function.handed_model_loops
+            ):
+                function.handed_model_loops.append(loop)
             described = _scaler_step(node, scopes[0]) or self._describe(func, scopes, function.cls)
             if described is not None:
                 kind, target = described
@@ -1625,6 +1736,7 @@ class _Summarizer:
                     kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards
                 )
                 call.leaves = leaves
+                call.spread = spread
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
@@ -1668,6 +1780,8 @@ class _Summarizer:
                 if name in scope.names:
                     if self._scoped_import(name, scope):
                         return "global", name
+                    if cls >= 0 and _aliases_self(scope.values.get(name, ())):
+                        return "self", "__call__"  # `model = self if fsdp is None else fsdp; model(x)`
                     return self._instance(name, "__call__", scope)
             return "global", name
         if not isinstance(func, ast.Attribute):
@@ -1853,10 +1967,15 @@ def summarize(source: str) -> Optional[Summary]:
     summarizer = _Summarizer(source)
     options = module_options(tree, source)
     summarizer.holders = options.holders
+    summarizer.options_returned = options.returning
     summarizer.summary.toplevel.namespaces = options.holders.get(id(tree), [])
     summarizer.summary.option_defaults = options.defaults
     summarizer.summary.option_stores = options.stores
     summarizer.summary.option_computed_store = options.computed_store
+    flags = module_flags(tree, source)
+    summarizer.summary.module_flags = flags.flags
+    summarizer.summary.execs = flags.execs
+    summarizer.summary.assigned_globals = flags.assigned
     for node in _own_nodes(tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             summarizer.module_locals.values.setdefault(node.targets[0].id, []).append(node.value)
@@ -1869,6 +1988,7 @@ def summarize(source: str) -> Optional[Summary]:
         return None
     summary = summarizer.summary
     summary.handed = sorted(summarizer.handed)
+    summary.handed_imported = sorted([base, attr] for base, attr in summarizer.handed_imported)
     summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
     summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))

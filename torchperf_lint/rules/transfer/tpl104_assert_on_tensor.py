@@ -10,6 +10,7 @@ from ...engine.context import Context
 from ...engine.edits import torch_attribute
 from ...engine.findings import Fix, Report, Safety
 from ..base import Rule, hot_place
+from .assert_cost import outside_own_loop, syncs_anyway, validates_arguments
 from .common import (
     condition_parts,
     host_sync,
@@ -62,6 +63,26 @@ def _single_tensor_condition(test: cst.BaseExpression, ctx: Context) -> bool:
     return isinstance(test.func, cst.Attribute) and test.func.attr.value in ("all", "any") and not test.args
 
 
+def _why_free(node: cst.Assert, ctx: Context) -> Optional[str]:
+    """Why the assert costs the step nothing worth a change, or is its entry's contract; None
+    when it is a sync the step pays for (assert_cost.py)."""
+    read = syncs_anyway(node, ctx)
+    if read is not None:
+        return (
+            f"the function reads the same tensor on the host anyway at line {ctx.line_of(read)}: "
+            "the assert adds no wait worth removing"
+        )
+    loop = outside_own_loop(node, ctx)
+    if loop is not None:
+        return (
+            f"outside the loop at line {ctx.line_of(loop)} of its own function, which runs a model per "
+            "iteration: the assert runs once per many model calls"
+        )
+    if validates_arguments(node, ctx):
+        return "validates the caller's arguments, with a message for the caller: the entry's contract"
+    return None
+
+
 class AssertOnTensor(Rule):
     """## What it does
     Flags an `assert` in hot code whose test reads tensor values: `.max()`, `.min()`, `.all()`,
@@ -87,6 +108,22 @@ class AssertOnTensor(Rule):
     Cold code (`__init__`, setup and validation functions); asserts on shapes, dtypes, devices,
     `isinstance`, `x.dim()`, `len(x)` and other Python values; parameters that are only likely
     tensors (`assert n == k` compares ints as often as tensors).
+
+    Where the assert costs the step nothing worth a change, or is an entry's contract
+    (`--show-context` says which):
+    - the function reads the same tensor on the host anyway, on every path that runs the assert
+      (`grid.tolist()`, `.item()`, `int()` of it, a size or a slice bound, an `if` on it; "the same"
+      follows the function's assignments back to its parameters and the tensors on `self`): the host
+      waits for those values once per call whatever the assert does. A read in another branch, or of
+      another tensor, does not count;
+    - the assert sits outside a loop of its own function that runs the model once per iteration
+      (a `generate` whose checks follow its token loop, called per batch of an evaluation): it runs
+      once per many model calls. Not in `forward`, a step hook or what they call, whose loops (over
+      layers, over experts) run inside one model call;
+    - the assert validates what the caller passed in (parameters, as they are or through torch
+      functions and tensor methods, never through a layer or a helper) and says so in a message to
+      the caller: a library entry's contract, kept on purpose, unlike a check on a value the step
+      computes.
     """
 
     code = "TPL104"
@@ -147,10 +184,37 @@ class AssertOnTensor(Rule):
             from torch import nn
 
             class Masked(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gate = nn.Linear(16, 16)
+
                 def forward(self, x, mask):
-                    assert mask.sum().item() > 0, f"empty mask for input of shape {x.shape}"  # expect: TPL104
+                    keep = mask & (self.gate(x) > 0)
+                    assert keep.sum().item() > 0, f"empty mask for input of shape {x.shape}"  # expect: TPL104
                     assert torch.all(mask.sum(1) <= x.shape[1])  # expect: TPL104
-                    return x.masked_fill(~mask, 0)
+                    return x.masked_fill(~keep, 0)
+            """,
+        "host-read-only-in-another-branch": """
+            import torch
+            from torch import nn
+
+            class Clip(nn.Module):
+                def forward(self, x, strategy: str = "peak"):
+                    if strategy == "peak":
+                        if (x.abs().max() > 1).item():
+                            x = x / x.abs().max()
+                    else:
+                        assert x.abs().max() <= 1  # expect: TPL104
+                    return x
+            """,
+        "host-read-of-another-tensor": """
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x, lengths):
+                    assert (x >= 0).all()  # expect: TPL104
+                    return x[:, : int(lengths.max())]
             """,
     }
     FIXED = {
@@ -197,10 +261,37 @@ class AssertOnTensor(Rule):
             from torch import nn
 
             class Masked(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gate = nn.Linear(16, 16)
+
                 def forward(self, x, mask):
-                    assert mask.sum().item() > 0, f"empty mask for input of shape {x.shape}"
+                    keep = mask & (self.gate(x) > 0)
+                    assert keep.sum().item() > 0, f"empty mask for input of shape {x.shape}"
                     torch._assert_async(torch.all(mask.sum(1) <= x.shape[1]))
-                    return x.masked_fill(~mask, 0)
+                    return x.masked_fill(~keep, 0)
+            """,
+        "host-read-only-in-another-branch": """
+            import torch
+            from torch import nn
+
+            class Clip(nn.Module):
+                def forward(self, x, strategy: str = "peak"):
+                    if strategy == "peak":
+                        if (x.abs().max() > 1).item():
+                            x = x / x.abs().max()
+                    else:
+                        torch._assert_async(x.abs().max() <= 1)
+                    return x
+            """,
+        "host-read-of-another-tensor": """
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x, lengths):
+                    torch._assert_async((x >= 0).all())
+                    return x[:, : int(lengths.max())]
             """,
     }
     GOOD = {
@@ -241,6 +332,44 @@ class AssertOnTensor(Rule):
                     assert k is not None
                     return torch.softmax(q @ k.transpose(-1, -2), dim=-1)
             """,
+        "same-tensor-read-on-the-host-anyway": """
+            import torch
+            from torch import nn
+
+            class PatchEmbed(nn.Module):
+                def forward(self, x, grid: torch.Tensor):
+                    assert bool((grid[:, 0] == 1).all())
+                    sizes = grid.tolist()  # one host read per call, which the assert joins
+                    return torch.split(x, [h * w for _, h, w in sizes])
+
+            def loudness(wav: torch.Tensor, target: float) -> torch.Tensor:
+                energy = wav.pow(2).mean().sqrt().item()
+                out = wav * (target / max(energy, 1e-8))
+                assert out.isfinite().all()
+                return out
+
+            class Loss(nn.Module):
+                def forward(self, pred, target):
+                    return (pred - loudness(target, 0.1)).abs().mean()
+            """,
+        "entry-validating-its-arguments": """
+            import torch
+            from torch import nn
+
+            class RoleEncoder(nn.Module):
+                def __init__(self, fillers, roles):
+                    super().__init__()
+                    self.fillers = nn.Embedding(fillers, 64)
+                    self.roles = nn.Embedding(roles, 64)
+
+                def forward(self, tokens: torch.Tensor, roles: torch.Tensor, mask=None):
+                    if mask is not None:
+                        tokens = tokens.masked_fill(~mask, 0)
+                    assert (tokens.min() >= 0) and (tokens.max() < self.fillers.num_embeddings), (
+                        "tokens must be filler ids in [0, num_fillers); mark padding with `mask`"
+                    )
+                    return self.fillers(tokens) * self.roles(roles)
+            """,
         "cold-dataset-validation": """
             import torch
 
@@ -259,6 +388,10 @@ class AssertOnTensor(Rule):
     def check(self, node: cst.Assert, ctx: Context) -> Iterator[Report]:
         reason = ctx.hot_reason(node)
         if reason is None or not _reads_tensor(node.test, ctx):
+            return
+        free = _why_free(node, ctx)
+        if free is not None:
+            yield self.note(node, free)
             return
         yield self.report(
             node,

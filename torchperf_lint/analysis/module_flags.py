@@ -1,0 +1,132 @@
+"""Module-level settings a script fixes once (RULES.md, "Values that travel": a branch taken only
+under a setting that is off by default is cold): `profile = False` at the top of nanoGPT's
+bench.py, then `if profile:` around the profiler's loop.
+
+Read on CPython's `ast`, one module at a time: a name is a flag when the module's own scope binds
+it exactly once, by `NAME = literal`, no function declares it `global`, and nothing writes the
+module's globals by a computed name (`globals()[k] = v`, `globals().update(cfg)`). A module that
+calls `exec` (nanoGPT's `exec(open('configurator.py').read())`) may have any global rebound: from
+the command line, which is opt-in, or from a config file, which the project pass accounts for by
+leaving open every name another module of the project assigns at its top level (config/*.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Iterator
+
+from .arguments import NOT_NONE, value_token
+
+# what a `globals()` call may be read through without writing to it
+_READS = frozenset({"items", "keys", "values", "get", "copy"})
+
+
+@dataclasses.dataclass
+class ModuleFlags:
+    flags: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> literal token, read by a test
+    execs: bool = False  # calls `exec`: a configurator may rebind its globals
+    assigned: list[str] = dataclasses.field(default_factory=list)  # names its top level assigns
+
+
+def _scope_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of the module's own scope: not those of functions, classes, lambdas or
+    comprehensions, which bind names of their own."""
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(node.decorator_list)  # evaluated in the module's scope
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _bound_names(node: ast.AST) -> Iterator[str]:
+    """The names `node` binds in the scope it runs in."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        yield node.id
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield node.name
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for alias in node.names:
+            yield (alias.asname or alias.name).split(".")[0]
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        yield node.name
+    elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        yield node.name
+    elif isinstance(node, ast.MatchMapping) and node.rest:
+        yield node.rest
+
+
+def _writes_globals(tree: ast.Module) -> bool:
+    """`globals()` written or handed on (`globals()[k] = v`, `globals().update(cfg)`, `exec(code,
+    globals())`): any global may change by a name worked out at run time."""
+    parents: dict[int, ast.AST] = {}
+    calls: list[ast.Call] = []
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("globals", "vars")
+        ):
+            if node.func.id == "globals" or not node.args:
+                calls.append(node)
+    for call in calls:
+        parent = parents.get(id(call))
+        if isinstance(parent, ast.Attribute) and parent.attr in _READS:
+            continue
+        if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Load):
+            continue
+        if isinstance(parent, ast.Compare):
+            continue  # `k in globals()`
+        return True
+    return False
+
+
+def module_flags(tree: ast.Module, source: str) -> ModuleFlags:
+    """What `tree` fixes at its top level (module docstring)."""
+    found = ModuleFlags()
+    counts: dict[str, int] = {}
+    literal: dict[str, str] = {}
+    assigned: set[str] = set()
+    for node in _scope_nodes(tree.body):
+        for name in _bound_names(node):
+            counts[name] = counts.get(name, 0) + 1
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            assigned.update(t.id for t in targets if isinstance(t, ast.Name))
+            single = isinstance(node, ast.Assign) and len(node.targets) == 1
+            if (single or isinstance(node, ast.AnnAssign)) and node.value is not None:
+                target = targets[0]
+                token = value_token(node.value)
+                if isinstance(target, ast.Name) and token is not None and token != NOT_NONE:
+                    literal[target.id] = token
+    found.assigned = sorted(assigned)
+    tested = {
+        n.id
+        for node in _scope_nodes(tree.body)
+        if isinstance(node, (ast.If, ast.IfExp, ast.While))
+        for n in ast.walk(node.test)
+        if isinstance(n, ast.Name)
+    }
+    literal = {name: token for name, token in literal.items() if name in tested}  # only what a test reads
+    found.execs = "exec(" in source and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "exec"
+        for n in ast.walk(tree)
+    )
+    if not literal or ("globals" in source or "vars(" in source) and _writes_globals(tree):
+        return found
+    declared = (
+        {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
+        if "global" in source
+        else set()
+    )
+    found.flags = {
+        name: token for name, token in literal.items() if counts.get(name) == 1 and name not in declared
+    }
+    return found
