@@ -118,9 +118,7 @@ def stepped_functions(project: Project) -> dict[int, frozenset[int]]:
     return {module_id: frozenset(indices) for module_id, indices in stepped.items()}
 
 
-def _callers(
-    project: Project, functions: list[FunctionRef]
-) -> list[tuple[FunctionRef, Optional[ClassRef]]]:
+def _callers(project: Project, functions: list[FunctionRef]) -> list[tuple[FunctionRef, Optional[ClassRef]]]:
     """`functions` and every function outside the tests that calls one of them, directly or not
     (hot or cold): the program around a step loop builds the model it steps (`main_worker` builds
     the model and calls `train`, which loops). A base-class method that reaches a subclass's method
