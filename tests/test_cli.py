@@ -370,7 +370,7 @@ def test_list_rules_lists_every_rule_with_its_default(capsys, monkeypatch) -> No
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
     assert set(rows) == {rule.code for rule in ALL_RULES} | {"TPL198", "TPL199"}
     assert rows["TPL701"][1:3] == ["fp32-training", "on"]
-    assert rows["TPL101"][1:3] == ["cpu-factory-in-hot-path", "off"]
+    assert rows["TPL102"][1:3] == ["constant-copied-per-step", "off"]
     assert rows["TPL199"][1:3] == ["off-by-default-probe", "off"]
     assert out.splitlines()[0].split()[4:6] == ["training", "library"]
 

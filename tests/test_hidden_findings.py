@@ -15,7 +15,7 @@ from torchperf_lint.engine import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 LINE = "from rules that are off by default: --extend-select ALL."
-# two findings of rules that are off by default: TPL101 (the factory) and TPL104 (the assert)
+# two findings of rules that are off by default: TPL105 (the .item()) and TPL104 (the assert)
 OFF = b"""\
 import torch
 import torch.nn as nn
@@ -23,9 +23,9 @@ import torch.nn as nn
 
 class Loss(nn.Module):
     def forward(self, pred, target):
-        noise = torch.zeros(3).cuda()
+        scale = pred.abs().max().item()
         assert target.max() < 10
-        return (pred + noise.sum()).mean()
+        return (pred / scale).mean()
 """
 
 
@@ -88,16 +88,16 @@ def test_no_line_where_nothing_is_left_out_or_the_rules_are_named(
 
 def test_ignored_rules_do_not_count(tmp_path: Path, capsys) -> None:
     path = write(tmp_path / "loss.py", OFF)
-    assert sorted(_codes(capsys, "--extend-select", "ALL", path)) == ["TPL101", "TPL104"]
+    assert sorted(_codes(capsys, "--extend-select", "ALL", path)) == ["TPL104", "TPL105"]
     assert run(capsys, "--ignore", "TPL104", path)[1] == f"1 finding {LINE}\n"
     assert run(capsys, "--extend-ignore", "assert-on-tensor", path)[1] == f"1 finding {LINE}\n"
     assert run(capsys, "--ignore", "TPL1", path)[1] == ""
-    write(tmp_path / "pyproject.toml", b'[tool.torchperf-lint]\nignore = ["TPL101"]\n')
+    write(tmp_path / "pyproject.toml", b'[tool.torchperf-lint]\nignore = ["TPL105"]\n')
     assert run(capsys, path)[1] == f"1 finding {LINE}\n"
 
 
 def test_lines_with_noqa_and_per_file_ignores_do_not_count(tmp_path: Path, capsys) -> None:
-    quiet = OFF.replace(b"noise = torch.zeros(3).cuda()", b"noise = torch.zeros(3).cuda()  # noqa")
+    quiet = OFF.replace(b"scale = pred.abs().max().item()", b"scale = pred.abs().max().item()  # noqa")
     path = write(tmp_path / "loss.py", quiet)
     assert run(capsys, path)[1] == f"1 finding {LINE}\n"
     write(tmp_path / "pyproject.toml", b'[tool.torchperf-lint.per-file-ignores]\n"loss.py" = ["TPL104"]\n')

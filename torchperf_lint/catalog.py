@@ -4,7 +4,7 @@ table instead of the rule classes, so a run whose files are all cached imports n
 rules nor libcst."""
 
 RULES: tuple[tuple[str, str, bool], ...] = (
-    ("TPL101", "cpu-factory-in-hot-path", False),
+    ("TPL101", "cpu-factory-in-hot-path", True),
     ("TPL102", "constant-copied-per-step", False),
     ("TPL103", "python-range-indexing", True),
     ("TPL104", "assert-on-tensor", False),

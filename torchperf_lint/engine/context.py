@@ -414,21 +414,13 @@ class Context:
 
     @functools.cached_property
     def _device_values(self) -> DeviceValues:
-        tensors = self.tensors  # not bound methods of self: see _host_tensors
+        tensors, names = self.tensors, self.names  # not self, nor its bound methods: see _host_tensors
         return DeviceValues(
             self.facts,
-            self.names,
+            names,
             lambda e: tensors.infer(e) >= Tensorness.LIKELY,
-            lambda e: tensors.infer(e) >= Tensorness.LIKELY and not self._bare_parameter(e),
+            lambda e: tensors.infer(e) >= Tensorness.LIKELY and not _bare_parameter(e, names),
         )
-
-    def _bare_parameter(self, expr: cst.BaseExpression) -> bool:
-        """A name bound only as a parameter: a comparison of it may be of a Python number
-        (`t[flag > 0]` is no mask)."""
-        if not isinstance(expr, cst.Name):
-            return False
-        bindings = self.bindings(expr.value, expr)
-        return bool(bindings) and all(b.kind == "param" for b in bindings)
 
     def device_scalar(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a 0-dim tensor that may live on the device (`t.sum()`, `torch.tensor(n,
@@ -558,3 +550,12 @@ class Context:
     def factories_on_device(self) -> bool:
         """The project makes CUDA the default device: factories without `device=` run there."""
         return self.entry.cuda_default is not None
+
+
+def _bare_parameter(expr: cst.BaseExpression, names: Names) -> bool:
+    """A name bound only as a parameter: a comparison of it may be of a Python number
+    (`t[flag > 0]` is no mask)."""
+    if not isinstance(expr, cst.Name):
+        return False
+    bindings = names.lookup(expr.value, expr)
+    return bool(bindings) and all(b.kind == "param" for b in bindings)

@@ -84,7 +84,7 @@ class CpuFactoryInHotPath(Rule):
     name = "cpu-factory-in-hot-path"
     summary = "Tensor factory without device= in hot code"
     message = "torch.{factory}() creates its tensor on the CPU inside {place}; pass device={device}"
-    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
+    default_on = True  # in its default form, code a step loop of the project runs (precision.json)
     stepping_evidence = True  # its default form: code a step loop of the project runs (RULES.md)
     fix_safety = Safety.SAFE
     where = "hot code"
