@@ -109,6 +109,14 @@ class Names:
             return [b for b in before if branches in ancestors(b.node, parents)]
         return bindings  # inside a branch: it may not run
 
+    def is_bare_parameter(self, expr: cst.BaseExpression) -> bool:
+        """A name bound only as a parameter: a flag or a number as often as a tensor (`t[flag > 0]`
+        is no mask, `print(name)` reads no device value)."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.lookup(expr.value, expr)
+        return bool(bindings) and all(b.kind == "param" for b in bindings)
+
     def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
         """`torch.nn.functional.relu` for `F.relu` after `import torch.nn.functional as F`.
 

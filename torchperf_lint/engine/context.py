@@ -419,7 +419,7 @@ class Context:
             self.facts,
             names,
             lambda e: tensors.infer(e) >= Tensorness.LIKELY,
-            lambda e: tensors.infer(e) >= Tensorness.LIKELY and not _bare_parameter(e, names),
+            lambda e: tensors.infer(e) >= Tensorness.LIKELY and not names.is_bare_parameter(e),
         )
 
     def device_scalar(self, expr: cst.BaseExpression) -> bool:
@@ -550,12 +550,3 @@ class Context:
     def factories_on_device(self) -> bool:
         """The project makes CUDA the default device: factories without `device=` run there."""
         return self.entry.cuda_default is not None
-
-
-def _bare_parameter(expr: cst.BaseExpression, names: Names) -> bool:
-    """A name bound only as a parameter: a comparison of it may be of a Python number
-    (`t[flag > 0]` is no mask)."""
-    if not isinstance(expr, cst.Name):
-        return False
-    bindings = names.lookup(expr.value, expr)
-    return bool(bindings) and all(b.kind == "param" for b in bindings)

@@ -119,13 +119,6 @@ def condition_parts(test: cst.BaseExpression, ctx: Context) -> Iterator[cst.Base
         yield test
 
 
-def is_bare_parameter(expr: cst.BaseExpression, ctx: Context) -> bool:
-    if not isinstance(expr, cst.Name):
-        return False
-    bindings = ctx.bindings(expr.value, expr)
-    return bool(bindings) and all(b.kind == "param" for b in bindings)
-
-
 def shown_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
     """A tensor whose values `print()` or an f-string would read: certain, or likely but neither
     a bare parameter (a flag or a name) nor a host batch."""
@@ -133,7 +126,7 @@ def shown_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
         return False
     if ctx.is_tensor(expr, certain=True):
         return True
-    return ctx.is_tensor(expr) and not is_bare_parameter(expr, ctx) and ctx.batch_loop(expr) is None
+    return ctx.is_tensor(expr) and not ctx.names.is_bare_parameter(expr) and ctx.batch_loop(expr) is None
 
 
 def printed(call: cst.Call) -> Iterator[cst.BaseExpression]:
