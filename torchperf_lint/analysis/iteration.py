@@ -27,9 +27,8 @@ import libcst as cst
 from ..syntax.walker import FileFacts, Loop, dotted_name, returned_values
 from .hotpath import HotPaths
 from .names import Names
+from .vocabulary import ITERATION_WRAPPERS
 
-# Calls that hand their argument's items to the loop unchanged (for this purpose).
-_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "track", "trange"})
 Target = cst.Name | cst.Attribute
 
 
@@ -181,7 +180,10 @@ def _iterated(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     while todo:
         current = todo.pop()
         found.append(current)
-        if isinstance(current, cst.Call) and (dotted_name(current.func) or "").split(".")[-1] in _WRAPPERS:
+        if (
+            isinstance(current, cst.Call)
+            and (dotted_name(current.func) or "").split(".")[-1] in ITERATION_WRAPPERS
+        ):
             todo.extend(arg.value for arg in current.args if arg.keyword is None and not arg.star)
     return found
 

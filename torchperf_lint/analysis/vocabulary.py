@@ -273,6 +273,9 @@ def is_cudnn_decision_call(dotted: str) -> bool:
 # `if step == 0:`, `if batch_idx == 0:`: a branch taken on one step of many (the first batch of an
 # epoch in a validation step). Bare `i` is not among them: `if i == 0:` over layers runs every step;
 # `i` counts steps only as the `enumerate` counter of a step loop (hotpath.py `_on_one_step`).
+# Calls that hand their argument's items to a `for` loop unchanged (`enumerate(loader)`,
+# `tqdm(loader)`): what such a loop iterates is their argument (analysis/iteration.py, project/summary.py).
+ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "track", "trange"})
 STEP_COUNTERS = frozenset(
     {
         "step",

@@ -33,6 +33,7 @@ from ..analysis.vocabulary import (
     DEFAULT_DEVICE_SETTERS,
     DEFAULT_DTYPES,
     GRADIENT_SYNC_WRAPPERS,
+    ITERATION_WRAPPERS,
     LAYOUT_READS,
     LOG_LEVEL_CHECKS,
     MODULE_CHAIN_METHODS,
@@ -292,14 +293,10 @@ class Summary:
         )
 
 
-# Calls that hand their argument's items to a loop unchanged (analysis/iteration.py's wrappers).
-_ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm", "track", "trange"})
-
-
 def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
     """(the plain name a loop iterates through wrappers, its scope) or ("", "")."""
     while (
-        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in _ITERATION_WRAPPERS
+        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS
     ):
         positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
         if len(positional) != 1:
@@ -382,17 +379,9 @@ def _binds(loop: LoopNode, name: str) -> bool:
 
 def _breaks_at_counter_bound(loop: Union[ast.For, ast.AsyncFor]) -> bool:
     """`for i, x in enumerate(...)` whose own body holds `if i == / >= / > ...: break`."""
-    iterable, target = loop.iter, loop.target
-    if not (
-        isinstance(iterable, ast.Call)
-        and isinstance(iterable.func, ast.Name)
-        and iterable.func.id == "enumerate"
-        and isinstance(target, ast.Tuple)
-        and target.elts
-        and isinstance(target.elts[0], ast.Name)
-    ):
+    counter = _enumerate_counter(loop)
+    if not counter:
         return False
-    counter = target.elts[0].id
     for statement in loop.body:
         if not isinstance(statement, ast.If):
             continue

@@ -269,14 +269,17 @@ def _scalar_in_subscript(subscript: cst.Subscript, ctx: Context) -> Optional[tup
     return None
 
 
+def _scalar_in(node: cst.CSTNode, ctx: Context) -> Optional[tuple[cst.BaseExpression, str]]:
+    if isinstance(node, cst.Call):
+        return _scalar_in_call(node, ctx)
+    if isinstance(node, cst.Subscript):
+        return _scalar_in_subscript(node, ctx)
+    return None
+
+
 def scalar_read(node: cst.CSTNode, ctx: Context) -> Optional[cst.BaseExpression]:
     """The 0-dim device tensor that `node` (a call or a subscript) reads where Python needs a number."""
-    if isinstance(node, cst.Call):
-        found = _scalar_in_call(node, ctx)
-    elif isinstance(node, cst.Subscript):
-        found = _scalar_in_subscript(node, ctx)
-    else:
-        return None
+    found = _scalar_in(node, ctx)
     return found[0] if found is not None else None
 
 
@@ -284,12 +287,7 @@ def scalar_sync(node: cst.CSTNode, ctx: Context) -> Optional[tuple[str, str]]:
     """(what, remedy) when `node` (a call or a subscript) reads a 0-dim device tensor where
     Python needs a number: a slice bound, `range()`, a size, a Scalar argument. The remedy names
     the host value the tensor was built from where the code shows it."""
-    if isinstance(node, cst.Call):
-        found = _scalar_in_call(node, ctx)
-    elif isinstance(node, cst.Subscript):
-        found = _scalar_in_subscript(node, ctx)
-    else:
-        return None
+    found = _scalar_in(node, ctx)
     if found is None:
         return None
     scalar, where = found
