@@ -42,6 +42,8 @@ class EntryFacts:
     # sampler): cold whoever calls them; that loop is one of the inference loops
     model_drivers: frozenset[int] = frozenset()
     no_grad_callables: frozenset[str] = frozenset()  # dotted names, as written here, entering no_grad
+    # functions every call of the project runs without grad (project/grad_free.py)
+    grad_free_functions: frozenset[int] = frozenset()
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
     # keys of the dict literals it returns that the project only ever reads on the host
     host_read_keys: frozenset[str] = frozenset()
@@ -130,6 +132,7 @@ class EntryFacts:
             model_loops=frozenset(_ints(data.get("model_loops", ()))),
             model_drivers=frozenset(_ints(data.get("model_drivers", ()))),
             no_grad_callables=frozenset(map(str, data["no_grad_callables"])),
+            grad_free_functions=frozenset(_ints(data.get("grad_free_functions", ()))),
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),

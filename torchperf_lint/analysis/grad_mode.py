@@ -1,7 +1,7 @@
 """Where autograd is off: code under `torch.no_grad()`, `torch.inference_mode()` or
 `torch.set_grad_enabled(False)`, as a `with` block, a decorator of an enclosing function, a
 `torch.set_grad_enabled(False)` statement earlier in the same function, or in a function whose
-every call site in the file is itself in such code. `with torch.enable_grad():` turns it back on.
+every call site in the file (or, as the project pass found, in the project) is itself in such code. `with torch.enable_grad():` turns it back on.
 """
 
 from __future__ import annotations
@@ -222,7 +222,10 @@ class GradMode:
         return last
 
     def _every_caller_disabled(self, function: cst.FunctionDef) -> Optional[cst.CSTNode]:
-        """The first call site when every call of `function` in this file runs without grad."""
+        """The first call site when every call of `function` in this file runs without grad; the
+        function itself when every call of the project does (project/grad_free.py)."""
+        if self._hot.function_index(function) in self._hot.entry.grad_free_functions:
+            return function
         if function in self._in_progress:
             return None
         callers = self._call_sites().get(function, [])

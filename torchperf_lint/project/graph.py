@@ -26,6 +26,7 @@ from ..analysis.vocabulary import (
 from .arguments import Sites, Values, argument_values, bound_self, guarded_off, slot_parameter
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
+from .grad_free import grad_free_functions
 from .layers import LayerProfiles
 from .loaders import reiterated_loaders
 from .options import configured_names, flag_values, option_values
@@ -134,6 +135,7 @@ class Project:
         self._helpers: Optional[dict[int, str]] = None
         self._default: Optional[dict[int, str]] = None  # module -> where its default device is CUDA
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._grad_free: Optional[dict[int, frozenset[int]]] = None
         self._movers: Optional[tuple[tuple[str, bool], ...]] = None
         self._key_reads: Optional[dict[str, bool]] = None
         self._imported: Optional[frozenset[int]] = None
@@ -1330,6 +1332,12 @@ class Project:
             self._published = published_functions(self)
         return self._published
 
+    def grad_free(self, module: Module) -> frozenset[int]:
+        """The functions of `module` every project caller runs without grad (grad_free.py)."""
+        if self._grad_free is None:
+            self._grad_free = grad_free_functions(self)
+        return self._grad_free.get(id(module), frozenset())
+
     def stepped(self, module: Module) -> frozenset[int]:
         """The functions of `module` (-1: its top level) the project's own programs run (stepping.py)."""
         if self._stepped is None:
@@ -1381,6 +1389,7 @@ class Project:
             model_loops=self.model_loops(module),
             model_drivers=self.model_drivers(module),
             no_grad_callables=no_grad,
+            grad_free_functions=self.grad_free(module),
             host_parameters=host,
             host_read_keys=self.host_read_keys(module),
             runs_on_cuda=self.cuda_reasons().get(key),

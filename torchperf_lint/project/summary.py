@@ -102,6 +102,9 @@ class Call:
     # `f(**vars(opt))`, its only unpacking: the name whose attributes it passes, each to the
     # parameter of its name (what `opt.NAME` holds, where the project pass knows it)
     spread: str = ""
+    # the `with` items around it in its own function, dotted as written (`torch.no_grad`): the
+    # project pass learns which functions every caller runs without grad (project/grad_free.py)
+    contexts: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -831,6 +834,8 @@ class _Locals:
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
+        # names a `for` binds to the batches of a loader it walks itself (`for x, y in loader`)
+        self.batch_targets: set[str] = set()
         self.function = function
         self._accumulators: Optional[Accumulators] = None
         # `ids = A if TEST else B`: the CHOSEN_PREFIX token, read where a call passes the name
@@ -951,6 +956,7 @@ class _Summarizer:
         # branch is taken (`if i == 0:`): cold when that loop iterates a DataLoader
         self.one_pass_of: list[int] = []
         self.options_returned: dict[str, int] = {}  # the module's functions returning them
+        self.with_names: list[str] = []  # the `with` items around here in the current function
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -1138,7 +1144,9 @@ class _Summarizer:
         saved_guards, self.guards = self.guards, []
         saved_leaving, self.leaving = self.leaving, []
         saved_comprehensions, self.comprehensions = self.comprehensions, 0
+        saved_with, self.with_names = self.with_names, []  # a nested function runs when called
         self.statements(node.body)
+        self.with_names = saved_with
         self.comprehensions = saved_comprehensions
         if index not in self.fills_container:
             function.builds.clear()  # only a container builder's body is what it returns
@@ -1172,6 +1180,8 @@ class _Summarizer:
             def label() -> None:
                 loop.loader = self._loader(iterable, scopes) or ""
                 loop.iterated, loop.iterated_scope = _iterated_name(iterable, scopes[0], function >= 0)
+                if function >= 0 and _walks_loader(iterable, scopes[0]):
+                    scopes[0].batch_targets.update(_batch_names(node.target, iterable))
 
             self._later(label)
         if isinstance(node, ast.While):
@@ -1307,12 +1317,20 @@ class _Summarizer:
         self.cold -= lazy_message
 
     def _With(self, node: Union[ast.With, ast.AsyncWith]) -> None:
+        entered = []
         for item in node.items:
             expr = item.context_expr
             name = dotted(expr.func if isinstance(expr, ast.Call) else expr)
             if name:
                 self.summary.contexts.append(name)
-        self.children(node)
+                entered.append(name)
+        for item in node.items:
+            self.visit(item.context_expr)  # evaluated before the block is entered
+            if item.optional_vars is not None:
+                self.visit(item.optional_vars)
+        self.with_names.extend(entered)
+        self.statements(node.body)
+        del self.with_names[len(self.with_names) - len(entered) :]
 
     _AsyncWith = _With
 
@@ -1676,6 +1694,7 @@ class _Summarizer:
         loop = self.innermost_loop()
         cold, scopes, guards = bool(self.cold), self.scopes(), [list(g) for g in self.guards]
         once = list(self.one_pass_of)
+        contexts = list(self.with_names)
         leaves = self.leaving[0] if self.leaving else -1
         bound = self.bound_calls.get(id(node), "")
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
@@ -1726,6 +1745,7 @@ class _Summarizer:
                 )
                 call.leaves = leaves
                 call.spread = spread
+                call.contexts = contexts
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
@@ -1856,6 +1876,13 @@ class _Summarizer:
         return {key: param for key, param in passed.items() if param}
 
     def _is_host(self, expr: ast.AST, local: Optional[_Locals] = None) -> bool:
+        if (
+            isinstance(expr, ast.Name)
+            and local is not None
+            and expr.id in local.batch_targets
+            and local.stores.get(expr.id) == 1
+        ):
+            return True  # a loader's batch, bound once by its loop: never moved to the device
         if isinstance(expr, ast.Name) and local is not None and expr.id not in local.params:
             # `scores_host = scores.cpu(); f(scores_host)`: every value the function binds to it
             values = local.values.get(expr.id, ())
@@ -1920,6 +1947,45 @@ class _Summarizer:
                 if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
                     return name
         return None
+
+
+def _walks_loader(iterable: ast.AST, local: _Locals) -> bool:
+    """The loop takes its items from a DataLoader itself (`loader`, `enumerate(tqdm(loader))`):
+    a name or attribute named like a loader that the function does not bind to anything but
+    `DataLoader(...)`, or a name bound only to that. Not a wrapper that may move batches (a
+    prefetcher, `accelerator.prepare`): their batches may already be on the device."""
+    while isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS:
+        positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
+        if len(positional) != 1 or (dotted(iterable.func) or "").endswith("zip"):
+            return False
+        iterable = positional[0]
+    name = dotted(iterable)
+    if name is None:
+        return False
+    values = local.values.get(name, ()) if isinstance(iterable, ast.Name) else ()
+    built = [isinstance(v, ast.Call) and (dotted(v.func) or "").split(".")[-1] == "DataLoader" for v in values]
+    if values:
+        return all(built) and len(values) == local.stores.get(name, 0)
+    if isinstance(iterable, ast.Name) and local.stores.get(name, 0):
+        return False  # bound another way (a loop target, an unpacking)
+    return is_loader_name(name)
+
+
+def _batch_names(target: ast.AST, iterable: ast.AST) -> list[str]:
+    """The names a loop's target binds to a batch's parts: not `enumerate`'s counter."""
+    if isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] == "enumerate":
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+            return []
+        target = target.elts[1]
+    names: list[str] = []
+    todo = [target]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, ast.Name):
+            names.append(current.id)
+        elif isinstance(current, (ast.Tuple, ast.List)):
+            todo.extend(current.elts)
+    return names
 
 
 def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int = 0) -> str:

@@ -155,6 +155,54 @@ def _picks_from_container(read: Read, walked: str, ctx: Context) -> bool:
     )
 
 
+class _Work(cst.CSTVisitor):
+    """Whether a loop body may launch a kernel: any call but a list's `append`, arithmetic
+    outside an index (`x[i - 1]` is Python arithmetic on the index), an augmented assignment, a
+    store into an element or a slice (`out[i] = ...` copies)."""
+
+    def __init__(self) -> None:
+        self.found = False
+        self._in_index = 0
+
+    def visit_Call(self, node: cst.Call) -> Optional[bool]:
+        appends = (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "append"
+            and isinstance(node.func.value, cst.Name)
+        )
+        self.found = self.found or not appends
+        return not self.found
+
+    def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+        self._in_index += 1
+
+    def leave_SubscriptElement(self, original_node: cst.SubscriptElement) -> None:
+        self._in_index -= 1
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self.found = self.found or not self._in_index
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        self.found = self.found or not self._in_index
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.found = True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.found = self.found or isinstance(node.target, cst.Subscript)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+
+def _gathers_views_only(loop: cst.For) -> bool:
+    """The body only takes rows or slices (views) and collects them in lists: no kernel runs per
+    element, the one `torch.stack` after the loop does the copying."""
+    work = _Work()
+    loop.body.visit(work)
+    return not work.found
+
+
 class LoopOverTensorDim(Rule):
     """## What it does
     Flags a Python `for` loop in hot code that walks a tensor dimension element by element:
@@ -210,7 +258,9 @@ class LoopOverTensorDim(Rule):
     loops over the classes or channels of a map that take the whole batch each time
     (`x[:, c, ...]`, `x[:, [c]]`, `x[:, c : c + 1]`; a plain `x[:, t]` may walk tokens and is
     flagged), loops that return a ragged list, one entry per row of a size read from the data
-    (`nonzero`, `unique`: keypoints per image; concatenated after the loop, it is flagged), the
+    (`nonzero`, `unique`: keypoints per image; concatenated after the loop, it is flagged), loops
+    that only gather rows as views into lists (`xs.append(x[i])`, `ys.append(y[i - 1])`: no kernel
+    runs per row, one `torch.stack` after the loop copies them all), the
     step loop
     itself, inner loops of a loop already reported, and cold code (`__init__`, module level, a
     dataset's one-off `process()`).
@@ -650,6 +700,19 @@ class LoopOverTensorDim(Rule):
                         batch[i, :, : img.shape[1], : img.shape[2]].copy_(img)
                     return batch
             """,
+        "rows-gathered-as-views-then-stacked": """
+            import torch
+            from torch import nn
+
+            class PairBuilder(nn.Module):
+                def forward(self, x, ids):
+                    batch_size = x.size(0)
+                    xs, negatives = [], []
+                    for i in range(batch_size):
+                        xs.append(x[i])
+                        negatives.append(ids[i - 1 if i == batch_size - 1 else i + 1, :])
+                    return self.head(torch.stack(xs), torch.stack(negatives))
+            """,
         "loop-index-used-only-on-the-host": """
             import torch
             from torch import nn
@@ -749,4 +812,6 @@ class LoopOverTensorDim(Rule):
             return None  # one iteration per class or channel, each over the whole batch
         if ragged_list(loop, ctx.enclosing_function(loop)):
             return None  # the output is one entry of its own size per row
+        if _gathers_views_only(loop):
+            return None  # views gathered into lists: no kernel per row
         return over, (element_vars or index_vars)[0]
