@@ -6,6 +6,7 @@ like any other (its re-exports are imports)."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,46 @@ def test_the_check_sees_an_upward_import(tmp_path: Path, module: str, source: st
 
 def test_a_package_init_resolves_relative_imports_from_itself() -> None:
     assert imported_modules(f"{PACKAGE}.rules", ROOT / "rules" / "__init__.py") >= {f"{PACKAGE}.rules.base"}
+
+
+def import_circles(prefix: str) -> list[list[str]]:
+    """The import circles among the package's modules under `prefix` (every import counts, those
+    inside functions and under TYPE_CHECKING too), each as the path that closes it."""
+    graph = {
+        module: sorted(t for t in imported_modules(module, path) if t.startswith(prefix) and t != module)
+        for module, path in MODULES.items()
+        if module.startswith(prefix)
+    }
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in graph.get(module, ()):
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return circles
+
+
+def test_the_project_pass_imports_no_circle() -> None:
+    """graph.py imports the modules that work out one fact each; they ask the project through
+    project/refs.py's ProjectView and never import graph.py back."""
+    assert import_circles(f"{PACKAGE}.project.") == []
+
+
+def test_the_circle_check_sees_a_circle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("from . import second\n", encoding="utf-8")
+    second.write_text("def f():\n    from .first import g\n", encoding="utf-8")
+    names = {f"{PACKAGE}.project.first": first, f"{PACKAGE}.project.second": second}
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", names)
+    assert import_circles(f"{PACKAGE}.project.") == [
+        [f"{PACKAGE}.project.first", f"{PACKAGE}.project.second", f"{PACKAGE}.project.first"]
+    ]

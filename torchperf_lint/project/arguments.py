@@ -20,7 +20,7 @@ the linted code runs.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 from ..analysis.arguments import (
     ABSENT,
@@ -36,10 +36,8 @@ from ..analysis.arguments import (
     parse_test,
     truth,
 )
+from .refs import ClassRef, FunctionRef, ProjectView
 from .summary import Call, Function
-
-if TYPE_CHECKING:
-    from .graph import ClassRef, FunctionRef, Project
 
 Values = dict[str, str]
 SAME = "=same"  # a recursive call hands the parameter on to itself: it adds no value of its own
@@ -159,7 +157,7 @@ def _agreed(callee: Function, calls: Iterable[tuple[Call, bool, Handed]]) -> Val
 
 
 def argument_values(
-    project: Project, sites: Sites, options: Optional[dict[tuple[int, int], Values]] = None
+    project: ProjectView, sites: Sites, options: Optional[dict[tuple[int, int], Values]] = None
 ) -> dict[tuple[int, int], Values]:
     """`options`: per function, the command-line options the default run decides
     (project/options.py), which a call may hand on (`UNet(n_classes=args.classes)`)."""
@@ -196,18 +194,17 @@ def argument_values(
     return found
 
 
-def _own_step_sites(project: Project, sites: Sites, roots: set[tuple[int, int]]) -> Sites:
+def _own_step_sites(project: ProjectView, sites: Sites, roots: set[tuple[int, int]]) -> Sites:
     """Every project call of each function that runs a step or inference loop of its own and
     that no call made per step reaches (`evaluate(net, loader)` called every N steps, a
     script's `train_model(model=model)`): such a function is hot whoever calls it, so what its
     parameters hold is what all its callers pass, cold or not."""
-    from .graph import FunctionRef
 
     owners: dict[tuple[int, int], FunctionRef] = {}
     for module in project.modules.values():
         loops = module.summary.loops
         # the inference loops the first spread found (project.inference_loops() would spread again)
-        for index in [*project.step_loops(module), *project._inference_loops.get(id(module), ())]:
+        for index in [*project.step_loops(module), *project.found_inference_loops(module)]:
             function = FunctionRef(module, loops[index].function)
             if function.index >= 0 and function.key() not in sites and function.key() not in roots:
                 owners[function.key()] = function
@@ -220,7 +217,7 @@ def _own_step_sites(project: Project, sites: Sites, roots: set[tuple[int, int]])
 
 def _handed_on(
     decided: Sites,
-    project: Project,
+    project: ProjectView,
     options: dict[tuple[int, int], Values],
     outer: set[str],
     instances: dict[str, Values],
@@ -287,7 +284,7 @@ def _hands_on(call: Call) -> bool:
 
 
 def _instance_token(
-    project: Project,
+    project: ProjectView,
     caller: FunctionRef,
     written: str,
     options: dict[tuple[int, int], Values],
@@ -298,7 +295,6 @@ def _instance_token(
     attributes its `__init__` sets from what the caller's own constructions of it pass
     (`UNet(n_classes=args.classes)`: `n_classes` is the option's default); `instances` keeps
     those attributes by token."""
-    from .graph import ClassRef
 
     cls = project.resolve_dotted(caller.module, written)
     init = project.find_method(cls, "__init__") if isinstance(cls, ClassRef) else None
@@ -329,11 +325,10 @@ def _instance_attributes(found: dict[tuple[int, int], Values], instances: dict[s
 
 
 def _constructions(
-    project: Project, handed: set[str], options: dict[tuple[int, int], Values]
+    project: ProjectView, handed: set[str], options: dict[tuple[int, int], Values]
 ) -> Iterable[tuple[ClassRef, FunctionRef, Values]]:
     """Each class of the project with the values every construction passes its `__init__`
     (an option the caller holds counts as its default, `UNet(n_classes=args.classes)`)."""
-    from .graph import ClassRef, FunctionRef
 
     calls: dict[tuple[int, int], tuple[ClassRef, FunctionRef, list[tuple[Call, bool, Handed]]]] = {}
     for module in project.modules.values():
@@ -376,12 +371,11 @@ def _held_options(held: Values) -> Handed:
 
 
 def _attributes(
-    project: Project, cls: ClassRef, init: FunctionRef, values: Values, outer: set[str]
+    project: ProjectView, cls: ClassRef, init: FunctionRef, values: Values, outer: set[str]
 ) -> Iterable[tuple[FunctionRef, str, str]]:
     """(method, attribute, token) for each attribute that, in the class, its project bases and
     its subclasses, only `__init__` sets, from a parameter of known value; the methods are the
     class's and its subclasses' (a base's methods also run for its other subclasses)."""
-    from .graph import FunctionRef
 
     below = [cls, *project.subclasses(cls)]  # whose instances this __init__ sets up
     members = [*project.lineage(cls), *below]
@@ -416,12 +410,11 @@ def _attributes(
 _TRUE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "object"})
 
 
-def _flagged_token(project: Project, init: FunctionRef, attribute: str, values: Values) -> Optional[str]:
+def _flagged_token(project: ProjectView, init: FunctionRef, attribute: str, values: Values) -> Optional[str]:
     """The token of `self.ATTR = Callee(...) if PARAM else None` (or `None if PARAM else
     Callee(...)`) in `__init__` when PARAM's value is decided: "None" on the side left None,
     else TRUTHY where Callee is a project class whose instances are always true, NOT_NONE for
     another project class, None (not decided) for a function or a library's class."""
-    from .graph import ClassRef
 
     for stored, param, side, callee in init.info.flagged_stores:
         if stored != attribute or param not in values:
@@ -444,14 +437,15 @@ def _flagged_token(project: Project, init: FunctionRef, attribute: str, values: 
     return None
 
 
-def _absent_attributes(project: Project, reached: set[tuple[int, int]]) -> Iterable[tuple[FunctionRef, str]]:
+def _absent_attributes(
+    project: ProjectView, reached: set[tuple[int, int]]
+) -> Iterable[tuple[FunctionRef, str]]:
     """(function, attribute) for each `hasattr(self, "A")` probe no step sees set: no method of
     the class's family (its project bases and subclasses) stores `self.A` or sets attributes by
     a computed name, and every store of `.A` on another object is in code a step never runs (a
     function not reached per step, in a module with no step loop that no module imports:
     latent-diffusion's notebook_helpers.py setting `model.split_input_params`). With no
     store at all the attribute stays open: a hook the library's users set."""
-    from .graph import ClassRef, FunctionRef
 
     probes = [
         (FunctionRef(module, index), info)
@@ -497,10 +491,9 @@ def _owner_class(function: FunctionRef) -> Optional[int]:
     return info.cls if info.cls >= 0 else None
 
 
-def _family_stores(project: Project, cls: ClassRef) -> Optional[set[str]]:
+def _family_stores(project: ProjectView, cls: ClassRef) -> Optional[set[str]]:
     """The attributes the methods of `cls`, its project bases and its subclasses store on self;
     None when one of them stores by a computed name."""
-    from .graph import FunctionRef
 
     # whatever runs on an instance: the class's and its subclasses' methods and their bases'
     members = [base for each in [cls, *project.subclasses(cls)] for base in project.lineage(each)]

@@ -13,17 +13,15 @@ checkpoints (`torch.load(args.resume)`) has no root.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
-if TYPE_CHECKING:
-    from .graph import ClassRef, FunctionRef, Module, Project
+from .refs import ClassRef, FunctionRef, Module, ProjectView
 
 Item = Union["FunctionRef", "ClassRef"]
 
 
-def published_functions(project: Project) -> dict[tuple[int, int], str]:
+def published_functions(project: ProjectView) -> dict[tuple[int, int], str]:
     """(module id, function index) -> why its layers keep a published checkpoint's layout."""
-    from .graph import ClassRef, FunctionRef
 
     found: dict[tuple[int, int], str] = {}
     seen: set[tuple[str, int, int]] = set()
@@ -58,7 +56,7 @@ def published_functions(project: Project) -> dict[tuple[int, int], str]:
     return found
 
 
-def _fetched_for_loading(project: Project, function: FunctionRef) -> str:
+def _fetched_for_loading(project: ProjectView, function: FunctionRef) -> str:
     """`model.load_state_dict(...)` after a call of a function that downloads the weights
     (torchmetrics' NISQA: `_download_weights()`, then `torch.load`)."""
     if not function.info.loads_state:
@@ -70,8 +68,7 @@ def _fetched_for_loading(project: Project, function: FunctionRef) -> str:
     return ""
 
 
-def _named(project: Project, module: Module, names: list[str]) -> list[Item]:
-    from .graph import ClassRef, FunctionRef
+def _named(project: ProjectView, module: Module, names: list[str]) -> list[Item]:
 
     found: list[Item] = []
     for name in names:

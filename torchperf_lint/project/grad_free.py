@@ -11,20 +11,15 @@ roots a framework calls (forward, step hooks).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..analysis.vocabulary import NO_GRAD_CONTEXTS
+from .refs import External, FunctionRef, Module, ProjectView
 from .summary import Call
-
-if TYPE_CHECKING:
-    from .graph import FunctionRef, Module, Project
 
 _ENABLING = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.set_grad_enabled"})
 
 
-def grad_free_functions(project: Project) -> dict[int, frozenset[int]]:
+def grad_free_functions(project: ProjectView) -> dict[int, frozenset[int]]:
     """Module id -> indices of its functions whose every project caller runs without grad."""
-    from .graph import FunctionRef
 
     switches: dict[tuple[int, str], bool | None] = {}
 
@@ -87,8 +82,7 @@ def grad_free_functions(project: Project) -> dict[int, frozenset[int]]:
     return {module_id: frozenset(indices) for module_id, indices in found.items()}
 
 
-def _switch(project: Project, module: Module, name: str) -> bool | None:
-    from .graph import External, FunctionRef
+def _switch(project: ProjectView, module: Module, name: str) -> bool | None:
 
     found = project.resolve_dotted(module, name)
     if isinstance(found, External):

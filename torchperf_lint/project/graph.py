@@ -30,77 +30,13 @@ from .grad_free import grad_free_functions
 from .layers import LayerProfiles
 from .loaders import reiterated_loaders
 from .options import configured_names, flag_values, option_values
+from .refs import ClassRef, External, FunctionRef, Instance, Module, Namespace, Resolved
 from .stepping import stepped_functions
-from .summary import Call, Class, Function, Summary
+from .summary import Call, Function
 
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
 _MAX_MODEL_DEPTH = 8  # nesting of model classes followed for what they build
 _MODEL_CODE = frozenset({"forward", "step-hook"})  # origins of a model's own code: its forward is the step
-
-
-@dataclasses.dataclass(eq=False)
-class Module:
-    path: Path
-    display: str  # relative to the project root, with forward slashes
-    summary: Summary
-    is_test: bool = False
-
-    @property
-    def directory(self) -> Path:
-        return self.path.parent
-
-    @property
-    def is_package(self) -> bool:
-        return self.path.name == "__init__.py"
-
-
-@dataclasses.dataclass(frozen=True)
-class Namespace:
-    """A directory imported as a package without an `__init__.py`."""
-
-    directory: Path
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class FunctionRef:
-    module: Module
-    index: int
-
-    @property
-    def info(self) -> Function:
-        """The function, or for index -1 the module's top level."""
-        summary = self.module.summary
-        return summary.toplevel if self.index < 0 else summary.functions[self.index]
-
-    def key(self) -> tuple[int, int]:
-        return (id(self.module), self.index)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ClassRef:
-    module: Module
-    index: int
-
-    @property
-    def info(self) -> Class:
-        return self.module.summary.classes[self.index]
-
-    def key(self) -> tuple[int, int]:
-        return (id(self.module), self.index)
-
-
-@dataclasses.dataclass(frozen=True)
-class External:
-    qualified: str
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Instance:
-    cls: ClassRef
-
-
-Resolved = Union[Module, Namespace, FunctionRef, ClassRef, External, Instance]
-LoopKey = tuple[int, int]  # (id(module), loop index)
 
 
 class Project:
@@ -697,6 +633,11 @@ class Project:
         iteration (RULES.md, hot code item 4): generation, sampling, evaluation, a predictor's
         stream. Each is a hot root of its own; training-only rules do not look there."""
         self.hot()
+        return self._inference_loops.get(id(module), frozenset())
+
+    def found_inference_loops(self, module: Module) -> frozenset[int]:
+        """The inference loops of `module` found so far: while the hot paths are worked out,
+        those of the rounds before (argument values are read between rounds)."""
         return self._inference_loops.get(id(module), frozenset())
 
     def _find_inference_loops(self, hot: dict[tuple[int, int], ExternalReason]) -> dict[int, frozenset[int]]:

@@ -6,18 +6,16 @@ up by analysis/layers.py's words. Answers which constructors, as one module writ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..analysis.layers import LayerCounts, is_library_convnet, library_layer
-
-if TYPE_CHECKING:
-    from .graph import ClassRef, FunctionRef, Module, Project
+from .refs import ClassRef, External, FunctionRef, Module, ProjectView
 
 _MAX_DEPTH = 16  # nesting of classes and factories followed
 
 
 class LayerProfiles:
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: ProjectView) -> None:
         self._project = project
         self._memo: dict[tuple[str, int, int], LayerCounts] = {}
         self._convnets: dict[tuple[int, str], bool] = {}
@@ -25,7 +23,6 @@ class LayerProfiles:
     def of_name(self, module: Module, written: str, depth: int = 0) -> Optional[LayerCounts]:
         """The layers one call of `written` (as `module` spells it, with built()'s `#grouped`
         tag) builds; None when it builds nothing counted or cannot be resolved."""
-        from .graph import ClassRef, External, FunctionRef
 
         name, _, tag = written.partition("#")
         found = self._project.resolve_dotted(module, name)
@@ -82,7 +79,6 @@ class LayerProfiles:
     def takes_signal(self, module: Module, written: str) -> bool:
         """A 2-D convnet built by a call of `written` that also works on a signal or a volume
         (1-D or 3-D convolutions, folded kernels): its input may not be a 4-D batch."""
-        from .graph import External
 
         if isinstance(self._project.resolve_dotted(module, written), External):
             return False
@@ -90,7 +86,6 @@ class LayerProfiles:
         return counts is not None and not counts.takes_image_batch
 
     def _builds_2d_convnet(self, module: Module, written: str) -> bool:
-        from .graph import External, FunctionRef
 
         found = self._project.resolve_dotted(module, written)
         if isinstance(found, External):

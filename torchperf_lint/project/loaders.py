@@ -14,16 +14,14 @@ The answer is, per module, the lines of the `DataLoader(...)` calls so iterated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from .arguments import slot_parameter
+from .refs import FunctionRef, Module, ProjectView
 from .summary import Call
 
-if TYPE_CHECKING:
-    from .graph import FunctionRef, Module, Project
 
-
-def reiterated_loaders(project: Project) -> dict[int, frozenset[int]]:
+def reiterated_loaders(project: ProjectView) -> dict[int, frozenset[int]]:
     """Module id -> the lines of its `DataLoader(...)` calls some project code iterates again
     and again, as seen across modules."""
     found: dict[int, set[int]] = {}
@@ -41,8 +39,7 @@ def reiterated_loaders(project: Project) -> dict[int, frozenset[int]]:
     return {module: frozenset(lines) for module, lines in found.items()}
 
 
-def _calls(project: Project) -> Iterator[tuple[FunctionRef, Call]]:
-    from .graph import FunctionRef
+def _calls(project: ProjectView) -> Iterator[tuple[FunctionRef, Call]]:
 
     for module in project.modules.values():
         for offset, info in enumerate([module.summary.toplevel, *module.summary.functions]):
@@ -62,7 +59,7 @@ def _iterated_in_nested_loop(function: FunctionRef, name: str, scope: str) -> bo
     )
 
 
-def _name_reiterated(project: Project, binder: FunctionRef, name: str) -> bool:
+def _name_reiterated(project: ProjectView, binder: FunctionRef, name: str) -> bool:
     """The name `binder` binds a loader to is iterated again and again: a local in a nested loop
     of its function; a module-level name in a nested loop at the top level or in a function of
     the module, or in a function of the module that a loop calls."""
@@ -75,7 +72,6 @@ def _name_reiterated(project: Project, binder: FunctionRef, name: str) -> bool:
     )
 
 
-def _called_in_a_loop(project: Project, module: Module, index: int) -> bool:
-    from .graph import FunctionRef
+def _called_in_a_loop(project: ProjectView, module: Module, index: int) -> bool:
 
     return any(call.loop >= 0 for _, call in project.callers_of(FunctionRef(module, index)))

@@ -21,15 +21,13 @@ import ast
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..analysis.arguments import OPTIONS, truth, value_token
 from ..analysis.options import UNKNOWN
 from .arguments import Values, bound_self, passed_tokens
+from .refs import FunctionRef, Module, ProjectView
 from .summary import Call
-
-if TYPE_CHECKING:
-    from .graph import FunctionRef, Module, Project
 
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".sh")
 _SKIPPED_DIRECTORIES = frozenset({"node_modules", "site-packages", "venv", "__pycache__"})
@@ -39,7 +37,7 @@ _FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)")
 _ROUNDS = 8
 
 
-def option_values(project: Project, configured: frozenset[str]) -> dict[tuple[int, int], Values]:
+def option_values(project: ProjectView, configured: frozenset[str]) -> dict[tuple[int, int], Values]:
     """Per function (the top level is -1), `NAME.dest` -> token for each name holding the options
     there and each option whose default run value is known; `configured`: configured_names()."""
     if not any(m.summary.option_defaults for m in project.modules.values()):
@@ -57,12 +55,11 @@ def option_values(project: Project, configured: frozenset[str]) -> dict[tuple[in
     return found
 
 
-def flag_values(project: Project, configured: frozenset[str]) -> dict[tuple[int, int], Values]:
+def flag_values(project: ProjectView, configured: frozenset[str]) -> dict[tuple[int, int], Values]:
     """Per module's top level (-1), the settings it fixes (analysis/module_flags.py) that the
     default run keeps: none a shipped config names, none stored as an attribute anywhere
     (`bench.profile = True`), and, in a module that calls `exec`, none another module assigns
     at its top level (a config file a configurator may run)."""
-    from .graph import FunctionRef
 
     flagged = [m for m in project.modules.values() if m.summary.module_flags]
     if not flagged:
@@ -88,11 +85,11 @@ def flag_values(project: Project, configured: frozenset[str]) -> dict[tuple[int,
     return found
 
 
-def project_module(project: Project, key: int) -> Module:
+def project_module(project: ProjectView, key: int) -> Module:
     return next(m for m in project.modules.values() if id(m) == key)
 
 
-def _known(project: Project, origin: Module, configured: frozenset[str]) -> dict[str, str]:
+def _known(project: ProjectView, origin: Module, configured: frozenset[str]) -> dict[str, str]:
     """The options a namespace parsed in `origin` holds with a known value: declared by the
     parsers of `origin` and of what it imports (another script's parser is not this one)."""
     seen = {id(origin): origin}
@@ -179,10 +176,9 @@ def _flags_joined(value: ast.BinOp, receiver: str, known: dict[str, str]) -> str
 Holders = dict[tuple[int, int], dict[str, int]]  # function -> name -> the module that parsed them
 
 
-def _holders(project: Project) -> Holders:
+def _holders(project: ProjectView) -> Holders:
     """The names holding the options in each function, with the module that parsed them: its
     module's own, and parameters every call of the project passes options parsed in one module."""
-    from .graph import FunctionRef
 
     holders: Holders = {}
     sites: dict[tuple[int, int], tuple[FunctionRef, list[tuple[FunctionRef, Call]]]] = {}

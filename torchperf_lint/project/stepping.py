@@ -27,17 +27,14 @@ top level is index -1.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import Iterable, Optional
 
 from ..analysis.vocabulary import STEP_HOOKS
-
-if TYPE_CHECKING:
-    from .graph import ClassRef, FunctionRef, Module, Project
+from .refs import ClassRef, FunctionRef, Instance, Module, ProjectView
 
 
-def stepped_functions(project: Project) -> dict[int, frozenset[int]]:
+def stepped_functions(project: ProjectView) -> dict[int, frozenset[int]]:
     """Per module (by id), the functions (-1: the top level) the project's own programs run."""
-    from .graph import ClassRef, FunctionRef, Instance
 
     functions: set[tuple[int, int]] = set()
     seen: set[tuple[tuple[int, int], Optional[tuple[int, int]]]] = set()
@@ -118,7 +115,9 @@ def stepped_functions(project: Project) -> dict[int, frozenset[int]]:
     return {module_id: frozenset(indices) for module_id, indices in stepped.items()}
 
 
-def _callers(project: Project, functions: list[FunctionRef]) -> list[tuple[FunctionRef, Optional[ClassRef]]]:
+def _callers(
+    project: ProjectView, functions: list[FunctionRef]
+) -> list[tuple[FunctionRef, Optional[ClassRef]]]:
     """`functions` and every function outside the tests that calls one of them, directly or not
     (hot or cold): the program around a step loop builds the model it steps (`main_worker` builds
     the model and calls `train`, which loops). A base-class method that reaches a subclass's method
@@ -147,19 +146,18 @@ def _callers(project: Project, functions: list[FunctionRef]) -> list[tuple[Funct
 
 
 def _class_of(function: FunctionRef) -> Optional[ClassRef]:
-    from .graph import ClassRef
 
     if function.index < 0 or function.info.cls < 0:
         return None
     return ClassRef(function.module, function.info.cls)
 
 
-def _ancestor(project: Project, base: ClassRef, cls: ClassRef) -> bool:
+def _ancestor(project: ProjectView, base: ClassRef, cls: ClassRef) -> bool:
     """`base` is `cls` or one of its project bases."""
     return any(current.key() == base.key() for current in project.lineage(cls))
 
 
-def _related(project: Project, one: ClassRef, other: Optional[ClassRef]) -> bool:
+def _related(project: ProjectView, one: ClassRef, other: Optional[ClassRef]) -> bool:
     """One of the two classes is the other or derives from it."""
     return other is not None and (_ancestor(project, one, other) or _ancestor(project, other, one))
 

@@ -58,7 +58,7 @@ from ..analysis.vocabulary import (
     shows_cuda_use,
 )
 from .accumulators import Accumulators
-from .datasets import items_in_memory
+from .dataset_items import items_in_memory
 from .precision import reduced_precision
 
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
@@ -1954,7 +1954,9 @@ def _walks_loader(iterable: ast.AST, local: _Locals) -> bool:
     a name or attribute named like a loader that the function does not bind to anything but
     `DataLoader(...)`, or a name bound only to that. Not a wrapper that may move batches (a
     prefetcher, `accelerator.prepare`): their batches may already be on the device."""
-    while isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS:
+    while (
+        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS
+    ):
         positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
         if len(positional) != 1 or (dotted(iterable.func) or "").endswith("zip"):
             return False
@@ -1963,7 +1965,9 @@ def _walks_loader(iterable: ast.AST, local: _Locals) -> bool:
     if name is None:
         return False
     values = local.values.get(name, ()) if isinstance(iterable, ast.Name) else ()
-    built = [isinstance(v, ast.Call) and (dotted(v.func) or "").split(".")[-1] == "DataLoader" for v in values]
+    built = [
+        isinstance(v, ast.Call) and (dotted(v.func) or "").split(".")[-1] == "DataLoader" for v in values
+    ]
     if values:
         return all(built) and len(values) == local.stores.get(name, 0)
     if isinstance(iterable, ast.Name) and local.stores.get(name, 0):
