@@ -30,7 +30,7 @@ SOURCE = textwrap.dedent(
         for x, t in loader:
             w = torch.tensor([1.0, 2.0]).cuda()
             model(x).mul(w).sum().backward()
-            sampler.step(x)
+            sampler.step(x.cuda())
             opt.step()
     """
 ).lstrip("\n")
