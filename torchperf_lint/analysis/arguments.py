@@ -208,6 +208,46 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
 _ORDERS = {ast.Lt: lt, ast.LtE: le, ast.Gt: gt, ast.GtE: ge}
 
 
+def is_boolean_test(node: ast.AST) -> bool:
+    """A comparison, a `not`, or `and`/`or` of those: what it evaluates to is a bool (`a and b`
+    of other operands gives one of them)."""
+    if isinstance(node, ast.Compare):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return True
+    return isinstance(node, ast.BoolOp) and all(is_boolean_test(v) for v in node.values)
+
+
+def boolean_token(test: ast.AST, values: Mapping[str, str]) -> Optional[str]:
+    """The token of what a boolean test evaluates to under `values` (`self.n > 1` with `self.n`
+    known to be 1 is `False`); None when it is no boolean test or is not decided."""
+    if not is_boolean_test(test):
+        return None
+    holds = truth(test, values)
+    return None if holds is None else repr(holds)
+
+
+def operand_token(node: ast.AST, values: Mapping[str, str]) -> Optional[str]:
+    """The token of a literal, or of a parameter or `self.` attribute whose value is known."""
+    token = value_token(node)
+    if token is not None:
+        return token
+    name = subject(node)
+    token = values.get(name) if name is not None else None
+    return None if token == ABSENT else token
+
+
+def fallback_result(first: Optional[str], second: Optional[str], calls_second: bool) -> Optional[str]:
+    """What `default(val, d)` (analysis/fallbacks.py) gives for the tokens of its arguments: the
+    first unless it is None, then the second; a second it may call (`d() if isfunction(d) else
+    d`) only where it is a literal, which no call returns."""
+    if first is None or first != "None":
+        return first
+    if second is None or (calls_second and not _literal(second)[0]):
+        return None
+    return second
+
+
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

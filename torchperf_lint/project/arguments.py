@@ -1,7 +1,9 @@
 """What the project's calls pass: for each function, the parameters for which every call that
 runs per step passes the same value (analysis/arguments.py's tokens), and for each method the
-`self.` attributes that only `__init__` sets from such a parameter, the same in every
-construction of the project. A branch on them that the value never takes is cold.
+`self.` attributes that only construction sets (`__init__`, or a method it runs on the instance
+being built: project/construction.py) from such a parameter, or to a boolean test or fallback
+helper of known values, the same in every construction of the project. A branch on them that
+the value never takes is cold.
 
 What counts as every call:
 - a parameter: the calls from hot code (forward and what it calls, step loops). A call from
@@ -11,6 +13,7 @@ What counts as every call:
   callers decided for it; a root's parameters stay open, so what it hands on does too.
 - an attribute: every construction in the project, cold ones included (construction is cold);
   none for a class a package's `__init__.py` exports (monai's `FocalLoss`): its users build it.
+  A class no call builds (built by name from a config file) takes its defaults.
 Calls the project pass does not resolve are not seen, so a function or class whose name is read
 without being called (handed on as a callback, kept in a registry) gets no values. A library's
 users are not seen either: its branches are decided for the project's own hot paths, the ones
@@ -35,6 +38,13 @@ from ..analysis.arguments import (
     merge,
     parse_test,
     truth,
+)
+from .construction import (
+    configured_construction,
+    construction_methods,
+    default_classes,
+    default_construction,
+    derived_token,
 )
 from .refs import ClassRef, FunctionRef, ProjectView
 from .summary import Call, Function
@@ -331,6 +341,11 @@ def _constructions(
     (an option the caller holds counts as its default, `UNet(n_classes=args.classes)`)."""
 
     calls: dict[tuple[int, int], tuple[ClassRef, FunctionRef, list[tuple[Call, bool, Handed]]]] = {}
+    # the sites as they run in the default configuration, for constructors only it reaches
+    configured_sites: dict[tuple[int, int], list[tuple[Call, bool, Handed]]] = {}
+    reached: set[tuple[int, int]] = set()  # constructors some other construction reaches
+    defaults = default_classes(project, handed)
+    configured = project.configured_names() if defaults else frozenset()
     for module in project.modules.values():
         owners = [module.summary.toplevel, *module.summary.functions]
         for offset, info in enumerate(owners):
@@ -350,6 +365,19 @@ def _constructions(
                     continue
                 entry = calls.setdefault(init.key(), (ClassRef(init.module, init.info.cls), init, []))
                 entry[2].append((call, True, _held_options(options.get(caller.key(), {}))))
+                site = configured_construction(call, caller, init, defaults, configured)
+                if site is None:
+                    reached.add(init.key())
+                else:
+                    configured_sites.setdefault(init.key(), []).append((site[0], True, site[1]))
+    for built in defaults.values():
+        init = project.find_method(built, "__init__")
+        if init is not None and init.key() not in reached:
+            calls.setdefault(init.key(), (ClassRef(init.module, init.info.cls), init, []))
+            configured_sites.setdefault(init.key(), []).append(default_construction(init, configured))
+    for key, sites in configured_sites.items():
+        if key not in reached:
+            calls[key][2][:] = sites
     for cls, init, sites in calls.values():
         if cls.info.name in handed:
             continue
@@ -374,14 +402,17 @@ def _attributes(
     project: ProjectView, cls: ClassRef, init: FunctionRef, values: Values, outer: set[str]
 ) -> Iterable[tuple[FunctionRef, str, str]]:
     """(method, attribute, token) for each attribute that, in the class, its project bases and
-    its subclasses, only `__init__` sets, from a parameter of known value; the methods are the
-    class's and its subclasses' (a base's methods also run for its other subclasses)."""
+    its subclasses, only construction stores (`__init__` or a method it runs on the instance
+    being built, project/construction.py), from a parameter of `__init__` of known value or a
+    value worked out from such values and attributes; the methods are the class's and its
+    subclasses' (a base's methods also run for its other subclasses)."""
 
     below = [cls, *project.subclasses(cls)]  # whose instances this __init__ sets up
     members = [*project.lineage(cls), *below]
     family = {member.key() for member in members}
     owners = {member.key() for member in below}
     stores: dict[str, list[tuple[FunctionRef, str]]] = {}
+    derived: dict[tuple[tuple[int, int], str], str] = {}  # (method, attribute) -> the value's text
     methods: list[FunctionRef] = []
     for module in {id(m.module): m.module for m in members}.values():
         for index, info in enumerate(module.summary.functions):
@@ -396,14 +427,46 @@ def _attributes(
             for attribute, param in info.self_stores:
                 # a store in a nested function is not `__init__`'s own
                 stores.setdefault(attribute, []).append((method, param if info is owner else ""))
-    for attribute, where in stores.items():
-        if len(where) != 1 or attribute in outer:
-            continue
-        method, param = where[0]
-        token = values.get(param) if param else _flagged_token(project, init, attribute, values)
-        if method.key() == init.key() and token is not None:
-            for each in methods:
-                yield each, attribute, token
+            if info is owner:
+                for attribute, text in info.derived_stores:
+                    derived[(method.key(), attribute)] = text
+    single = {
+        attribute: where[0]
+        for attribute, where in stores.items()
+        if len(where) == 1 and attribute not in outer
+    }
+    building: Optional[set[tuple[int, int]]] = None
+    # only a value worked out from attributes is known from a store outside `__init__`
+    if any(m.key() != init.key() and (m.key(), a) in derived for a, (m, _) in single.items()):
+        building = construction_methods(project, init, below)
+    known: dict[str, str] = {}
+    pending: dict[str, tuple[FunctionRef, str]] = {}  # attribute -> (method, the value's text)
+    for attribute, (method, param) in single.items():
+        own = method.key() == init.key()
+        if (method.key(), attribute) in derived and (own or method.key() in (building or ())):
+            pending[attribute] = (method, derived[(method.key(), attribute)])
+        elif own:
+            token = values.get(param) if param else _flagged_token(project, init, attribute, values)
+            if token is not None:
+                known[attribute] = token
+    # a value worked out from attributes waits for theirs: each round adds what it can
+    while pending:
+        added = {}
+        for attribute, (method, text) in pending.items():
+            scope = {f"self.{a}": t for a, t in known.items()}
+            if method.key() == init.key():
+                scope.update(values)  # `__init__`'s parameters; another method's are its own
+            token = derived_token(project, method, text, scope)
+            if token is not None:
+                added[attribute] = token
+        if not added:
+            break
+        known.update(added)
+        for attribute in added:
+            del pending[attribute]
+    for attribute, token in known.items():
+        for each in methods:
+            yield each, attribute, token
 
 
 # external bases whose instances are always true (no `__len__`/`__bool__`)

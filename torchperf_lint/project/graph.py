@@ -91,6 +91,7 @@ class Project:
         self._compiles: Optional[str] = None  # "" once found to be nowhere
         self._stepped: Optional[dict[int, frozenset[int]]] = None
         self._calls_by_name: Optional[dict[str, list[tuple[FunctionRef, Call]]]] = None
+        self._configured: Optional[frozenset[str]] = None
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -590,6 +591,16 @@ class Project:
             self._reachable = frozenset(names)
         return self._reachable
 
+    def is_built(self, cls: ClassRef) -> bool:
+        """Some call of the project, hot or cold, constructs `cls` by name."""
+        return cls.key() in self._built_classes()
+
+    def configured_names(self) -> frozenset[str]:
+        """The names a shipped config file sets (project/options.py), read once."""
+        if self._configured is None:
+            self._configured = configured_names(self.root)
+        return self._configured
+
     def _built_classes(self) -> frozenset[tuple[int, int]]:
         """The project classes some call constructs, hot or cold."""
         if self._built is None:
@@ -729,7 +740,7 @@ class Project:
         if self._hot is None:
             sites: Sites = {}
             self._spread_hot({}, sites)
-            configured = configured_names(self.root) if self._reads_configuration() else frozenset()
+            configured = self.configured_names() if self._reads_configuration() else frozenset()
             option_tokens = option_values(self, configured)
             self._arguments = argument_values(self, sites, option_tokens)
             for key, options in [*option_tokens.items(), *flag_values(self, configured).items()]:

@@ -19,11 +19,13 @@ from ..analysis.arguments import (
     PARAM_PREFIX,
     asserted_values,
     chosen,
+    is_boolean_test,
     mentions,
     subject,
     value_token,
 )
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
+from ..analysis.fallbacks import fallback_shape, is_not_none_test
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
 from ..analysis.module_flags import module_flags
 from ..analysis.options import module_options, parsed_position
@@ -98,6 +100,11 @@ class Call:
     # the DataLoaders it passes, by slot as in `args`: the line of the `DataLoader(...)` call a
     # name of the caller is bound to (project/loaders.py)
     loaders: dict[str, int] = dataclasses.field(default_factory=dict)
+    # a call whose only unpackings hand on the caller's own `*args`/`**kwargs`, which its body
+    # never adds to (`super().__init__(key=key, *args, **kwargs)`): how many plain positional
+    # arguments come before them; -1 for any other call. Where the caller's own caller passes
+    # nothing into them (project/construction.py), the call passes only what it writes
+    forwards: int = -1
     bound: str = ""  # the name `name = f(...)` binds its result to
     # `f(**vars(opt))`, its only unpacking: the name whose attributes it passes, each to the
     # parameter of its name (what `opt.NAME` holds, where the project pass knows it)
@@ -141,6 +148,12 @@ class Function:
     # `self.ATTR = Callee(...) if PARAM else None` ("body") or `None if PARAM else Callee(...)`
     # ("else"): [ATTR, PARAM, the side that builds, Callee's dotted name]
     flagged_stores: list[list[str]] = dataclasses.field(default_factory=list)
+    # `self.ATTR = TEST` (a comparison or boolean test) or `self.ATTR = helper(a, b)` (maybe a
+    # fallback helper, analysis/fallbacks.py): [ATTR, the value's text]
+    derived_stores: list[list[str]] = dataclasses.field(default_factory=list)
+    # the `default(val, d)` shape (analysis/fallbacks.py): [test helper, "calls"?]; [] for others
+    fallback: list[str] = dataclasses.field(default_factory=list)
+    tests_not_none: bool = False  # `def exists(x): return x is not None`
     cold_calls: list[Call] = dataclasses.field(default_factory=list)  # calls in cold code (constructions)
     # `obj.ATTR = ...` or `setattr(obj, "ATTR", ...)` in its body, obj not self: ATTR
     attribute_stores: list[str] = dataclasses.field(default_factory=list)
@@ -298,9 +311,7 @@ class Summary:
 
 def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
     """(the plain name a loop iterates through wrappers, its scope) or ("", "")."""
-    while (
-        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS
-    ):
+    while isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS:
         positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
         if len(positional) != 1:
             return "", ""
@@ -723,6 +734,23 @@ def _empty_length(left: ast.AST, right: ast.AST, containers: set[str]) -> bool:
     )
 
 
+def _derived(value: ast.expr) -> bool:
+    """A value the project pass may work out from tokens (Function.derived_stores): a boolean
+    test, or a call of a named function (not a class) with two positional arguments (a fallback
+    helper)."""
+    if is_boolean_test(value):
+        return True
+    name = dotted(value.func) if isinstance(value, ast.Call) else None
+    return (
+        isinstance(value, ast.Call)
+        and name is not None
+        and not _is_class_like(name.rsplit(".", 1)[-1])
+        and len(value.args) == 2
+        and not value.keywords
+        and not any(isinstance(a, ast.Starred) for a in value.args)
+    )
+
+
 def _flagged_build(value: ast.expr, params: list[str]) -> Optional[list[str]]:
     """[PARAM, side, callee] for `Callee(...) if PARAM else None` ("body") or
     `None if PARAM else Callee(...)` ("else"); None for anything else."""
@@ -874,6 +902,59 @@ def _spread_name(node: ast.Call) -> str:
     ):
         return value.args[0].id
     return ""
+
+
+def _forwarding(node: ast.Call, function: Optional[FunctionNode]) -> int:
+    """Call.forwards: how many plain positional arguments come before the unpackings of a call
+    whose only unpackings are `function`'s own `*args`/`**kwargs`, untouched by its body; -1
+    for any other call."""
+    if function is None:
+        return -1
+    own = {a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None}
+    starred = [i for i, a in enumerate(node.args) if isinstance(a, ast.Starred)]
+    unpacked = [a.value for a in node.args if isinstance(a, ast.Starred)]
+    unpacked.extend(k.value for k in node.keywords if k.arg is None)
+    if not unpacked or any(not (isinstance(v, ast.Name) and v.id in own) for v in unpacked):
+        return -1
+    if starred and starred != list(range(starred[0], len(node.args))):
+        return -1  # a plain positional after `*args`: its slot is not known
+    return -1 if _adds_to(function, own) else (starred[0] if starred else len(node.args))
+
+
+_READ_ONLY = frozenset({"pop", "get", "keys", "items", "values", "copy"})
+
+
+def _adds_to(function: FunctionNode, names: set[str]) -> bool:
+    """`function` binds one of `names` again, stores into it, calls a method on it that may add
+    to it (`kwargs.update(...)`), or hands it on other than unpacked (a callee may add to it)."""
+    unpacked: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Starred) or (isinstance(node, ast.keyword) and node.arg is None):
+            unpacked.add(id(node.value))
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id in names:
+            if not isinstance(node.ctx, ast.Load):
+                return True
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in names:
+            if isinstance(node.ctx, ast.Store):
+                return True
+        elif (
+            isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in names
+        ):
+            return True
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in names
+                and func.attr not in _READ_ONLY
+            ):
+                return True
+            handed = [*node.args, *(k.value for k in node.keywords if k.arg)]
+            if any(isinstance(a, ast.Name) and a.id in names and id(a) not in unpacked for a in handed):
+                return True
+    return False
 
 
 def _chosen_token(name: str, local: _Locals) -> Optional[str]:
@@ -1129,6 +1210,8 @@ class _Summarizer:
             token = value_token(default) if default is not None else None
             if token is not None:
                 function.defaults[arg.arg] = token
+        function.fallback = fallback_shape(node)
+        function.tests_not_none = is_not_none_test(node)
         for statement in node.body:
             if isinstance(statement, ast.Assert):
                 function.asserted.update(asserted_values(statement.test, set(params)))
@@ -1386,6 +1469,8 @@ class _Summarizer:
             flagged = _flagged_build(node.value, self.current().params)
             if flagged is not None and subject(target) is not None:
                 self.current().flagged_stores.append([target.attr, *flagged])
+            if subject(target) is not None and _derived(node.value):
+                self.current().derived_stores.append([target.attr, ast.unparse(node.value)])
         self.children(node)
 
     def _AnnAssign(self, node: ast.AnnAssign) -> None:
@@ -1745,6 +1830,8 @@ class _Summarizer:
                 )
                 call.leaves = leaves
                 call.spread = spread
+                if star:
+                    call.forwards = _forwarding(node, scopes[0].function)
                 call.contexts = contexts
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
