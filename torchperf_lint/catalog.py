@@ -11,7 +11,7 @@ RULES: tuple[tuple[str, str, bool], ...] = (
     ("TPL105", "sync-in-forward", False),
     ("TPL106", "blocking-host-to-device", True),
     ("TPL107", "sync-per-step", False),
-    ("TPL201", "loop-over-tensor-dim", False),
+    ("TPL201", "loop-over-tensor-dim", True),
     ("TPL202", "cat-in-loop", False),
     ("TPL203", "tensor-from-tensor-list", False),
     ("TPL204", "per-parameter-loop", False),

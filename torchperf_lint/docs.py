@@ -314,8 +314,9 @@ if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/rules")
     for path in write(target):
         print(f"wrote {path}")
+    # first: the README's transcripts run the CLI, whose default selection the catalog holds
+    if write_catalog(CATALOG):
+        print(f"wrote {CATALOG}")
     readme = target.parent.parent / "README.md"
     if readme.is_file() and write_readme(readme):
         print(f"wrote {readme}")
-    if write_catalog(CATALOG):
-        print(f"wrote {CATALOG}")

@@ -278,7 +278,7 @@ class LoopOverTensorDim(Rule):
         "(each counts its elements on the host); select for the whole batch at once (a gather with "
         "batch indices, torch.where) and reduce per item with scatter_reduce/index_add_"
     )
-    default_on = False  # below the real-code precision bar (evidence.py, precision.json)
+    default_on = True  # in its default form, code a step loop of the project runs (precision.json)
     stepping_evidence = True  # its default form: code a step loop of the project runs (RULES.md)
     where = "hot code"
     node_types = (cst.For,)
