@@ -66,6 +66,7 @@ def test_readme_names_every_rule_on_by_default() -> None:
 def test_default_on_sentence_keeps_the_case_of_names() -> None:
     sentence = render_default_on()
     assert "(DataLoader loads" in sentence and "(CUDA training" in sentence and "(tensor indexed" in sentence
+    assert "(Python loop over" in sentence
 
 
 def test_readme_transcripts_show_what_the_tool_prints() -> None:
