@@ -175,6 +175,7 @@ _facts_strategy = st.builds(
     entry_points=st.lists(_ints).map(tuple),
     step_loops=st.frozensets(_ints),
     no_grad_callables=st.frozensets(_names),
+    grad_free_functions=st.frozensets(_ints),
     host_parameters=st.lists(st.tuples(_ints, st.frozensets(_names))).map(tuple),
     runs_on_cuda=st.none() | st.text(),
     cuda_helper=st.none() | st.text(),

@@ -129,9 +129,9 @@ def _validation(loop: str, move: str = "") -> str:
     from utils import batch_statistics
 
 
-    def validate(model, dataloader, prefetcher):
+    def validate(model, dataloader):
         sample_metrics = []
-        for imgs, targets in {loop}:
+        for {"batch_i, (imgs, targets)" if loop.startswith("enumerate") else "imgs, targets"} in {loop}:
             {move or "pass"}
             outputs = model(imgs.cuda())
             sample_metrics += batch_statistics(list(outputs), targets)
@@ -139,34 +139,58 @@ def _validation(loop: str, move: str = "") -> str:
     """
 
 
+# the validation loop's callers: a loader built by DataLoader(...) or returned by a project helper
+_PLAIN_CALLER = """
+    from torch.utils.data import DataLoader
+    from validate import validate
+
+
+    def make_loader(dataset):
+        return DataLoader(dataset, batch_size=8)
+
+
+    def main(model, dataset):
+        test_loader = DataLoader(dataset, batch_size=8)
+        validate(model, test_loader)
+        val_loader = make_loader(dataset)
+        validate(model, val_loader)
+    """
+# a loader prepared by accelerate yields batches already on the device
+_PREPARED_CALLER = """
+    from torch.utils.data import DataLoader
+    from validate import validate
+
+
+    def main(model, dataset, accelerator):
+        val_loader = accelerator.prepare(DataLoader(dataset, batch_size=8))
+        validate(model, val_loader)
+    """
+
+
 @pytest.mark.parametrize(
-    ("loop", "move", "reported"),
+    ("loop", "move", "caller", "reported"),
     [
-        ("dataloader", "", []),
-        ("dataloader", "targets = targets.cuda()", [6]),
-        ("DataPrefetcher(dataloader)", "", [6]),
+        ("dataloader", "", _PLAIN_CALLER, []),
+        ("enumerate(dataloader)", "", _PLAIN_CALLER, []),
+        ("dataloader", "targets = targets.cuda()", _PLAIN_CALLER, [6]),
+        ("DataPrefetcher(dataloader)", "", _PLAIN_CALLER, [6]),
+        ("dataloader", "", _PREPARED_CALLER, [6]),
+        ("dataloader", "", "", [6]),
     ],
-    ids=["batch-handed-on-unmoved", "batch-moved-first", "prefetched-batches"],
+    ids=[
+        "batch-of-a-plain-loader-handed-on-unmoved",
+        "enumerated-batch-not-its-counter",
+        "batch-moved-first",
+        "prefetched-batches",
+        "loader-prepared-by-a-caller",
+        "loader-no-project-call-hands-in",
+    ],
 )
 def test_a_loader_batch_handed_on_unmoved_is_a_host_value(
-    tmp_path: Path, loop: str, move: str, reported: list[int]
+    tmp_path: Path, loop: str, move: str, caller: str, reported: list[int]
 ) -> None:
-    write_project(tmp_path, {"utils.py": _STATISTICS, "validate.py": _validation(loop, move)})
+    files = {"utils.py": _STATISTICS, "validate.py": _validation(loop, move)}
+    if caller:
+        files["main.py"] = caller
+    write_project(tmp_path, files)
     assert finding_lines(tmp_path, "utils.py", "TPL201") == reported
-
-
-def test_an_enumerated_loader_batch_is_a_host_value_not_its_counter(tmp_path: Path) -> None:
-    validation = """
-    import torch
-    from utils import batch_statistics
-
-
-    def validate(model, dataloader):
-        sample_metrics = []
-        for batch_i, (imgs, targets) in enumerate(dataloader):
-            outputs = model(imgs.cuda())
-            sample_metrics += batch_statistics(list(outputs), targets)
-        return sample_metrics
-    """
-    write_project(tmp_path, {"utils.py": _STATISTICS, "validate.py": validation})
-    assert finding_lines(tmp_path, "utils.py", "TPL201") == []

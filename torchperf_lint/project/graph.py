@@ -28,7 +28,7 @@ from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .grad_free import grad_free_functions
 from .layers import LayerProfiles
-from .loaders import reiterated_loaders
+from .loaders import plain_loader_parameters, reiterated_loaders
 from .options import configured_names, flag_values, option_values
 from .refs import ClassRef, External, FunctionRef, Instance, Module, Namespace, Resolved
 from .stepping import stepped_functions
@@ -1083,12 +1083,16 @@ class Project:
                     edges.extend(
                         (function.key(), call, callee) for callee in self.callees(function, position)
                     )
+        plain = plain_loader_parameters(self)
         host: dict[tuple[int, int], frozenset[str]] = {}
         while True:
             seen: dict[tuple[int, int], set[str]] = {}
             given: dict[tuple[int, int], set[str]] = {}
             for caller, call, callee in edges:
-                passed, omitted = _host_parameter_names(call, callee.info, host.get(caller, frozenset()))
+                batches = [slot for slot, param in call.batches.items() if param in plain.get(caller, ())]
+                passed, omitted = _host_parameter_names(
+                    call, callee.info, host.get(caller, frozenset()), batches
+                )
                 key = callee.key()
                 seen[key] = passed | omitted if key not in seen else seen[key] & (passed | omitted)
                 given.setdefault(key, set()).update(passed)
@@ -1398,13 +1402,16 @@ def _first(item: tuple[int, Any]) -> int:
     return item[0]
 
 
-def _host_parameter_names(call: Call, callee: Function, host: frozenset[str]) -> tuple[set[str], set[str]]:
+def _host_parameter_names(
+    call: Call, callee: Function, host: frozenset[str], batches: Iterable[str] = ()
+) -> tuple[set[str], set[str]]:
     """The callee's parameters that `call` passes a host value for (`host`: the caller's own
-    parameters known to hold one), and those it leaves at a constant default (`None`, a number)."""
+    parameters known to hold one; `batches`: the slots passing the unmoved batches of a plain
+    loader), and those it leaves at a constant default (`None`, a number)."""
     params = callee.params
     bound = bound_self(call, callee)
     names = set()
-    for arg in [*call.host_args, *(a for a, p in call.param_args.items() if p in host)]:
+    for arg in [*call.host_args, *batches, *(a for a, p in call.param_args.items() if p in host)]:
         if not arg.isdigit():
             if arg in params:
                 names.add(arg)

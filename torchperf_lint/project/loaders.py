@@ -75,3 +75,46 @@ def _name_reiterated(project: ProjectView, binder: FunctionRef, name: str) -> bo
 def _called_in_a_loop(project: ProjectView, module: Module, index: int) -> bool:
 
     return any(call.loop >= 0 for _, call in project.callers_of(FunctionRef(module, index)))
+
+
+def plain_loader_parameters(project: ProjectView) -> dict[tuple[int, int], frozenset[str]]:
+    """Per function, the loader parameters whose batches it hands on unmoved (summary's
+    `Call.batches`) and for which every project call passes a plain DataLoader: one built by
+    `DataLoader(...)` in the caller, or the result of a project function that returns one
+    (`dataloader = make_loader(...)`). Their batches are host values: a loader handed in by the
+    framework, or prepared by `accelerator.prepare`, may yield batches already on the device."""
+    wanted: dict[tuple[int, int], tuple[FunctionRef, set[str]]] = {}
+    for function, call in _calls(project):
+        if call.batches and function.index >= 0:
+            wanted.setdefault(function.key(), (function, set()))[1].update(call.batches.values())
+    found: dict[tuple[int, int], frozenset[str]] = {}
+    for key, (function, params) in wanted.items():
+        sites = project.callers_of(function)
+        plain = {
+            param
+            for param in params
+            if sites
+            and all(_hands_plain_loader(project, caller, call, function, param) for caller, call in sites)
+        }
+        if plain:
+            found[key] = frozenset(plain)
+    return found
+
+
+def _hands_plain_loader(
+    project: ProjectView, caller: FunctionRef, call: Call, callee: FunctionRef, param: str
+) -> bool:
+    if call.star:
+        return False
+    slots = [slot for slot in {*call.args, *call.loaders} if slot_parameter(call, callee.info, slot) == param]
+    if len(slots) != 1:
+        return False
+    slot = slots[0]
+    if slot in call.loaders:
+        return True
+    name = call.bound_args.get(slot)
+    if not name:
+        return False
+    binders = [c for c in (*caller.info.calls, *caller.info.cold_calls) if c.bound == name]
+    targets = project.resolve_call(caller, binders[0]) if len(binders) == 1 else []
+    return bool(targets) and all(target.info.returns_loader > 0 for target in targets)

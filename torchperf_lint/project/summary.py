@@ -109,6 +109,11 @@ class Call:
     # `f(**vars(opt))`, its only unpacking: the name whose attributes it passes, each to the
     # parameter of its name (what `opt.NAME` holds, where the project pass knows it)
     spread: str = ""
+    # the batches it passes unmoved of a loop over a loader parameter: slot -> that parameter
+    batches: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the locals it passes that are bound once to a call's result: slot -> the name (the call
+    # that binds it is the one whose `bound` is that name)
+    bound_args: dict[str, str] = dataclasses.field(default_factory=dict)
     # the `with` items around it in its own function, dotted as written (`torch.no_grad`): the
     # project pass learns which functions every caller runs without grad (project/grad_free.py)
     contexts: list[str] = dataclasses.field(default_factory=list)
@@ -311,7 +316,9 @@ class Summary:
 
 def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
     """(the plain name a loop iterates through wrappers, its scope) or ("", "")."""
-    while isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS:
+    while (
+        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS
+    ):
         positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
         if len(positional) != 1:
             return "", ""
@@ -862,8 +869,9 @@ class _Locals:
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
-        # names a `for` binds to the batches of a loader it walks itself (`for x, y in loader`)
-        self.batch_targets: set[str] = set()
+        # names a `for` binds to the batches of a loader it walks itself (`for x, y in loader`):
+        # "" for a loader the function builds, else the parameter that hands it the loader
+        self.batch_targets: dict[str, str] = {}
         self.function = function
         self._accumulators: Optional[Accumulators] = None
         # `ids = A if TEST else B`: the CHOSEN_PREFIX token, read where a call passes the name
@@ -1263,8 +1271,10 @@ class _Summarizer:
             def label() -> None:
                 loop.loader = self._loader(iterable, scopes) or ""
                 loop.iterated, loop.iterated_scope = _iterated_name(iterable, scopes[0], function >= 0)
-                if function >= 0 and _walks_loader(iterable, scopes[0]):
-                    scopes[0].batch_targets.update(_batch_names(node.target, iterable))
+                walked = _walked_loader(iterable, scopes[0]) if function >= 0 else None
+                if walked is not None:
+                    for name in _batch_names(node.target, iterable):
+                        scopes[0].batch_targets[name] = walked
 
             self._later(label)
         if isinstance(node, ast.While):
@@ -1838,6 +1848,8 @@ class _Summarizer:
                 call.datasets = self._datasets(node, scopes[0])
                 call.wrapped = self._wrapped(node, scopes[0])
                 call.loaders = _passed_loaders(node, scopes[0])
+                call.batches = _passed_batches(node, scopes[0])
+                call.bound_args = _passed_loader_names(node, scopes[0])
                 call.bound = bound
                 # on one step of a loop over a DataLoader (labelled before this runs): once per pass
                 once_per_pass = any(self.summary.loops[index].loader for index in once)
@@ -1963,13 +1975,8 @@ class _Summarizer:
         return {key: param for key, param in passed.items() if param}
 
     def _is_host(self, expr: ast.AST, local: Optional[_Locals] = None) -> bool:
-        if (
-            isinstance(expr, ast.Name)
-            and local is not None
-            and expr.id in local.batch_targets
-            and local.stores.get(expr.id) == 1
-        ):
-            return True  # a loader's batch, bound once by its loop: never moved to the device
+        if isinstance(expr, ast.Name) and local is not None and _batch_of(expr.id, local) == "":
+            return True  # a batch of a loader built here, bound once by its loop: never moved
         if isinstance(expr, ast.Name) and local is not None and expr.id not in local.params:
             # `scores_host = scores.cpu(); f(scores_host)`: every value the function binds to it
             values = local.values.get(expr.id, ())
@@ -2036,30 +2043,73 @@ class _Summarizer:
         return None
 
 
-def _walks_loader(iterable: ast.AST, local: _Locals) -> bool:
-    """The loop takes its items from a DataLoader itself (`loader`, `enumerate(tqdm(loader))`):
-    a name or attribute named like a loader that the function does not bind to anything but
-    `DataLoader(...)`, or a name bound only to that. Not a wrapper that may move batches (a
-    prefetcher, `accelerator.prepare`): their batches may already be on the device."""
+def _walked_loader(iterable: ast.AST, local: _Locals) -> Optional[str]:
+    """What DataLoader a loop takes its items from itself (`loader`, `enumerate(tqdm(loader))`):
+    "" for a name the function binds only to `DataLoader(...)`, the parameter's name for a
+    parameter named like a loader (a plain loader where every caller hands one: the project
+    pass checks, graph.py's plain loader parameters), None for anything else: a wrapper that may
+    move batches (a prefetcher, `accelerator.prepare`), an attribute, a name bound otherwise."""
     while (
         isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS
     ):
         positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
         if len(positional) != 1 or (dotted(iterable.func) or "").endswith("zip"):
-            return False
+            return None
         iterable = positional[0]
-    name = dotted(iterable)
-    if name is None:
-        return False
-    values = local.values.get(name, ()) if isinstance(iterable, ast.Name) else ()
+    if not isinstance(iterable, ast.Name):
+        return None
+    name = iterable.id
+    values = local.values.get(name, ())
+    if name in local.params:
+        unbound = not local.stores.get(name, 0)
+        return name if unbound and is_loader_name(name) else None
     built = [
         isinstance(v, ast.Call) and (dotted(v.func) or "").split(".")[-1] == "DataLoader" for v in values
     ]
-    if values:
-        return all(built) and len(values) == local.stores.get(name, 0)
-    if isinstance(iterable, ast.Name) and local.stores.get(name, 0):
-        return False  # bound another way (a loop target, an unpacking)
-    return is_loader_name(name)
+    return "" if values and all(built) and len(values) == local.stores.get(name, 0) else None
+
+
+def _batch_of(name: str, local: _Locals) -> Optional[str]:
+    """What `_walked_loader` said of the loop that binds `name`, when only that loop binds it."""
+    if local.stores.get(name) != 1:
+        return None
+    return local.batch_targets.get(name)
+
+
+def _passed_batches(node: ast.Call, local: _Locals) -> dict[str, str]:
+    """Slot -> the loader parameter, for each batch of a loop over a loader parameter that the
+    call passes by name, unmoved: host values where every caller hands a plain DataLoader."""
+    slots = [(str(i), a) for i, a in enumerate(node.args)] + [
+        (k.arg, k.value) for k in node.keywords if k.arg
+    ]
+    found = {}
+    for slot, value in slots:
+        if isinstance(value, ast.Name):
+            walked = _batch_of(value.id, local)
+            if walked:
+                found[slot] = walked
+    return found
+
+
+def _passed_loader_names(node: ast.Call, local: _Locals) -> dict[str, str]:
+    """Slot -> the local name, for each name named like a loader and bound once to a call's
+    result that the call passes (`dataloader = make_loader(...)`, then `evaluate(model,
+    dataloader)`): the project pass asks whether that call returns a DataLoader."""
+    slots = [(str(i), a) for i, a in enumerate(node.args)] + [
+        (k.arg, k.value) for k in node.keywords if k.arg
+    ]
+    found = {}
+    for slot, value in slots:
+        if (
+            isinstance(value, ast.Name)
+            and is_loader_name(value.id)
+            and value.id not in local.params
+            and local.stores.get(value.id) == 1
+        ):
+            bound = local.values.get(value.id, ())
+            if len(bound) == 1 and isinstance(bound[0], ast.Call):
+                found[slot] = value.id
+    return found
 
 
 def _batch_names(target: ast.AST, iterable: ast.AST) -> list[str]:
