@@ -314,18 +314,35 @@ class Summary:
         )
 
 
-def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
-    """(the plain name a loop iterates through wrappers, its scope) or ("", "")."""
-    while (
-        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS
-    ):
+def _unwrapped(iterable: ast.AST, wrappers: frozenset[str] = ITERATION_WRAPPERS) -> Optional[ast.AST]:
+    """What a loop iterates through wrappers of one positional argument (`enumerate(tqdm(x))`:
+    `x`); None where a wrapper takes more (`zip(a, b)`)."""
+    while isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in wrappers:
         positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
         if len(positional) != 1:
-            return "", ""
+            return None
         iterable = positional[0]
-    if not isinstance(iterable, ast.Name):
+    return iterable
+
+
+def _builds_loader(value: ast.AST) -> bool:
+    """`DataLoader(...)`, however the name is reached."""
+    return isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader"
+
+
+def _call_slots(node: ast.Call) -> list[tuple[str, ast.expr]]:
+    """A call's arguments by slot: "0", "1", ... for positional ones, then the keywords."""
+    slots = [(str(i), a) for i, a in enumerate(node.args)]
+    slots.extend((k.arg, k.value) for k in node.keywords if k.arg)
+    return slots
+
+
+def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
+    """(the plain name a loop iterates through wrappers, its scope) or ("", "")."""
+    inner = _unwrapped(iterable)
+    if not isinstance(inner, ast.Name):
         return "", ""
-    name = iterable.id
+    name = inner.id
     if not in_function:
         return name, "global"
     if name in local.params:
@@ -341,18 +358,13 @@ def _loader_line(value: ast.AST, local: _Locals) -> int:
         if len(bound) != 1 or local.stores.get(value.id, 0) != 1:
             return 0
         value = bound[0]
-    if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
-        return value.lineno
-    return 0
+    return value.lineno if isinstance(value, ast.Call) and _builds_loader(value) else 0
 
 
 def _passed_loaders(node: ast.Call, local: _Locals) -> dict[str, int]:
     """The DataLoaders a call passes by name, by slot: the line each one is built at."""
     found: dict[str, int] = {}
-    slots = [(str(i), a) for i, a in enumerate(node.args)] + [
-        (k.arg, k.value) for k in node.keywords if k.arg
-    ]
-    for slot, value in slots:
+    for slot, value in _call_slots(node):
         if isinstance(value, ast.Name):
             line = _loader_line(value, local)
             if line:
@@ -1796,8 +1808,7 @@ class _Summarizer:
         spread = _spread_name(node) if star else ""
         args = {str(i): self._token(a) for i, a in enumerate(node.args)}
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
-        named = [(str(i), a) for i, a in enumerate(node.args)]
-        named.extend((k.arg, k.value) for k in node.keywords if k.arg)
+        named = _call_slots(node)
         setter = self.qualify(dotted(node.func) or "")
         if self.function_stack and runs_rarely("", (), (setter,)):
             function.rare = True
@@ -1944,18 +1955,14 @@ class _Summarizer:
 
     @staticmethod
     def _datasets(node: ast.Call, local: _Locals) -> dict[str, str]:
-        passed = [(str(i), a) for i, a in enumerate(node.args)]
-        passed.extend((k.arg, k.value) for k in node.keywords if k.arg)
-        tokens = ((slot, _dataset_token(value, local)) for slot, value in passed)
+        tokens = ((slot, _dataset_token(value, local)) for slot, value in _call_slots(node))
         return {slot: token for slot, token in tokens if token}
 
     def _wrapped(self, node: ast.Call, local: _Locals) -> dict[str, str]:
         """The arguments that are a model wrapped by DDP or FSDP: the wrapper's call itself, or a
         name the caller binds to one (on any of its paths: `if args.distributed: model = DDP(model)`)."""
-        passed = [(str(i), a) for i, a in enumerate(node.args)]
-        passed.extend((k.arg, k.value) for k in node.keywords if k.arg)
         found: dict[str, str] = {}
-        for slot, value in passed:
+        for slot, value in _call_slots(node):
             values = local.values.get(value.id, ()) if isinstance(value, ast.Name) else (value,)
             for each in values:
                 callee = _constructed(each)
@@ -2037,10 +2044,13 @@ class _Summarizer:
         if is_loader_name(name):
             return name
         if isinstance(expr, ast.Name):
-            for value in local.values.get(expr.id, ()):
-                if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader":
-                    return name
+            if any(_builds_loader(value) for value in local.values.get(expr.id, ())):
+                return name
         return None
+
+
+# wrappers that hand a loop a loader's own items: not `zip`, which pairs them with others
+_BATCH_WRAPPERS = ITERATION_WRAPPERS - {"zip"}
 
 
 def _walked_loader(iterable: ast.AST, local: _Locals) -> Optional[str]:
@@ -2049,24 +2059,16 @@ def _walked_loader(iterable: ast.AST, local: _Locals) -> Optional[str]:
     parameter named like a loader (a plain loader where every caller hands one: the project
     pass checks, graph.py's plain loader parameters), None for anything else: a wrapper that may
     move batches (a prefetcher, `accelerator.prepare`), an attribute, a name bound otherwise."""
-    while (
-        isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] in ITERATION_WRAPPERS
-    ):
-        positional = [a for a in iterable.args if not isinstance(a, ast.Starred)]
-        if len(positional) != 1 or (dotted(iterable.func) or "").endswith("zip"):
-            return None
-        iterable = positional[0]
-    if not isinstance(iterable, ast.Name):
+    inner = _unwrapped(iterable, _BATCH_WRAPPERS)
+    if not isinstance(inner, ast.Name):
         return None
-    name = iterable.id
+    name = inner.id
     values = local.values.get(name, ())
     if name in local.params:
         unbound = not local.stores.get(name, 0)
         return name if unbound and is_loader_name(name) else None
-    built = [
-        isinstance(v, ast.Call) and (dotted(v.func) or "").split(".")[-1] == "DataLoader" for v in values
-    ]
-    return "" if values and all(built) and len(values) == local.stores.get(name, 0) else None
+    built = values and all(_builds_loader(v) for v in values)
+    return "" if built and len(values) == local.stores.get(name, 0) else None
 
 
 def _batch_of(name: str, local: _Locals) -> Optional[str]:
@@ -2079,11 +2081,8 @@ def _batch_of(name: str, local: _Locals) -> Optional[str]:
 def _passed_batches(node: ast.Call, local: _Locals) -> dict[str, str]:
     """Slot -> the loader parameter, for each batch of a loop over a loader parameter that the
     call passes by name, unmoved: host values where every caller hands a plain DataLoader."""
-    slots = [(str(i), a) for i, a in enumerate(node.args)] + [
-        (k.arg, k.value) for k in node.keywords if k.arg
-    ]
     found = {}
-    for slot, value in slots:
+    for slot, value in _call_slots(node):
         if isinstance(value, ast.Name):
             walked = _batch_of(value.id, local)
             if walked:
@@ -2095,11 +2094,8 @@ def _passed_loader_names(node: ast.Call, local: _Locals) -> dict[str, str]:
     """Slot -> the local name, for each name named like a loader and bound once to a call's
     result that the call passes (`dataloader = make_loader(...)`, then `evaluate(model,
     dataloader)`): the project pass asks whether that call returns a DataLoader."""
-    slots = [(str(i), a) for i, a in enumerate(node.args)] + [
-        (k.arg, k.value) for k in node.keywords if k.arg
-    ]
     found = {}
-    for slot, value in slots:
+    for slot, value in _call_slots(node):
         if (
             isinstance(value, ast.Name)
             and is_loader_name(value.id)

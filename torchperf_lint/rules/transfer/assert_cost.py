@@ -47,6 +47,21 @@ def _self_chain(node: cst.Attribute) -> Optional[str]:
     return None
 
 
+def _reads_python_value(call: cst.Call, ctx: Context) -> bool:
+    """`x.size(0)`, `len(x)`: a Python value read off a tensor, never its elements."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _PYTHON_METHODS:
+        return True
+    return ctx.qualified_name(call) in _PYTHON_BUILTINS
+
+
+def _operands(call: cst.Call) -> list[cst.BaseExpression]:
+    """What a call computes from: the receiver of a method (a module's name leads nowhere) and
+    its arguments."""
+    receiver = [call.func.value] if isinstance(call.func, cst.Attribute) else []
+    return [*receiver, *(arg.value for arg in call.args)]
+
+
 def sources(
     expr: cst.BaseExpression,
     function: cst.FunctionDef,
@@ -75,16 +90,11 @@ def sources(
                 continue
             stack.append(node.value)
         elif isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _PYTHON_METHODS:
-                continue
-            if ctx.qualified_name(node) in _PYTHON_BUILTINS:
+            if _reads_python_value(node, ctx):
                 continue
             if computed is not None and _computes(node, ctx):
                 computed.append(node)
-            if isinstance(func, cst.Attribute):
-                stack.append(func.value)  # the receiver of a method; a module's name leads nowhere
-            stack.extend(arg.value for arg in node.args)
+            stack.extend(_operands(node))
         elif isinstance(node, cst.Subscript) and _keyed(node) is not None:
             found.add(_keyed(node) or "")  # `batch["mask"]`: one entry of a container, not all of it
         elif isinstance(node, cst.Name):
@@ -258,14 +268,8 @@ def _tested_names(test: cst.BaseExpression, ctx: Context) -> list[cst.Name]:
             if node.attr.value not in _PYTHON_ATTRIBUTES and _self_chain(node) is None:
                 stack.append(node.value)
         elif isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _PYTHON_METHODS:
-                continue
-            if ctx.qualified_name(node) in _PYTHON_BUILTINS:
-                continue
-            if isinstance(func, cst.Attribute):
-                stack.append(func.value)
-            stack.extend(arg.value for arg in node.args)
+            if not _reads_python_value(node, ctx):
+                stack.extend(_operands(node))
         elif isinstance(node, cst.Name):
             if node.value != SELF and ctx.qualified_name(node) is None:
                 names.append(node)
