@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name, registrations, returned_values
+from ..syntax.walker import Binding, FileFacts, dotted_name, registrations, returned_values, unpacked_position
 from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -164,7 +164,7 @@ class HostTensors:
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.is_host_tensor(node)
         if binding.kind == "unpack" and isinstance(node, cst.Call):
-            position = _unpacked_position(node, name, self._facts)
+            position = unpacked_position(node, name, self._facts.parents)
             return position is not None and self._returns_host(node, position)
         if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
             element = _unpacked_element(node, name, self._facts)
@@ -517,23 +517,6 @@ def _unpacked_element(value: cst.BaseExpression, name: str, facts: FileFacts) ->
                 return None
             if isinstance(element.value, cst.Name) and element.value.value == name:
                 return source.value
-    return None
-
-
-def _unpacked_position(value: cst.BaseExpression, name: str, facts: FileFacts) -> Optional[tuple[int, int]]:
-    """Where `name` stands in `a, b = value`, and how many names there are."""
-    assign = facts.parents.get(value)
-    if not isinstance(assign, cst.Assign):
-        return None
-    for target in assign.targets:
-        names = target.target
-        if not isinstance(names, (cst.Tuple, cst.List)):
-            continue
-        if any(isinstance(e, cst.StarredElement) for e in names.elements):
-            return None
-        for index, element in enumerate(names.elements):
-            if isinstance(element.value, cst.Name) and element.value.value == name:
-                return index, len(names.elements)
     return None
 
 

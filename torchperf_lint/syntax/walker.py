@@ -193,6 +193,25 @@ def returned_values(function: cst.FunctionDef) -> tuple[list[cst.BaseExpression]
     return visitor.values, visitor.yields
 
 
+def unpacked_position(
+    value: cst.BaseExpression, name: str, parents: dict[cst.CSTNode, cst.CSTNode]
+) -> Optional[tuple[int, int]]:
+    """Where `name` stands in `a, b = value`, and how many names there are."""
+    assign = parents.get(value)
+    if not isinstance(assign, cst.Assign):
+        return None
+    for target in assign.targets:
+        names = target.target
+        if not isinstance(names, (cst.Tuple, cst.List)):
+            continue
+        if any(isinstance(e, cst.StarredElement) for e in names.elements):
+            return None
+        for index, element in enumerate(names.elements):
+            if isinstance(element.value, cst.Name) and element.value.value == name:
+                return index, len(names.elements)
+    return None
+
+
 def all_params(params: cst.Parameters) -> list[cst.Param]:
     """Every parameter of a signature: positional-only, regular, *args, keyword-only, **kwargs."""
     every = [*params.posonly_params, *params.params, *params.kwonly_params]

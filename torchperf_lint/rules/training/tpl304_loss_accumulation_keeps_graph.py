@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Iterator, Optional, Union
 
 import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import Loop, dotted_name, returned_values
+from ...syntax.walker import Loop, dotted_name, returned_values, unpacked_position
 from ..base import Rule
 from .common import LOSS_NAME, is_name, method_call, without_parens
 
@@ -135,6 +136,49 @@ class LossAccumulationKeepsGraph(Rule):
                     epoch_loss = epoch_loss + loss * x.size(0)  # expect: TPL304
                 return epoch_loss
             """,
+        "first-element-of-a-loss-tuple": """
+            import torch
+
+            def train(policy, loader, optimizer, loss_fn):
+                total = 0.0
+                for chosen_ids, rejected_ids in loader:
+                    loss, chosen_rewards, rejected_rewards = loss_fn(policy(chosen_ids), policy(rejected_ids))
+                    loss.backward()
+                    optimizer.step()
+                    total += loss  # expect: TPL304
+                return total
+            """,
+        "second-output-of-a-model": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                aux_total = 0.0
+                for x, y in loader:
+                    out, aux = model(x)
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    aux_total += aux.mean()  # expect: TPL304
+                return aux_total
+            """,
+        "later-loss-of-a-helper-tuple": """
+            import torch
+
+            class Distiller:
+                def loss_step(self, batch):
+                    logits = self.student(batch)
+                    class_loss = self.loss_fn(logits, batch)
+                    kd_loss = self.kd_loss_fn(logits, self.teacher(batch))
+                    return class_loss, kd_loss
+
+                def train(self, loader):
+                    running_kd = 0
+                    for batch in loader:
+                        class_loss, kd_loss = self.loss_step(batch)
+                        (class_loss + kd_loss).backward()
+                        self.optimizer.step()
+                        running_kd += kd_loss * 0.5  # expect: TPL304
+            """,
         "stored-under-the-step-index": """
             import torch
 
@@ -201,6 +245,49 @@ class LossAccumulationKeepsGraph(Rule):
             """,
     }
     FIXED = {
+        "first-element-of-a-loss-tuple": """
+            import torch
+
+            def train(policy, loader, optimizer, loss_fn):
+                total = 0.0
+                for chosen_ids, rejected_ids in loader:
+                    loss, chosen_rewards, rejected_rewards = loss_fn(policy(chosen_ids), policy(rejected_ids))
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.detach()
+                return total
+            """,
+        "second-output-of-a-model": """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                aux_total = 0.0
+                for x, y in loader:
+                    out, aux = model(x)
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    aux_total += aux.mean().detach()
+                return aux_total
+            """,
+        "later-loss-of-a-helper-tuple": """
+            import torch
+
+            class Distiller:
+                def loss_step(self, batch):
+                    logits = self.student(batch)
+                    class_loss = self.loss_fn(logits, batch)
+                    kd_loss = self.kd_loss_fn(logits, self.teacher(batch))
+                    return class_loss, kd_loss
+
+                def train(self, loader):
+                    running_kd = 0
+                    for batch in loader:
+                        class_loss, kd_loss = self.loss_step(batch)
+                        (class_loss + kd_loss).backward()
+                        self.optimizer.step()
+                        running_kd += kd_loss.detach() * 0.5
+            """,
         "stored-under-the-step-index": """
             import torch
 
@@ -306,6 +393,35 @@ class LossAccumulationKeepsGraph(Rule):
             """,
     }
     GOOD = {
+        "rewards-reported-beside-the-loss": """
+            import torch
+
+            def train(policy, loader, optimizer, loss_fn):
+                running = {"chosen": 0.0, "rejected": 0.0}
+                for chosen_ids, rejected_ids in loader:
+                    loss, chosen_rewards, rejected_rewards = loss_fn(policy(chosen_ids), policy(rejected_ids))
+                    loss.backward()
+                    optimizer.step()
+                    running["chosen"] += chosen_rewards.mean()  # a loss's later outputs: unknown
+                    running["rejected"] += rejected_rewards.mean()
+                return running
+            """,
+        "embedded-without-grad-in-a-helper": """
+            import torch
+            import torch.nn.functional as F
+
+            class Embedder:
+                def embed(self, x):
+                    with torch.no_grad():
+                        emb = self.trunk(x)
+                    return F.normalize(emb, dim=1)
+
+                def embed_all(self, loader):
+                    embeddings = []
+                    for x, _ in loader:
+                        embeddings.append(self.embed(x))  # computed without grad
+                    return torch.cat(embeddings)
+            """,
         "frozen-metric-network": """
             import torch
 
@@ -490,16 +606,18 @@ class LossAccumulationKeepsGraph(Rule):
             return  # numpy() would raise on a graph: the summed values carry none
         fixed = self._detached(value, before, ctx)
         shown = ctx.code(without_parens(value))
-        short = shown if len(shown) <= 30 else "the loss"
+        if len(shown) <= 30:
+            operation = isinstance(without_parens(value), (cst.BinaryOperation, cst.UnaryOperation))
+            remedy = f"{ctx.code(fixed)} or {f'({shown})' if operation else shown}.item()"
+        else:
+            shown, remedy = "the loss", "loss.detach() or loss.item()"
         yield self.report(
             node,
             reason=ctx.hot_reason(node),
             fix=Fix.replace(value, fixed, Safety.UNSAFE, "accumulate a detached value"),
             accumulator=ctx.code(accumulator),
-            value=short,
-            fixed=f"{short}.detach() or {short}.item()"
-            if short != "the loss"
-            else "loss.detach() or loss.item()",
+            value=shown,
+            fixed=remedy,
         )
 
     @staticmethod
@@ -568,6 +686,12 @@ class LossAccumulationKeepsGraph(Rule):
             if not bindings:
                 return False
             last = bindings[-1]
+            if ctx.grad_mode.disabled_by(last.node) is not None:
+                return False  # computed without grad: no graph to keep
+            if last.kind == "unpack" and isinstance(last.node, cst.Call):
+                position = unpacked_position(last.node, expr.value, ctx.facts.parents)
+                if position is not None and position[0] > 0:
+                    return self._attached_call(last.node, last.order, ctx, depth + 1, position)
             if last.kind in ("assign", "unpack") and isinstance(last.node, cst.BaseExpression):
                 return self._attached(last.node, last.order, ctx, depth + 1)
             if last.kind == "augassign" and isinstance(last.node, cst.AugAssign):
@@ -589,12 +713,24 @@ class LossAccumulationKeepsGraph(Rule):
             return self._attached(expr.value, before, ctx, depth + 1)
         return False
 
-    def _attached_call(self, call: cst.Call, before: int, ctx: Context, depth: int) -> bool:
+    def _attached_call(
+        self,
+        call: cst.Call,
+        before: int,
+        ctx: Context,
+        depth: int,
+        position: Optional[tuple[int, int]] = None,
+    ) -> bool:
+        """`position`: the value is a later element (index, arity) of the tuple the call returns
+        (`loss, chosen, rejected = loss_fn(...)`). A helper of the file answers by what it returns
+        there. Otherwise a loss callable's first element is its loss and the others are what it
+        reports beside it, as often detached (DPO rewards, YOLO's loss items) as not: unknown, so
+        the name says nothing of them. A model's outputs all carry its graph."""
         qualified = ctx.qualified_name(call)
         if qualified is not None:
-            if qualified.startswith("torch.nn.functional."):
-                return True
-            if qualified.startswith("torch.") and "." not in qualified[len("torch.") :]:
+            if qualified.startswith("torch.nn.functional.") or (
+                qualified.startswith("torch.") and "." not in qualified[len("torch.") :]
+            ):
                 return any(self._attached(a.value, before, ctx, depth + 1) for a in call.args)
             return False
         func = call.func
@@ -607,22 +743,36 @@ class LossAccumulationKeepsGraph(Rule):
         if ctx.grad_mode.frozen(func) is not None:
             return False  # every parameter frozen: its outputs carry no graph
         last = (dotted_name(func) or "").rsplit(".", 1)[-1]
-        if LOSS_NAME.search(last) or ctx.tensors.is_module_value(func):
+        if position is not None and ctx.hot.resolve_call(call):
+            return self._returns_attached(call, ctx, depth, position)
+        if LOSS_NAME.search(last):
+            return position is None  # a loss module's later outputs as well
+        if ctx.tensors.is_module_value(func):
             return True
         return self._returns_attached(call, ctx, depth)
 
-    def _returns_attached(self, call: cst.Call, ctx: Context, depth: int) -> bool:
+    def _returns_attached(
+        self, call: cst.Call, ctx: Context, depth: int, position: Optional[tuple[int, int]] = None
+    ) -> bool:
         """A helper of this file whose own return is attached (`def compute(...): return
-        criterion(...)`), whatever it is called: what it returns says so, not its name. A tuple
-        returned is not read (which element the caller keeps is another question)."""
+        criterion(...)`), whatever it is called: what it returns says so, not its name. Of a tuple
+        returned, the element the caller unpacks at `position` (`return loss, kd_loss`); a tuple
+        kept whole is not read."""
         for function in ctx.hot.resolve_call(call):
             values, yields = returned_values(function)
             if yields:
                 continue
             for value in values:
-                if not isinstance(value, cst.Tuple) and self._attached(
-                    value, ctx.facts.order.get(value, 0), ctx, depth + 1
-                ):
+                if isinstance(value, cst.Tuple):
+                    if position is None or len(value.elements) != position[1]:
+                        continue
+                    element = value.elements[position[0]]
+                    if isinstance(element, cst.StarredElement):
+                        continue
+                    value = element.value
+                # a name has no walk position of its own: read its last binding in the helper
+                before = ctx.facts.order.get(value, sys.maxsize)
+                if self._attached(value, before, ctx, depth + 1):
                     return True
         return False
 
