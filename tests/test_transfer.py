@@ -245,6 +245,67 @@ def test_the_rows_of_a_host_tensor_are_host_tensors() -> None:
     assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False]
 
 
+def test_in_place_updates_leave_a_tensor_where_it_was() -> None:
+    """`x -= a; x *= b` each reach the other through the analysis' reading of in-place updates:
+    the plain bindings decide (diffusers' rescale_zero_terminal_snr on host betas)."""
+    ctx, probes = _probes(
+        """
+        import torch
+
+        def rescale(x, y):
+            s = torch.linspace(0, 1, 10).sqrt()
+            s0 = s[0].clone()
+            s -= s0
+            s *= 2.0
+            probe(s ** 2)
+            d = torch.zeros(10, device="cuda")
+            d -= 1.0
+            d *= 2.0
+            probe(d ** 2)
+            y += 1.0
+            probe(y)
+        """
+    )
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, False, False]
+
+
+def test_an_attribute_updated_through_itself_is_judged_by_its_other_assignments() -> None:
+    """`self.betas = rescale(self.betas)` is host when every other assignment is (diffusers'
+    schedulers build their tables in `__init__`), and a move anywhere makes it a device value."""
+    ctx, probes = _probes(
+        """
+        import torch
+
+        def rescale(betas):
+            alphas = 1.0 - betas
+            return 1 - torch.cumprod(alphas, dim=0)
+
+        class Scheduler:
+            def __init__(self, n, zero_snr):
+                self.betas = torch.linspace(0.0001, 0.02, n)
+                if zero_snr:
+                    self.betas = rescale(self.betas)
+                self.alphas_cumprod = torch.cumprod(1.0 - self.betas, dim=0)
+
+            def timesteps(self):
+                sigmas = ((1 - self.alphas_cumprod) / self.alphas_cumprod) ** 0.5
+                return [probe(sigma.log()) for sigma in sigmas]
+
+        class Moved:
+            def __init__(self, n):
+                self.betas = torch.linspace(0.0001, 0.02, n)
+                self.betas = rescale(self.betas)
+
+            def to(self, device):
+                self.betas = self.betas.to(device)
+
+            def timesteps(self):
+                return [probe(b.log()) for b in self.betas]
+        """
+    )
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, False]
+
+
 def test_a_loader_batch_stays_on_the_host_until_moved() -> None:
     """DataLoader batches are collated on the host: reading one never waits for the device
     (ultralytics' INT8 calibration resizes `batch["img"]` and takes `.numpy()` without moving it).

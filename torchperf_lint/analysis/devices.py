@@ -83,6 +83,7 @@ class HostTensors:
         # passes a host tensor for, and the answers found under that assumption.
         self._assumed: dict[cst.FunctionDef, frozenset[str]] = {}
         self._memos: dict[frozenset[tuple[cst.FunctionDef, frozenset[str]]], dict[cst.CSTNode, bool]] = {}
+        self._attributes_assumed: set[tuple[cst.ClassDef, str]] = set()
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         cached = self._memo.get(expr)
@@ -95,7 +96,8 @@ class HostTensors:
             result = self._host(expr)
         finally:
             self._in_progress.discard(expr)
-        self._memo[expr] = result
+        if not self._attributes_assumed:
+            self._memo[expr] = result
         return result
 
     def _operands_on_host(self, operands: list[cst.BaseExpression]) -> bool:
@@ -163,6 +165,19 @@ class HostTensors:
             return True  # a DataLoader collates its batches on the host
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.is_host_tensor(node)
+        if binding.kind == "augassign" and isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+            # An in-place update leaves a tensor where it was: the other bindings decide, and
+            # one already being judged (`x -= a` then `x *= b`, each reaching the other) says yes.
+            if node in self._in_progress:
+                return True
+            self._in_progress.add(node)
+            try:
+                earlier = [b for b in self._names.reaching(node.target) if b.node is not node]
+                return any(b.kind != "augassign" for b in earlier) and all(
+                    self._binding(b, name) for b in earlier
+                )
+            finally:
+                self._in_progress.discard(node)
         if binding.kind == "unpack" and isinstance(node, cst.Call):
             position = unpacked_position(node, name, self._facts.parents)
             return position is not None and self._returns_host(node, position)
@@ -249,12 +264,22 @@ class HostTensors:
 
     def _self_attribute(self, expr: cst.Attribute) -> bool:
         """`self.lam` whose every assignment in the class is a host tensor. A plain attribute,
-        not a buffer: `model.cuda()` leaves it where it is."""
+        not a buffer: `model.cuda()` leaves it where it is. An assignment that reads the
+        attribute itself (`self.betas = rescale(self.betas)`) is judged assuming the attribute
+        is on the host: the other assignments decide, and no answer found under that assumption
+        is remembered."""
         cls = self._hot.enclosing_class(expr)
         values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
         if not values or self._registered(expr.attr.value):
             return False  # a buffer moves with the module, whatever is assigned to it later
-        return all(self.is_host_tensor(v) for v in values)
+        key = (cls, expr.attr.value)
+        if key in self._attributes_assumed:
+            return True
+        self._attributes_assumed.add(key)
+        try:
+            return all(self.is_host_tensor(v) for v in values)
+        finally:
+            self._attributes_assumed.discard(key)
 
     def _registered(self, attr: str) -> bool:
         """The file registers a buffer or parameter named `attr` (`register_buffer("w", w)`)."""
