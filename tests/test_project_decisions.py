@@ -84,3 +84,49 @@ def test_data_parallel_beside_a_ddp_helper_of_the_project_is_the_fallback(tmp_pa
 def test_a_helper_that_returns_no_ddp_keeps_the_data_parallel_finding(tmp_path: Path) -> None:
     helper = "def smart_ddp(model, rank):\n    return model.to(rank)\n"
     assert _tpl402(tmp_path, {"train.py": TRAIN_WITH_FALLBACK, "utils.py": helper}) == [6]
+
+
+STRATEGY_BASE = """\
+class ParallelStrategy:
+    def setup_module(self, module):
+        raise NotImplementedError
+"""
+
+DATA_PARALLEL_STRATEGY = """\
+from torch.nn import DataParallel
+from strategies.parallel import ParallelStrategy
+
+class DataParallelStrategy(ParallelStrategy):
+    def setup_module(self, module):
+        return DataParallel(module=module, device_ids=self.parallel_devices)
+"""
+
+
+def _strategy_findings(root: Path, ddp_body: str) -> list[int]:
+    ddp = (
+        "from torch.nn.parallel import DistributedDataParallel\n"
+        "from strategies.parallel import ParallelStrategy\n\n"
+        "class DDPStrategy(ParallelStrategy):\n"
+        f"    def setup_module(self, module):\n        return {ddp_body}\n"
+    )
+    _write(
+        root,
+        {
+            "strategies/__init__.py": "",
+            "strategies/parallel.py": STRATEGY_BASE,
+            "strategies/dp.py": DATA_PARALLEL_STRATEGY,
+            "strategies/ddp.py": ddp,
+        },
+    )
+    path = root / "strategies" / "dp.py"
+    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL402"])]
+
+
+def test_data_parallel_as_an_alternative_to_a_ddp_class_of_one_base_is_the_users_choice(tmp_path: Path) -> None:
+    """Lightning's DataParallelStrategy beside DDPStrategy (lightning_fabric/strategies): the user
+    picks the strategy, and the project already offers DDP."""
+    assert _strategy_findings(tmp_path, "DistributedDataParallel(module)") == []
+
+
+def test_a_sibling_class_that_builds_no_ddp_keeps_the_data_parallel_finding(tmp_path: Path) -> None:
+    assert _strategy_findings(tmp_path, "module.to(self.root_device)") == [6]

@@ -52,6 +52,7 @@ class Project:
         self._global_memo: dict[tuple[int, str], Optional[Resolved]] = {}
         self._is_module_memo: dict[tuple[int, int], bool] = {}
         self._bases_memo: dict[tuple[int, int], list[Resolved]] = {}
+        self._ddp_subclass_memo: dict[tuple[int, int], Optional[str]] = {}
         self._subclasses: Optional[dict[tuple[int, int], list[ClassRef]]] = None
         self._reachable: Optional[frozenset[str]] = None
         self._handed: Optional[frozenset[str]] = None
@@ -1267,19 +1268,50 @@ class Project:
 
     def offers_ddp(self, module: Module) -> Optional[str]:
         """Why the module already offers DistributedDataParallel: a call of its own builds one,
-        or calls a project function that returns one it builds (yolov5's `smart_DDP`)."""
-        summary = module.summary
-        for index in range(-1, len(summary.functions)):
-            function = FunctionRef(module, index)
-            for position, call in enumerate(function.info.calls):
-                if call.kind in ("global", "dotted") and self._is_ddp(module, call.target):
-                    return f"builds DistributedDataParallel at line {call.line}"
-                for callee in self.callees(function, position):
-                    if any(built and self._is_ddp(callee.module, built[0]) for built in callee.info.returns):
-                        return (
-                            f"calls {callee.info.qualname} ({callee.module.display}) at line {call.line},"
-                            " which returns a DistributedDataParallel"
+        or calls a project function that returns one it builds (yolov5's `smart_DDP`); or a class
+        of it is an alternative to one that builds one, the two deriving from one project base
+        (Lightning's DataParallelStrategy and DDPStrategy): the user picks which runs."""
+        for index in range(-1, len(module.summary.functions)):
+            found = self._builds_ddp(FunctionRef(module, index))
+            if found is not None:
+                return found
+        for index in range(len(module.summary.classes)):
+            cls = ClassRef(module, index)
+            for base in list(self.lineage(cls))[1:]:
+                found = self._ddp_among_subclasses(base)
+                if found is not None:
+                    return f"{cls.info.name} and {found}, both deriving from {base.info.name}"
+        return None
+
+    def _ddp_among_subclasses(self, base: ClassRef) -> Optional[str]:
+        """A subclass of `base` whose method builds a DistributedDataParallel, said for a reader."""
+        key = base.key()
+        if key not in self._ddp_subclass_memo:
+            self._ddp_subclass_memo[key] = None
+            for sibling in self.subclasses(base):
+                for method in sibling.info.methods.values():
+                    found = self._builds_ddp(FunctionRef(sibling.module, method))
+                    if found is not None:
+                        self._ddp_subclass_memo[key] = (
+                            f"{sibling.info.name} ({sibling.module.display}) are alternatives;"
+                            f" {sibling.info.name} {found}"
                         )
+                        break
+                if self._ddp_subclass_memo[key] is not None:
+                    break
+        return self._ddp_subclass_memo[key]
+
+    def _builds_ddp(self, function: FunctionRef) -> Optional[str]:
+        """How `function` builds a DistributedDataParallel, itself or through a project helper."""
+        for position, call in enumerate(function.info.calls):
+            if call.kind in ("global", "dotted") and self._is_ddp(function.module, call.target):
+                return f"builds DistributedDataParallel at line {call.line}"
+            for callee in self.callees(function, position):
+                if any(built and self._is_ddp(callee.module, built[0]) for built in callee.info.returns):
+                    return (
+                        f"calls {callee.info.qualname} ({callee.module.display}) at line {call.line},"
+                        " which returns a DistributedDataParallel"
+                    )
         return None
 
     def published(self) -> dict[tuple[int, int], str]:

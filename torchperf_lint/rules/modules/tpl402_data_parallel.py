@@ -39,8 +39,10 @@ class DataParallel(Rule):
     `isinstance(model, nn.DataParallel)` checks and classes deriving from it (only construction is
     flagged); classes named DataParallel that do not come from `torch.nn`; a module that also
     builds a `DistributedDataParallel` (itself, or through a project helper that returns one, like
-    yolov5's `smart_DDP`): the project already offers DDP, DataParallel is its single-process
-    fallback, and moving to DDP is a launch choice, not a code change. A wrapper over one GPU on the
+    yolov5's `smart_DDP`), or that defines a class whose project base has another subclass that
+    builds one (Lightning's `DataParallelStrategy` beside `DDPStrategy`): the project already
+    offers DDP, DataParallel is its single-process fallback or the user's pick among
+    alternatives, and moving to DDP is a launch choice, not a code change. A wrapper over one GPU on the
     default run, where DataParallel calls the module directly: the file sets `CUDA_VISIBLE_DEVICES`
     only to one device (a literal, or an option whose default names one, like `--gpu_id '0'`), or
     `device_ids` holds one device by default (a one-element list, a parameter defaulting to one, an
