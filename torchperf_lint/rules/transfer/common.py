@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -339,3 +339,19 @@ def guards_masked_update(node: cst.If, ctx: Context) -> bool:
 
 
 UNCONDITIONAL = "the masked update can run unconditionally (with an empty mask it changes nothing), which removes the sync"
+
+
+def in_a_syncing_branch(
+    node: cst.CSTNode, ctx: Context, syncs: Callable[[cst.BaseExpression, Context], bool]
+) -> bool:
+    """Inside the body of an `if` whose test syncs (`if torch.isnan(loss).any(): print(loss)`,
+    a degenerate-case cascade under `if denom == 0:`): the finding is the test's; the body runs
+    only when it is true, after the host waited. A loop between them runs its syncs again."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef)):
+            return False
+        if isinstance(ancestor, cst.If) and child is ancestor.body and syncs(ancestor.test, ctx):
+            return True
+        child = ancestor
+    return False

@@ -8,12 +8,14 @@ import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Report, Safety
+from ...syntax.walker import descendants
 from ..base import Rule, hot_place
 from .common import (
     UNCONDITIONAL,
     condition_parts,
     guards_masked_update,
     host_sync,
+    in_a_syncing_branch,
     on_device,
     on_error_path,
     scalar_sync,
@@ -74,7 +76,9 @@ class SyncInForward(Rule):
     slice bound or a size; a 0-dim tensor built on the host (`torch.tensor(5)`); `clamp` with
     both bounds tensors (its Tensor overload reads nothing back); a reduction over a dimension;
     `.item()` of Python or NumPy numbers; `if flag:` on a parameter, which is a Python flag as
-    often as a tensor; asserts (TPL104's); step-loop bodies (TPL107's, off by default);
+    often as a tensor; what the body of an `if` whose test syncs does (the `if` is reported: the
+    body runs after the host waited, as a degenerate-case cascade under `if denom == 0:`);
+    asserts (TPL104's); step-loop bodies (TPL107's, off by default);
     `__init__` and other cold code.
     """
 
@@ -105,6 +109,23 @@ class SyncInForward(Rule):
                     while (h.abs() > 1e4).any():  # expect: TPL105
                         h = h / 2
                     return h
+            """,
+        "degenerate-case-cascade": """
+            import torch
+            from torch import nn
+
+            class MatthewsLoss(nn.Module):
+                def forward(self, logits, target):
+                    pred = logits.argmax(-1)
+                    tp = ((pred == 1) & (target == 1)).sum()
+                    fp = ((pred == 1) & (target == 0)).sum()
+                    fn = ((pred == 0) & (target == 1)).sum()
+                    denom = (tp + fp) * (tp + fn)
+                    if denom == 0:  # expect: TPL105
+                        if tp == 0:  # runs after the host waited for the test above
+                            return fp.float()
+                        return fn.float()
+                    return tp / denom
             """,
         "scalar-read-per-row": """
             import torch
@@ -401,8 +422,10 @@ class SyncInForward(Rule):
         if reason is None or not reason.from_model_code:
             return
         place = hot_place(node, ctx)
+        if in_a_syncing_branch(node, ctx, _test_syncs):
+            return  # the `if` is reported: its body runs after the host waited
         if isinstance(node, (cst.If, cst.While)):
-            if any(on_device(part, ctx, certain=True) for part in condition_parts(node.test, ctx)):
+            if _tests_a_device_value(node.test, ctx):
                 condition = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
                 remedy = _REMEDY
                 if isinstance(node, cst.If) and guards_masked_update(node, ctx):
@@ -421,6 +444,17 @@ class SyncInForward(Rule):
         sync = host_sync(node, ctx)
         if sync is not None:
             yield self.report(node, reason=reason, what=sync, place=place, remedy=_REMEDY)
+
+
+def _tests_a_device_value(test: cst.BaseExpression, ctx: Context) -> bool:
+    return any(on_device(part, ctx, certain=True) for part in condition_parts(test, ctx))
+
+
+def _test_syncs(test: cst.BaseExpression, ctx: Context) -> bool:
+    """The test is a finding of this rule: a condition on a device tensor, or a host read in it."""
+    return _tests_a_device_value(test, ctx) or any(
+        isinstance(n, cst.Call) and host_sync(n, ctx) is not None for n in descendants(test)
+    )
 
 
 _REMEDY = "keep the value on the device (masks, torch.where) or compute it outside the model"

@@ -9,13 +9,14 @@ import libcst as cst
 from ...analysis.cold import cold_sides
 from ...engine.context import Context
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import Loop, dotted_name
+from ...syntax.walker import Loop, descendants, dotted_name
 from ..base import Rule, hot_place
 from .common import (
     UNCONDITIONAL,
     condition_parts,
     guards_masked_update,
     host_sync,
+    in_a_syncing_branch,
     on_device,
     on_error_path,
     scalar_sync,
@@ -345,7 +346,7 @@ class SyncPerStep(Rule):
             return
         scalar = scalar_sync(node, ctx)
         if scalar is not None:
-            if on_error_path(node, ctx) or _runs_periodically(node, ctx) or _in_a_syncing_branch(node, ctx):
+            if on_error_path(node, ctx) or _runs_periodically(node, ctx) or in_a_syncing_branch(node, ctx, _syncs):
                 return
             what, remedy = scalar
             yield self.report(
@@ -364,7 +365,7 @@ class SyncPerStep(Rule):
             return
         if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
             return  # a batch from the DataLoader is still on the host
-        if _in_a_syncing_branch(node, ctx) or _after_synchronize(node, ctx) or _read_already(node, ctx):
+        if in_a_syncing_branch(node, ctx, _syncs) or _after_synchronize(node, ctx) or _read_already(node, ctx):
             return
         yield self.report(
             node,
@@ -384,7 +385,7 @@ def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
     on the host."""
     if not on_device(part, ctx, certain=True):
         return False
-    names = [n for n in _names_in(part) if isinstance(n, cst.Name)]
+    names = [n for n in descendants(part) if isinstance(n, cst.Name)]
     return not any(ctx.batch_loop(n) is not None for n in names)
 
 
@@ -392,20 +393,7 @@ def _syncs(test: cst.BaseExpression, ctx: Context) -> bool:
     """The test reads a device value: a condition on a tensor, or a host read inside it."""
     if any(_device_reading(part, ctx) for part in condition_parts(test, ctx)):
         return True
-    return any(isinstance(n, cst.Call) and host_sync(n, ctx) is not None for n in _names_in(test))
-
-
-def _in_a_syncing_branch(node: cst.CSTNode, ctx: Context) -> bool:
-    """Inside the body of an `if` whose test syncs (`if torch.isnan(loss).any(): print(loss)`):
-    the finding is the test's; the body runs only when it is true."""
-    child = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef)):
-            return False
-        if isinstance(ancestor, cst.If) and child is ancestor.body and _syncs(ancestor.test, ctx):
-            return True
-        child = ancestor
-    return False
+    return any(isinstance(n, cst.Call) and host_sync(n, ctx) is not None for n in descendants(test))
 
 
 def _statement_in_block(
@@ -433,7 +421,7 @@ def _after_synchronize(node: cst.CSTNode, ctx: Context) -> bool:
             return False
         if any(
             isinstance(n, cst.Call) and ctx.qualified_name(n) == "torch.cuda.synchronize"
-            for n in _names_in(earlier)
+            for n in descendants(earlier)
         ):
             return True
     return False
@@ -461,7 +449,7 @@ def _flag_first(test: cst.BaseExpression) -> Optional[Fix]:
 
 
 def _side_effect_free(expr: cst.BaseExpression) -> bool:
-    for node in _names_in(expr):
+    for node in descendants(expr):
         if isinstance(node, (cst.NamedExpr, cst.Await, cst.Yield, cst.Lambda)):
             return False
         if isinstance(node, cst.Call):
@@ -548,9 +536,3 @@ def _always_before(other: cst.Call, loop: Loop, around: set[int], ctx: Context) 
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
             return False
     return False
-
-
-def _names_in(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield expr
-    for child in expr.children:
-        yield from _names_in(child)
