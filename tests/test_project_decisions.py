@@ -130,3 +130,50 @@ def test_data_parallel_as_an_alternative_to_a_ddp_class_of_one_base_is_the_users
 
 def test_a_sibling_class_that_builds_no_ddp_keeps_the_data_parallel_finding(tmp_path: Path) -> None:
     assert _strategy_findings(tmp_path, "module.to(self.root_device)") == [6]
+
+
+PREDICTOR_BASE = """\
+import torch
+from torch import nn
+
+class Model(nn.Module):
+    def __init__(self, weights):
+        super().__init__()
+        self.net = nn.Linear(4, 2)
+
+    def __call__(self, source, **options):
+{call_body}
+"""
+
+STREAM_APP = """\
+from models import Model
+
+class Inference:
+    def __init__(self, weights):
+        self.model = None
+        self.weights = weights
+
+    def predict(self, images):
+        self.model = Model(self.weights)
+        self.model.eval()
+        results = []
+        for image in images:
+            results.append(self.model(image, conf=0.25))
+        return results
+"""
+
+
+def _tpl305(root: Path, call_body: str) -> list[int]:
+    _write(root, {"models.py": PREDICTOR_BASE.format(call_body=call_body), "app.py": STREAM_APP})
+    path = root / "app.py"
+    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL305"])]
+
+
+def test_an_instance_with_a_call_of_its_own_runs_no_forward(tmp_path: Path) -> None:
+    """ultralytics: `YOLO(path)(image)` runs Model.__call__, which predicts under its own
+    inference mode; what a `__call__` of the project does is not known here."""
+    assert _tpl305(tmp_path, "        return self.predict(source, **options)") == []
+
+
+def test_a_call_that_hands_on_to_the_module_call_is_a_forward(tmp_path: Path) -> None:
+    assert _tpl305(tmp_path, "        return super().__call__(source)") == [13]

@@ -68,6 +68,9 @@ class EntryFacts:
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
+    # classes, as written here, whose instances run a `__call__` of the project's own, not a
+    # module's forward (ultralytics' `YOLO(...)(image)` predicts): what that call does is not known
+    own_call_classes: frozenset[str] = frozenset()
     # how a model the module constructs runs reduced precision by itself by default (TPL701)
     model_precision: Optional[str] = None
     # those of them whose model also has 1-D/3-D or folded convolutions: the input may not be 4-D
@@ -155,6 +158,7 @@ class EntryFacts:
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
+            own_call_classes=frozenset(map(str, data.get("own_call_classes", ()))),
             model_precision=_text(data.get("model_precision")),
             signal_convnet_constructors=frozenset(map(str, data.get("signal_convnet_constructors", ()))),
             stepped_model_builders=frozenset(_ints(data.get("stepped_model_builders", ()))),

@@ -212,18 +212,28 @@ class TensorInference:
         last = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
         if _MODULE_NAME.search(last):
             return True
-        values: list[cst.BaseExpression] = []
+        return any(self._constructs_module(v) for v in self._assigned_values(expr))
+
+    def runs_own_call(self, expr: cst.BaseExpression) -> bool:
+        """`expr` holds, wherever it is set, an instance of a project class with a `__call__` of
+        its own (EntryFacts.own_call_classes): calling it runs that method, not a forward."""
+        built = [v for v in self._assigned_values(expr) if not (isinstance(v, cst.Name) and v.value == "None")]
+        return bool(built) and all(
+            isinstance(v, cst.Call) and dotted_name(v.func) in self._hot.entry.own_call_classes for v in built
+        )
+
+    def _assigned_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """What `self.attr` is set to in its class, or a name in its scope."""
         if isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
             cls = self._hot.enclosing_class(expr)
-            if cls is not None:
-                values = self._hot.attribute_values(cls, expr.attr.value)
-        elif isinstance(expr, cst.Name):
-            values = [
+            return self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
+        if isinstance(expr, cst.Name):
+            return [
                 b.node
                 for b in self._names.lookup(expr.value, expr)
                 if b.kind == "assign" and isinstance(b.node, cst.BaseExpression)
             ]
-        return any(self._constructs_module(v) for v in values)
+        return []
 
     def _constructs_module(self, value: cst.BaseExpression) -> bool:
         cls = self._hot.instance_class(value)

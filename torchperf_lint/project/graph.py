@@ -1030,6 +1030,25 @@ class Project:
                         found.add(call.target)
         return frozenset(found)
 
+    def own_call_classes(self, module: Module) -> frozenset[str]:
+        """The callees, as `module` writes them, that build an instance of a project class whose
+        `__call__` is the project's own and does not hand on to `super().__call__`: calling the
+        instance runs that method, not a module's forward."""
+        found = set()
+        for function in (module.summary.toplevel, *module.summary.functions):
+            for call in function.calls:
+                if call.kind in ("global", "dotted") and call.target not in found:
+                    cls = self.resolve_dotted(module, call.target)
+                    if isinstance(cls, ClassRef) and self._own_call(cls):
+                        found.add(call.target)
+        return frozenset(found)
+
+    def _own_call(self, cls: ClassRef) -> bool:
+        method = self.find_method(cls, "__call__")
+        return method is not None and not any(
+            call.kind == "super" and call.target == "__call__" for call in method.info.calls
+        )
+
     def signal_convnet_constructors(self, module: Module) -> frozenset[str]:
         """Those of convnet_constructors whose model also works on a signal or a volume."""
         return frozenset(
@@ -1395,6 +1414,7 @@ class Project:
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
+            own_call_classes=self.own_call_classes(module),
             model_precision=self.model_precision(module),
             signal_convnet_constructors=self.signal_convnet_constructors(module),
             stepped_model_builders=self.stepped_model_builders(module),

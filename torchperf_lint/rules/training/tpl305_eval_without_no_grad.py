@@ -86,7 +86,9 @@ class EvalWithoutNoGrad(Rule):
     `on_*`), which Lightning already runs without grad; a helper named like `inference` that a
     model's forward runs (NeRF's `render_rays` evaluating its MLP in chunks): that graph is the
     one training back-propagates, and no_grad there would stop training; loss and criterion
-    calls; test files.
+    calls; an instance of a project class with a `__call__` of its own that does not hand on to
+    `super().__call__` (ultralytics' `YOLO(path)(image)` predicts under its own inference mode):
+    the call runs that method, not a forward; test files.
     """
 
     code = "TPL305"
@@ -340,6 +342,8 @@ class EvalWithoutNoGrad(Rule):
                 why = f"in the loop over {loader}"
         if reason is None or ctx.grad_disabled(node) or ctx.grad_mode.frozen(model) is not None:
             return
+        if ctx.tensors.runs_own_call(model):
+            return  # a `__call__` of the project's own runs, not a forward: what it does is not known
         yield self.report(
             node, reason=cast(Reason, reason), model=shown, why=why
         )  # the runner only renders it
