@@ -83,7 +83,7 @@ class HostTensors:
         # passes a host tensor for, and the answers found under that assumption.
         self._assumed: dict[cst.FunctionDef, frozenset[str]] = {}
         self._memos: dict[frozenset[tuple[cst.FunctionDef, frozenset[str]]], dict[cst.CSTNode, bool]] = {}
-        self._attributes_assumed: set[tuple[cst.ClassDef, str]] = set()
+        self._attributes_assumed: set[tuple[int, str]] = set()
 
     def is_host_tensor(self, expr: cst.BaseExpression) -> bool:
         cached = self._memo.get(expr)
@@ -272,7 +272,7 @@ class HostTensors:
         values = self._hot.attribute_values(cls, expr.attr.value) if cls is not None else []
         if not values or self._registered(expr.attr.value):
             return False  # a buffer moves with the module, whatever is assigned to it later
-        key = (cls, expr.attr.value)
+        key = (id(cls), expr.attr.value)
         if key in self._attributes_assumed:
             return True
         self._attributes_assumed.add(key)
