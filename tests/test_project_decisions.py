@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchperf_lint.api import lint_source
+from torchperf_lint.project.summary import summarize
 
 CONV_TRAINING = """\
 import torch
@@ -177,3 +178,66 @@ def test_an_instance_with_a_call_of_its_own_runs_no_forward(tmp_path: Path) -> N
 
 def test_a_call_that_hands_on_to_the_module_call_is_a_forward(tmp_path: Path) -> None:
     assert _tpl305(tmp_path, "        return super().__call__(source)") == [13]
+
+
+REDUCE_HELPER = """\
+import torch
+import torch.distributed as dist
+
+def reduce_loss_dict(loss_dict):
+    if not dist.is_initialized() or dist.get_world_size() < 2:
+{single_gpu}
+    losses = torch.stack([loss_dict[k] for k in sorted(loss_dict)])
+    dist.reduce(losses, dst=0)
+    return {{k: v for k, v in zip(sorted(loss_dict), losses)}}
+"""
+
+GAN_LOOP = """\
+import torch
+from distributed import reduce_loss_dict
+
+def train(loader, generator, discriminator, d_optim, device):
+    loss_dict = {}
+    for real in loader:
+        fake = generator(torch.randn(8, 512, device=device))
+        d_loss = discriminator(fake).mean() - discriminator(real.to(device)).mean()
+        loss_dict["d"] = d_loss
+        d_optim.zero_grad()
+        d_loss.backward()
+        d_optim.step()
+        loss_reduced = reduce_loss_dict(loss_dict)
+        d_loss_val = loss_reduced["d"].mean().item()
+"""
+
+
+def _tpl107(root: Path, single_gpu: str) -> list[int]:
+    _write(root, {"distributed.py": REDUCE_HELPER.format(single_gpu=single_gpu), "train.py": GAN_LOOP})
+    path = root / "train.py"
+    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL107"])]
+
+
+def test_a_dict_a_helper_hands_back_holds_the_tensors_stored_in_it(tmp_path: Path) -> None:
+    """stylegan2's reduce_loss_dict returns the dict it was given on one GPU: the `.item()` of
+    its items syncs at every step."""
+    assert _tpl107(tmp_path, "        return loss_dict") == [14]
+
+
+def test_a_helper_that_always_builds_a_new_dict_keeps_its_items_unknown(tmp_path: Path) -> None:
+    assert _tpl107(tmp_path, "        return {k: float(v) for k, v in loss_dict.items()}") == []
+
+
+def test_only_a_parameter_returned_as_it_came_in_is_handed_back() -> None:
+    """`return loss_dict` on one GPU hands the argument back; a parameter rebound first, or
+    returned on a path that tested its type (`if isinstance(x, np.ndarray): return x`), does not."""
+    summary = summarize(
+        "import numpy as np\n"
+        "def reduce(losses, world):\n    if world < 2:\n        return losses\n    return {}\n"
+        "def to_numpy(x):\n    if isinstance(x, np.ndarray):\n        return x\n    return x.cpu().numpy()\n"
+        "def scaled(x):\n    x = x * 2\n    return x\n"
+    )
+    assert summary is not None
+    assert {f.name: f.returns_params for f in summary.functions} == {
+        "reduce": ["losses"],
+        "to_numpy": [],
+        "scaled": [],
+    }

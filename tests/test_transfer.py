@@ -1173,3 +1173,35 @@ def test_counting_a_mask_pinned_to_the_host_by_a_host_operand_is_no_sync() -> No
         """
     # the `.cpu()` copy itself stays a sync, and so do the counts beside a 0-dim host flag or alone
     assert _findings(source, ["TPL105"]) == [(6, "TPL105"), (11, "TPL105"), (11, "TPL105")]
+
+
+def test_an_item_of_a_local_dict_holds_what_the_scope_stores_under_its_key() -> None:
+    """`loss_dict["d"] = d_loss` then `loss_dict["d"].mean().item()` (stylegan2's train loop):
+    the item is the tensor stored there; a key stored nowhere, a key computed at run time or a
+    dict handed in holds what nothing here says."""
+    ctx, probes = _probes(
+        """
+        import torch
+
+        def train(model, x, names, given):
+            losses = {}
+            losses["d"] = model(x).mean()
+            logs = {"lr": 0.1, "loss": torch.zeros(3)}
+            probe(losses["d"])
+            probe(losses["g"])
+            probe(logs["lr"])
+            probe(logs["loss"])
+            computed = {}
+            for name in names:
+                computed[name] = model(x)
+            computed["d"] = model(x)
+            probe(computed["d"])
+            probe(given["d"])
+            stats = {"count": torch.tensor(0)}
+            stats["count"] += 1
+            probe(stats["count"])
+        """
+    )
+    assert [ctx.is_tensor(p) for p in probes] == [True, False, False, True, False, False, True]
+    assert ctx.is_host_tensor(probes[3]) and ctx.is_host_tensor(probes[6])
+    assert not ctx.is_host_tensor(probes[0])

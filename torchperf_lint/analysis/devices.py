@@ -67,8 +67,10 @@ class HostTensors:
         rpc_moves_cuda: bool = False,
         drawn_from_loader: Optional[Callable[[Binding, str], bool]] = None,
         has_dims: Optional[Callable[[cst.BaseExpression], bool]] = None,
+        dict_items: Optional[Callable[[cst.Subscript], Optional[list[cst.BaseExpression]]]] = None,
     ) -> None:
         self._facts = facts
+        self._dict_items = dict_items
         self._has_dims = has_dims
         self._drawn_from_loader = drawn_from_loader
         self._names = names
@@ -143,6 +145,9 @@ class HostTensors:
             # a field of a host result: `torch.cummax(h, 0).values`, `h.T`
             return self.is_host_tensor(expr.value)
         if isinstance(expr, cst.Subscript):
+            stored = self._dict_items(expr) if self._dict_items is not None else None
+            if stored is not None:  # `logs["lr"]` of `logs = {}`: what the scope stores there
+                return all(self.is_host_tensor(v) for v in stored)
             return self.is_host_tensor(expr.value)
         if isinstance(expr, cst.UnaryOperation):
             return self.is_host_tensor(expr.expression)

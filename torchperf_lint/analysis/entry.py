@@ -71,6 +71,9 @@ class EntryFacts:
     # classes, as written here, whose instances run a `__call__` of the project's own, not a
     # module's forward (ultralytics' `YOLO(...)(image)` predicts): what that call does is not known
     own_call_classes: frozenset[str] = frozenset()
+    # project functions, as written here, that may return an argument as it was given: callee ->
+    # (position, parameter) of each such argument (`reduce_loss_dict(losses)` on one GPU)
+    handed_back: tuple[tuple[str, int, str], ...] = ()
     # how a model the module constructs runs reduced precision by itself by default (TPL701)
     model_precision: Optional[str] = None
     # those of them whose model also has 1-D/3-D or folded convolutions: the input may not be 4-D
@@ -159,6 +162,9 @@ class EntryFacts:
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
             own_call_classes=frozenset(map(str, data.get("own_call_classes", ()))),
+            handed_back=tuple(
+                (str(name), int(position), str(param)) for name, position, param in data.get("handed_back", ())
+            ),
             model_precision=_text(data.get("model_precision")),
             signal_convnet_constructors=frozenset(map(str, data.get("signal_convnet_constructors", ()))),
             stepped_model_builders=frozenset(_ints(data.get("stepped_model_builders", ()))),

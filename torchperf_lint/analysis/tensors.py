@@ -18,6 +18,7 @@ from typing import Optional
 import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values
+from .dict_items import DictItems
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .parameters import ParameterSequences
@@ -101,6 +102,7 @@ class TensorInference:
         self._provisional: dict[cst.CSTNode, Tensorness] = {}
         self._strings: dict[cst.FunctionDef, frozenset[str]] = {}
         self.parameters = ParameterSequences(names, hot)
+        self.dict_items = DictItems(names, self.handed_back)
 
     def infer(self, expr: cst.BaseExpression) -> Tensorness:
         cached = self._memo.get(expr)
@@ -145,6 +147,9 @@ class TensorInference:
                 return Tensorness.NO
             if self.parameters.is_tensor_mapping(expr.value):
                 return Tensorness.LIKELY  # `shadow[name]` of `shadow = dict(ema.named_buffers())`
+            stored = self.dict_items.values(expr)
+            if stored is not None:  # `losses["d"]` of `losses = {}` after `losses["d"] = d_loss`
+                return self._joined([self.infer(v) for v in stored])
             if isinstance(expr.value, cst.Name):
                 # a value that is not a Tensor may hold tensors: `edge_index[0]` of a tuple
                 return self._name(expr.value, narrow=False)
@@ -182,6 +187,27 @@ class TensorInference:
         if self.is_module_value(func) and not self._given_numpy(call):
             return Tensorness.LIKELY  # a model or loss call; may return a tuple
         return Tensorness.NO
+
+    def handed_back(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The argument `call` may return as it was given: a project helper's `return losses`
+        (EntryFacts.handed_back), or None. Read for the dicts it hands back (dict_items.py); a
+        tensor handed back keeps what the call's result is (unknown) for now: its location is
+        where the callers' values are, which host_parameters does not follow through rebinding
+        (audiocraft's audio_write gets host audio, f32_pcm(wav) hands it back)."""
+        written = dotted_name(call.func)
+        if written is None:
+            return None
+        for callee, position, param in self._hot.entry.handed_back:
+            if callee != written:
+                continue
+            for index, arg in enumerate(call.args):
+                if arg.star:
+                    return None
+                if (arg.keyword is None and index == position) or (
+                    arg.keyword is not None and arg.keyword.value == param
+                ):
+                    return arg.value
+        return None
 
     def _given_numpy(self, call: cst.Call) -> bool:
         """An argument is a NumPy array made by `.numpy()`: torch modules take tensors, so the
@@ -267,8 +293,12 @@ class TensorInference:
             return Tensorness.NO
         if narrow and self._rebound_to_host_values(name):
             return Tensorness.NO
-        levels = [self._binding(b, name.value) for b in bindings]
-        if all(level == Tensorness.CERTAIN for level in levels):
+        return self._joined([self._binding(b, name.value) for b in bindings])
+
+    @staticmethod
+    def _joined(levels: list[Tensorness]) -> Tensorness:
+        """What a value that may be any of these holds: certain where all are."""
+        if levels and all(level == Tensorness.CERTAIN for level in levels):
             return Tensorness.CERTAIN
         return Tensorness.LIKELY if any(levels) else Tensorness.NO
 

@@ -382,6 +382,7 @@ class Context:
             rpc_moves_cuda=self.rpc_moves_cuda,
             drawn_from_loader=self._batches.binds_drawn_item,
             has_dims=self._device_values.has_dims,
+            dict_items=tensors.dict_items.values,
         )
 
     @functools.cached_property

@@ -1043,6 +1043,20 @@ class Project:
                         found.add(call.target)
         return frozenset(found)
 
+    def handed_back(self, module: Module) -> tuple[tuple[str, int, str], ...]:
+        """The plain project functions `module` calls, as it writes them, that hand back one of
+        their parameters as it came in on some path: (callee, position, parameter)."""
+        found: set[tuple[str, int, str]] = set()
+        for function in (module.summary.toplevel, *module.summary.functions):
+            for call in function.calls:
+                if call.kind not in ("global", "dotted"):
+                    continue
+                callee = self.resolve_dotted(module, call.target)
+                if isinstance(callee, FunctionRef) and callee.info.cls < 0:
+                    for param in callee.info.returns_params:
+                        found.add((call.target, callee.info.params.index(param), param))
+        return tuple(sorted(found))
+
     def _own_call(self, cls: ClassRef) -> bool:
         method = self.find_method(cls, "__call__")
         return method is not None and not any(
@@ -1415,6 +1429,7 @@ class Project:
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
             own_call_classes=self.own_call_classes(module),
+            handed_back=self.handed_back(module),
             model_precision=self.model_precision(module),
             signal_convnet_constructors=self.signal_convnet_constructors(module),
             stepped_model_builders=self.stepped_model_builders(module),

@@ -136,6 +136,8 @@ class Function:
     returns: list[list[str]] = dataclasses.field(default_factory=list)  # per `return Callee(...)`: built()
     returns_annotation: str = ""  # `-> Callee`: the dotted name of the class it says it returns
     returns_device: bool = False  # `return torch.device(...)`, or a name bound to one
+    # parameters some `return` hands back as they came in (`if world_size < 2: return loss_dict`)
+    returns_params: list[str] = dataclasses.field(default_factory=list)
     says_cuda: bool = False  # a string literal starting with "cuda" in its own body
     default_devices: list[bool] = dataclasses.field(default_factory=list)  # set_default_*: names CUDA?
     moved: list[str] = dataclasses.field(default_factory=list)  # `Callee(...).to(...)`: dotted callees
@@ -1657,6 +1659,16 @@ class _Summarizer:
                 function.returns_loader = _loader_line(value, local)
 
             self._later(loader)
+        typed = any("isinstance(" in test or "type(" in test for test, _ in self.guards)
+        if self.function_stack and isinstance(value, ast.Name) and value.id in local.params and not typed:
+            # not `if isinstance(x, np.ndarray): return x`: that path hands back another type
+            returned_param = value.id
+
+            def handed_back() -> None:
+                if local.stores.get(returned_param, 0) == 0 and returned_param not in function.returns_params:
+                    function.returns_params.append(returned_param)
+
+            self._later(handed_back)
         if self.function_stack:
             elements = value.elts if isinstance(value, ast.Tuple) else []
             function.returns_items.append([])

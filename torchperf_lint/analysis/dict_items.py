@@ -1,0 +1,109 @@
+"""What an item of a local dict holds (RULES.md, "Values that travel": dict items under literal
+keys): `losses["d"]` of `losses = {}` is every value the scope stores under `"d"`, by
+`losses["d"] = d_loss` or in the dict display itself. A dict bound to anything else, handed in,
+or stored into under a key computed at run time (`losses[name] = v`) holds what nothing here says.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from ..syntax.walker import descendants
+from .names import Names
+
+Items = dict[str, list[cst.BaseExpression]]
+
+
+HandedBack = Callable[[cst.Call], Optional[cst.BaseExpression]]
+
+
+class DictItems:
+    def __init__(self, names: Names, handed_back: HandedBack) -> None:
+        """`handed_back`: the argument a call may return as it was given (a project helper's
+        `return loss_dict` on one GPU), or None."""
+        self._names = names
+        self._handed_back = handed_back
+        self._by_scope: dict[tuple[int, str], Optional[Items]] = {}
+
+    def values(self, item: cst.Subscript) -> Optional[list[cst.BaseExpression]]:
+        """The values stored under `item`'s literal key, or None when `item` is no read of a
+        local dict under a literal key, or nothing is stored there."""
+        key = literal_key(item)
+        if key is None or not isinstance(item.value, cst.Name):
+            return None
+        return self._stored(item.value, key, 0)
+
+    def _stored(self, holder: cst.Name, key: str, depth: int) -> Optional[list[cst.BaseExpression]]:
+        bindings = self._names.lookup(holder.value, holder)
+        if len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].node, cst.Call):
+            # `reduced = reduce_loss_dict(losses)`: the dict handed in, handed back
+            given = self._handed_back(bindings[0].node)
+            if isinstance(given, cst.Name) and depth < 4:
+                return self._stored(given, key, depth + 1)
+            return None
+        if not bindings or not all(b.kind == "assign" and _dict_display(b.node) for b in bindings):
+            return None
+        scope = bindings[0].scope.node
+        if any(b.scope.node is not scope for b in bindings):
+            return None
+        memo_key = (id(scope), holder.value)
+        if memo_key not in self._by_scope:
+            self._by_scope[memo_key] = _items(scope, holder.value, bindings)
+        items = self._by_scope[memo_key]
+        return items.get(key) if items is not None else None
+
+
+def literal_key(item: cst.Subscript) -> Optional[str]:
+    """"d" of `x["d"]`."""
+    if len(item.slice) != 1 or not isinstance(item.slice[0].slice, cst.Index):
+        return None
+    index = item.slice[0].slice.value
+    if isinstance(index, cst.SimpleString):
+        value = index.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _dict_display(node: cst.CSTNode) -> bool:
+    """`{}`, `{"d": v}` or `dict()`, `dict(d=v)`."""
+    if isinstance(node, cst.Dict):
+        return True
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "dict"
+        and all(a.keyword is not None for a in node.args)
+    )
+
+
+def _items(scope: cst.CSTNode, name: str, bindings: list) -> Optional[Items]:
+    """Every value the scope gives each key of the dict `name`; None when a key is computed."""
+    items: Items = {}
+    for binding in bindings:
+        node = binding.node
+        if isinstance(node, cst.Dict):
+            for element in node.elements:
+                if not isinstance(element, cst.DictElement):
+                    return None  # `**other`: keys not written here
+                key = element.key.evaluated_value if isinstance(element.key, cst.SimpleString) else None
+                if not isinstance(key, str):
+                    return None
+                items.setdefault(key, []).append(element.value)
+        elif isinstance(node, cst.Call):
+            for arg in node.args:
+                assert arg.keyword is not None
+                items.setdefault(arg.keyword.value, []).append(arg.value)
+    for node in descendants(scope, enter_scopes=False):
+        if not isinstance(node, (cst.Assign, cst.AugAssign)):
+            continue
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and target.value.value == name:
+                key = literal_key(target)
+                if key is None:
+                    return None
+                if isinstance(node, cst.Assign):  # `d["k"] += 1` updates the item in place
+                    items.setdefault(key, []).append(node.value)
+    return items
