@@ -241,3 +241,53 @@ def test_only_a_parameter_returned_as_it_came_in_is_handed_back() -> None:
         "to_numpy": [],
         "scaled": [],
     }
+
+
+GAN_MODELS = """\
+from torch import nn
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+GAN_TRAIN = """\
+import torch
+from torch import nn
+from models import Discriminator
+
+def train(loader, critic, optimizer, device):
+    for real in loader:
+        score = critic(real.to(device)).mean()
+        optimizer.zero_grad()
+        score.backward()
+        optimizer.step()
+        shown = critic(real.to(device)).mean().item()
+
+if __name__ == "__main__":
+    critic = Discriminator().cuda()
+    if torch.cuda.device_count() > 1:
+        critic = nn.parallel.DistributedDataParallel(critic)
+    optimizer = torch.optim.Adam(critic.parameters())
+    train([], {passed}, optimizer, "cuda")
+"""
+
+
+def _critic_findings(root: Path, passed: str) -> list[int]:
+    _write(root, {"models.py": GAN_MODELS, "train.py": GAN_TRAIN.format(passed=passed)})
+    path = root / "train.py"
+    return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL107"])]
+
+
+def test_a_parameter_every_caller_passes_a_model_for_is_a_model(tmp_path: Path) -> None:
+    """stylegan2's train(args, loader, generator, discriminator, ...): the models arrive as
+    arguments whose names say nothing; every call passes an nn.Module instance (maybe in DDP)."""
+    assert _critic_findings(tmp_path, "critic") == [11]
+
+
+def test_a_parameter_handed_something_else_stays_unknown(tmp_path: Path) -> None:
+    assert _critic_findings(tmp_path, "lambda x: x") == []

@@ -45,6 +45,7 @@ class EntryFacts:
     # functions every call of the project runs without grad (project/grad_free.py)
     grad_free_functions: frozenset[int] = frozenset()
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
+    module_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a model
     # keys of the dict literals it returns that the project only ever reads on the host
     host_read_keys: frozenset[str] = frozenset()
     # per function, what every call made per step passes (project/arguments.py): name -> token
@@ -143,6 +144,9 @@ class EntryFacts:
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
             host_read_keys=frozenset(map(str, data.get("host_read_keys", ()))),
+            module_parameters=tuple(
+                (int(index), frozenset(map(str, names))) for index, names in data.get("module_parameters", ())
+            ),
             argument_values=tuple(
                 (int(index), tuple((str(name), str(token)) for name, token in values))
                 for index, values in data.get("argument_values", ())
@@ -220,10 +224,17 @@ class EntryFacts:
         return frozenset()
 
     def host_params_of(self, index: int) -> frozenset[str]:
-        for function, params in self.host_parameters:
-            if function == index:
-                return params
-        return frozenset()
+        return _params_of(self.host_parameters, index)
+
+    def module_params_of(self, index: int) -> frozenset[str]:
+        return _params_of(self.module_parameters, index)
+
+
+def _params_of(table: tuple[tuple[int, frozenset[str]], ...], index: int) -> frozenset[str]:
+    for function, params in table:
+        if function == index:
+            return params
+    return frozenset()
 
 
 NO_FACTS = EntryFacts()

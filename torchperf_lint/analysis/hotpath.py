@@ -782,6 +782,11 @@ class HotPaths:
         """Its position among the file's `def`s, as the project pass numbers them."""
         return self._function_index.get(function)
 
+    def is_module_parameter(self, function: cst.FunctionDef, name: str) -> bool:
+        """Every call of `function` in the project passes a model for `name`."""
+        index = self._function_index.get(function)
+        return index is not None and name in self.entry.module_params_of(index)
+
     def is_host_parameter(self, function: cst.FunctionDef, name: str) -> bool:
         """Every call of `function` in the project passes a host value for `name`."""
         index = self._function_index.get(function)

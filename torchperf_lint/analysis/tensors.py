@@ -238,7 +238,18 @@ class TensorInference:
         last = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
         if _MODULE_NAME.search(last):
             return True
+        if isinstance(expr, cst.Name) and self._module_parameter(expr):
+            return True
         return any(self._constructs_module(v) for v in self._assigned_values(expr))
+
+    def _module_parameter(self, name: cst.Name) -> bool:
+        """A parameter, never rebound, that every project call passes a model for
+        (EntryFacts.module_parameters: `train(args, generator, discriminator)`)."""
+        bindings = self._names.lookup(name.value, name)
+        if len(bindings) != 1 or bindings[0].kind != "param":
+            return False
+        function = bindings[0].scope.node
+        return isinstance(function, cst.FunctionDef) and self._hot.is_module_parameter(function, name.value)
 
     def runs_own_call(self, expr: cst.BaseExpression) -> bool:
         """`expr` holds, wherever it is set, an instance of a project class with a `__call__` of

@@ -81,6 +81,8 @@ class Project:
         # facts does not scan the whole project's
         self._hot_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._host_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._modules_passed: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._modules_by_module: dict[int, list[tuple[int, Any]]] = {}
         self.layers = LayerProfiles(self)
         self.datasets = InMemoryDatasets(self)
         self._datasets_by_module: dict[int, list[tuple[int, Any]]] = {}
@@ -1137,6 +1139,37 @@ class Project:
         self._host = host
         return self._host
 
+    def module_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
+        """Parameters every call of the project passes a model for: a name its caller binds only
+        to instances of nn.Module classes (`train(args, generator, discriminator)` after
+        `discriminator = Discriminator(...)`, maybe wrapped in DDP). Calls are those the project
+        resolves; a function none of them reaches has none."""
+        if self._modules_passed is not None:
+            return self._modules_passed
+        passed: dict[tuple[int, int], set[str]] = {}
+        for module in self.modules.values():
+            owners = [module.summary.toplevel, *module.summary.functions]
+            for offset, info in enumerate(owners):
+                function = FunctionRef(module, offset - 1)
+                for position, call in enumerate(info.calls):
+                    for callee in self.callees(function, position):
+                        models = {
+                            param
+                            for slot, classes in call.instances.items()
+                            if (param := slot_parameter(call, callee.info, slot)) is not None
+                            and all(self._builds_module(module, cls) for cls in classes)
+                        }
+                        key = callee.key()
+                        passed[key] = models if key not in passed else passed[key] & models
+        self._modules_passed = {key: frozenset(names) for key, names in passed.items() if names}
+        return self._modules_passed
+
+    def _builds_module(self, module: Module, written: str) -> bool:
+        found = self.resolve_dotted(module, written)
+        if isinstance(found, ClassRef):
+            return self.is_module_class(found)
+        return isinstance(found, External) and is_module_base(found.qualified, self.module_bases)
+
     def wrapped_parameters(self) -> dict[tuple[int, int], dict[str, str]]:
         """Per function, the parameters some call of the project passes a model wrapped by DDP or
         FSDP for (`train_one_epoch(model, ...)` after `model = DDP(model)`), with the wrapper: the
@@ -1412,6 +1445,11 @@ class Project:
             no_grad_callables=no_grad,
             grad_free_functions=self.grad_free(module),
             host_parameters=host,
+            module_parameters=tuple(
+                sorted(
+                    _of_module(self.module_parameters(), self._modules_by_module).get(key, ()), key=_first
+                )
+            ),
             host_read_keys=self.host_read_keys(module),
             runs_on_cuda=self.cuda_reasons().get(key),
             movers=self.movers(),

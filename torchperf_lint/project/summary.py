@@ -97,6 +97,8 @@ class Call:
     # the models it passes wrapped for data parallelism (`train(ddp_model)` with `ddp_model =
     # DDP(model)` in the caller): slot as in `args` -> the wrapper's qualified name
     wrapped: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the names it passes that the caller binds to instances only: slot -> their classes as written
+    instances: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     # the DataLoaders it passes, by slot as in `args`: the line of the `DataLoader(...)` call a
     # name of the caller is bound to (project/loaders.py)
     loaders: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -1724,6 +1726,13 @@ class _Summarizer:
     def _instance_of(self, name: str) -> Optional[str]:
         """The class (as written) every binding of `name` in the innermost scope binding it
         constructs (`model = UNet(...)`; `model = model.to(device)` keeps the object), if one."""
+        classes = self._classes_of(name)
+        return classes.pop() if classes is not None and len(classes) == 1 else None
+
+    def _classes_of(self, name: str) -> Optional[set[str]]:
+        """The classes (as written) the bindings of `name` in the innermost scope binding it
+        construct, each binding one (`netD = Discriminator(...)`, then `netD = DDP(netD)` under
+        a flag: both), or None where a binding builds no instance or `name` is a parameter."""
         for scope in self.scopes():
             if name in scope.params:
                 return None  # what the caller passed, maybe rebound: not this scope's own
@@ -1738,11 +1747,22 @@ class _Summarizer:
                     continue  # the same object, moved or switched to eval
                 callee = _constructed(value)
                 last = (callee or "").split(".")[-1]
-                if not last[:1].isupper():
+                if callee is None or not last[:1].isupper():
                     return None
                 classes.add(callee)
-            return classes.pop() if len(classes) == 1 else None
+            return classes or None
         return None
+
+    def _passed_instances(self, node: ast.Call) -> dict[str, list[str]]:
+        """The classes each name it passes was built from (`train(args, generator, discriminator)`
+        after `discriminator = Discriminator(...)`, maybe wrapped in DDP): slot -> classes."""
+        found: dict[str, list[str]] = {}
+        for slot, value in _call_slots(node):
+            if isinstance(value, ast.Name):
+                classes = self._classes_of(value.id)
+                if classes:
+                    found[slot] = sorted(classes)
+        return found
 
     def _setter_argument(self, node: ast.Call) -> Optional[str]:
         """What `torch.set_default_device(ARG)` is given: a string's value, a qualified name, or
@@ -1870,6 +1890,7 @@ class _Summarizer:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
                 call.wrapped = self._wrapped(node, scopes[0])
+                call.instances = self._passed_instances(node)
                 call.loaders = _passed_loaders(node, scopes[0])
                 call.batches = _passed_batches(node, scopes[0])
                 call.bound_args = _passed_loader_names(node, scopes[0])
