@@ -6,23 +6,23 @@ or stored into under a key computed at run time (`losses[name] = v`) holds what 
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import descendants
+from ..syntax.walker import descendants, dotted_name
 from .names import Names
 
 Items = dict[str, list[cst.BaseExpression]]
 
 
-HandedBack = Callable[[cst.Call], Optional[cst.BaseExpression]]
+HandedBack = tuple[tuple[str, int, str], ...]  # EntryFacts.handed_back
 
 
 class DictItems:
     def __init__(self, names: Names, handed_back: HandedBack) -> None:
-        """`handed_back`: the argument a call may return as it was given (a project helper's
-        `return loss_dict` on one GPU), or None."""
+        """`handed_back`: the project helpers that may return an argument as it was given (a
+        `return loss_dict` on one GPU), as this module writes them."""
         self._names = names
         self._handed_back = handed_back
         self._by_scope: dict[tuple[int, str], Optional[Items]] = {}
@@ -39,7 +39,7 @@ class DictItems:
         bindings = self._names.lookup(holder.value, holder)
         if len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].node, cst.Call):
             # `reduced = reduce_loss_dict(losses)`: the dict handed in, handed back
-            given = self._handed_back(bindings[0].node)
+            given = handed_back(bindings[0].node, self._handed_back)
             if isinstance(given, cst.Name) and depth < 4:
                 return self._stored(given, key, depth + 1)
             return None
@@ -53,6 +53,27 @@ class DictItems:
             self._by_scope[memo_key] = _items(scope, holder.value, bindings)
         items = self._by_scope[memo_key]
         return items.get(key) if items is not None else None
+
+
+def handed_back(call: cst.Call, callees: HandedBack) -> Optional[cst.BaseExpression]:
+    """The argument `call` may return as it was given (EntryFacts.handed_back), or None. A tensor
+    handed back is not read as its argument yet: its location is where the callers' values are,
+    which host_parameters does not follow through rebinding (audiocraft's audio_write gets host
+    audio, and f32_pcm(wav) hands it back)."""
+    written = dotted_name(call.func)
+    if written is None:
+        return None
+    for callee, position, param in callees:
+        if callee != written:
+            continue
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                return None
+            if (arg.keyword is None and index == position) or (
+                arg.keyword is not None and arg.keyword.value == param
+            ):
+                return arg.value
+    return None
 
 
 def literal_key(item: cst.Subscript) -> Optional[str]:

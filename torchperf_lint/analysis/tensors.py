@@ -102,7 +102,7 @@ class TensorInference:
         self._provisional: dict[cst.CSTNode, Tensorness] = {}
         self._strings: dict[cst.FunctionDef, frozenset[str]] = {}
         self.parameters = ParameterSequences(names, hot)
-        self.dict_items = DictItems(names, self.handed_back)
+        self.dict_items = DictItems(names, hot.entry.handed_back)
 
     def infer(self, expr: cst.BaseExpression) -> Tensorness:
         cached = self._memo.get(expr)
@@ -187,27 +187,6 @@ class TensorInference:
         if self.is_module_value(func) and not self._given_numpy(call):
             return Tensorness.LIKELY  # a model or loss call; may return a tuple
         return Tensorness.NO
-
-    def handed_back(self, call: cst.Call) -> Optional[cst.BaseExpression]:
-        """The argument `call` may return as it was given: a project helper's `return losses`
-        (EntryFacts.handed_back), or None. Read for the dicts it hands back (dict_items.py); a
-        tensor handed back keeps what the call's result is (unknown) for now: its location is
-        where the callers' values are, which host_parameters does not follow through rebinding
-        (audiocraft's audio_write gets host audio, f32_pcm(wav) hands it back)."""
-        written = dotted_name(call.func)
-        if written is None:
-            return None
-        for callee, position, param in self._hot.entry.handed_back:
-            if callee != written:
-                continue
-            for index, arg in enumerate(call.args):
-                if arg.star:
-                    return None
-                if (arg.keyword is None and index == position) or (
-                    arg.keyword is not None and arg.keyword.value == param
-                ):
-                    return arg.value
-        return None
 
     def _given_numpy(self, call: cst.Call) -> bool:
         """An argument is a NumPy array made by `.numpy()`: torch modules take tensors, so the
