@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import descendants, dotted_name
+from ..syntax.walker import argument_at, descendants, dotted_name
 from .names import Names
 
 Items = dict[str, list[cst.BaseExpression]]
@@ -64,15 +64,9 @@ def handed_back(call: cst.Call, callees: HandedBack) -> Optional[cst.BaseExpress
     if written is None:
         return None
     for callee, position, param in callees:
-        if callee != written:
-            continue
-        for index, arg in enumerate(call.args):
-            if arg.star:
-                return None
-            if (arg.keyword is None and index == position) or (
-                arg.keyword is not None and arg.keyword.value == param
-            ):
-                return arg.value
+        given = argument_at(call, position, param) if callee == written else None
+        if given is not None:
+            return given
     return None
 
 

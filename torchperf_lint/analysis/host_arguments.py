@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name
+from ..syntax.walker import Binding, FileFacts, argument_at, dotted_name
 from .names import Names
 
 # function -> (position, keyword) of the argument it requires on the host
@@ -56,7 +56,7 @@ class HostArguments:
                 if name is None or name.rsplit(".", 1)[-1] not in _SHORT_NAMES:
                     continue
                 where = _HOST_ARGUMENTS.get(self._names.qualified_name(call) or "")
-                argument = _argument(call, *where) if where is not None else None
+                argument = argument_at(call, *where) if where is not None else None
                 function = self._facts.enclosing_function(call)
                 if not isinstance(argument, cst.Name) or function is None:
                     continue
@@ -64,16 +64,6 @@ class HostArguments:
                 if index is not None:
                     self._given.setdefault(function, []).append((index, argument))
         return self._given
-
-
-def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
-    for number, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        named = arg.keyword.value if arg.keyword is not None else None
-        if named == keyword or (named is None and number == position):
-            return arg.value
-    return None
 
 
 def _body_index(node: cst.CSTNode, function: cst.FunctionDef, facts: FileFacts) -> Optional[int]:

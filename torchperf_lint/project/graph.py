@@ -82,6 +82,7 @@ class Project:
         self._hot_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._host_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._modules_passed: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._edges: Optional[list[tuple[FunctionRef, Call, FunctionRef]]] = None
         self._modules_by_module: dict[int, list[tuple[int, Any]]] = {}
         self.layers = LayerProfiles(self)
         self.datasets = InMemoryDatasets(self)
@@ -1024,39 +1025,26 @@ class Project:
 
     def convnet_constructors(self, module: Module) -> frozenset[str]:
         """The callees, as `module` writes them, whose calls build a 2-D convnet."""
-        found = set()
-        for function in (module.summary.toplevel, *module.summary.functions):
-            for call in function.calls:
-                if call.kind in ("global", "dotted") and call.target not in found:
-                    if self.layers.builds_2d_convnet(module, call.target):
-                        found.add(call.target)
-        return frozenset(found)
+        return frozenset(w for w in _written_callees(module) if self.layers.builds_2d_convnet(module, w))
 
     def own_call_classes(self, module: Module) -> frozenset[str]:
         """The callees, as `module` writes them, that build an instance of a project class whose
         `__call__` is the project's own and does not hand on to `super().__call__`: calling the
         instance runs that method, not a module's forward."""
-        found = set()
-        for function in (module.summary.toplevel, *module.summary.functions):
-            for call in function.calls:
-                if call.kind in ("global", "dotted") and call.target not in found:
-                    cls = self.resolve_dotted(module, call.target)
-                    if isinstance(cls, ClassRef) and self._own_call(cls):
-                        found.add(call.target)
-        return frozenset(found)
+        return frozenset(
+            written
+            for written in _written_callees(module)
+            if isinstance(cls := self.resolve_dotted(module, written), ClassRef) and self._own_call(cls)
+        )
 
     def handed_back(self, module: Module) -> tuple[tuple[str, int, str], ...]:
         """The plain project functions `module` calls, as it writes them, that hand back one of
         their parameters as it came in on some path: (callee, position, parameter)."""
         found: set[tuple[str, int, str]] = set()
-        for function in (module.summary.toplevel, *module.summary.functions):
-            for call in function.calls:
-                if call.kind not in ("global", "dotted"):
-                    continue
-                callee = self.resolve_dotted(module, call.target)
-                if isinstance(callee, FunctionRef) and callee.info.cls < 0:
-                    for param in callee.info.returns_params:
-                        found.add((call.target, callee.info.params.index(param), param))
+        for written in _written_callees(module):
+            callee = self.resolve_dotted(module, written)
+            if isinstance(callee, FunctionRef) and callee.info.cls < 0:
+                found.update((written, callee.info.params.index(p), p) for p in callee.info.returns_params)
         return tuple(sorted(found))
 
     def _own_call(self, cls: ClassRef) -> bool:
@@ -1076,11 +1064,7 @@ class Project:
     def model_precision(self, module: Module) -> Optional[str]:
         """How a model class `module` constructs (or a class it builds, or a base) runs reduced
         precision by itself on its default configuration (project/precision.py), or None."""
-        todo: deque[tuple[Module, str, int]] = deque()
-        for function in (module.summary.toplevel, *module.summary.functions):
-            todo.extend(
-                (module, call.target, 0) for call in function.calls if call.kind in ("global", "dotted")
-            )
+        todo: deque[tuple[Module, str, int]] = deque((module, w, 0) for w in _written_callees(module))
         seen: set[tuple[int, int]] = set()
         while todo:
             owner, written, depth = todo.popleft()
@@ -1110,24 +1094,16 @@ class Project:
         default; at least one call passes a host value itself."""
         if self._host is not None:
             return self._host
-        edges: list[tuple[tuple[int, int], Call, FunctionRef]] = []
-        for module in self.modules.values():
-            owners = [module.summary.toplevel, *module.summary.functions]
-            for offset, info in enumerate(owners):
-                function = FunctionRef(module, offset - 1)
-                for position, call in enumerate(info.calls):
-                    edges.extend(
-                        (function.key(), call, callee) for callee in self.callees(function, position)
-                    )
+        edges = self._call_edges()
         plain = plain_loader_parameters(self)
         host: dict[tuple[int, int], frozenset[str]] = {}
         while True:
             seen: dict[tuple[int, int], set[str]] = {}
             given: dict[tuple[int, int], set[str]] = {}
             for caller, call, callee in edges:
-                batches = [slot for slot, param in call.batches.items() if param in plain.get(caller, ())]
+                batches = [slot for slot, param in call.batches.items() if param in plain.get(caller.key(), ())]
                 passed, omitted = _host_parameter_names(
-                    call, callee.info, host.get(caller, frozenset()), batches
+                    call, callee.info, host.get(caller.key(), frozenset()), batches
                 )
                 key = callee.key()
                 seen[key] = passed | omitted if key not in seen else seen[key] & (passed | omitted)
@@ -1139,6 +1115,17 @@ class Project:
         self._host = host
         return self._host
 
+    def _call_edges(self) -> list[tuple[FunctionRef, Call, FunctionRef]]:
+        """Every resolved call of the project: (caller, call, callee)."""
+        if self._edges is None:
+            self._edges = [
+                (function, self._call(function, position), callee)
+                for module in self.modules.values()
+                for function, position in self._call_sites(module)
+                for callee in self.callees(function, position)
+            ]
+        return self._edges
+
     def module_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
         """Parameters every call of the project passes a model for: a name its caller binds only
         to instances of nn.Module classes (`train(args, generator, discriminator)` after
@@ -1147,20 +1134,15 @@ class Project:
         if self._modules_passed is not None:
             return self._modules_passed
         passed: dict[tuple[int, int], set[str]] = {}
-        for module in self.modules.values():
-            owners = [module.summary.toplevel, *module.summary.functions]
-            for offset, info in enumerate(owners):
-                function = FunctionRef(module, offset - 1)
-                for position, call in enumerate(info.calls):
-                    for callee in self.callees(function, position):
-                        models = {
-                            param
-                            for slot, classes in call.instances.items()
-                            if (param := slot_parameter(call, callee.info, slot)) is not None
-                            and all(self._builds_module(module, cls) for cls in classes)
-                        }
-                        key = callee.key()
-                        passed[key] = models if key not in passed else passed[key] & models
+        for caller, call, callee in self._call_edges():
+            models = {
+                param
+                for slot, classes in call.instances.items()
+                if (param := slot_parameter(call, callee.info, slot)) is not None
+                and all(self._builds_module(caller.module, cls) for cls in classes)
+            }
+            key = callee.key()
+            passed[key] = models if key not in passed else passed[key] & models
         self._modules_passed = {key: frozenset(names) for key, names in passed.items() if names}
         return self._modules_passed
 
@@ -1501,6 +1483,18 @@ def _of_module(
         for (owner, position), value in table.items():
             index.setdefault(owner, []).append((position, value))
     return index
+
+
+def _written_callees(module: Module) -> list[str]:
+    """The module-level and dotted names `module` calls, as it writes them, each once."""
+    return list(
+        dict.fromkeys(
+            call.target
+            for function in (module.summary.toplevel, *module.summary.functions)
+            for call in function.calls
+            if call.kind in ("global", "dotted")
+        )
+    )
 
 
 def _first(item: tuple[int, Any]) -> int:

@@ -1661,9 +1661,13 @@ class _Summarizer:
                 function.returns_loader = _loader_line(value, local)
 
             self._later(loader)
-        typed = any("isinstance(" in test or "type(" in test for test, _ in self.guards)
-        if self.function_stack and isinstance(value, ast.Name) and value.id in local.params and not typed:
+        if (
+            self.function_stack
+            and isinstance(value, ast.Name)
+            and value.id in local.params
             # not `if isinstance(x, np.ndarray): return x`: that path hands back another type
+            and not any("isinstance(" in test or "type(" in test for test, _ in self.guards)
+        ):
             returned_param = value.id
 
             def handed_back() -> None:

@@ -212,6 +212,18 @@ def unpacked_position(
     return None
 
 
+def argument_at(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    """What `call` passes for the parameter at `position` named `keyword`; None past a `*args`
+    or `**kwargs` that may hold it, or when it is not passed."""
+    for number, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        named = arg.keyword.value if arg.keyword is not None else None
+        if named == keyword or (named is None and number == position):
+            return arg.value
+    return None
+
+
 def all_params(params: cst.Parameters) -> list[cst.Param]:
     """Every parameter of a signature: positional-only, regular, *args, keyword-only, **kwargs."""
     every = [*params.posonly_params, *params.params, *params.kwonly_params]
