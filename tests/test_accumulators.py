@@ -66,6 +66,21 @@ def test_the_side_with_data_stays_hot() -> None:
         """) == [12]
 
 
+def test_the_same_test_inside_the_filling_loop_stays_hot() -> None:
+    # both tests read `if not curves:`; the first runs round the loop that fills the list, so the
+    # project's answer for that text is not one answer, and neither fallback is taken for cold
+    assert _lines("""
+        curves = []
+        for mini in preds.split(sizes):
+            if not curves:
+                preds = preds + torch.zeros(k).cuda()
+            curves.append(mini)
+        if not curves:
+            return torch.zeros(k).cuda()
+        return torch.stack(curves)
+        """) == [11, 14]
+
+
 def test_a_loop_over_configuration_keeps_the_fallback_hot() -> None:
     # a model built without heads takes the fallback at every step
     assert _lines("""

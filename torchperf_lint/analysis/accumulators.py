@@ -4,108 +4,150 @@ parameters and locals: `for p, t in zip(torch.split(preds, sizes), ...)`) append
 fallback runs only when that data holds nothing, an empty batch, never in a step that has data.
 A loop over a `self.` attribute or a module-level name (`for head in self.aux_heads:`) is
 configuration, not data: a model configured without heads takes the fallback every step.
-project/accumulators.py reads the same fact on CPython's ast for the project pass."""
+
+Read once, by the project pass (summary.py, on CPython's ast): each function's summary lists its
+tests that have such a side, by `test_key`; the file pass finds a test there by the same key
+(analysis/hotpath.py, through EntryFacts.empty_fallbacks)."""
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+import ast
+from typing import Optional, Union
 
-import libcst as cst
+from .vocabulary import normalised_code
 
-from ..syntax.walker import FileFacts
-from .names import Names
-
-LoopsAround = Callable[[cst.CSTNode], "list[Union[cst.For, cst.While]]"]
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
-def _tested_list(test: cst.BaseExpression) -> tuple[Optional[cst.Name], bool]:
-    """The name a test asks the emptiness of, and whether its body is the empty side:
-    `xs`, `len(xs)`, `len(xs) > 0` or `!= 0` (body: not empty), `not xs`, `len(xs) == 0` (body: empty)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        name, body_empty = _tested_list(test.expression)
+def test_key(test: ast.AST) -> str:
+    """How both passes name a test: its text as CPython prints it, spaces and quotes normalised."""
+    return normalised_code(ast.unparse(test))
+
+
+def tests_a_list(test: ast.expr) -> bool:
+    """`test` asks whether a name holds anything (`xs`, `not xs`, `len(xs) == 0`...)."""
+    return _tested_list_ast(test)[0] is not None
+
+
+def _tested_list_ast(test: ast.expr) -> tuple[Optional[str], bool]:
+    """The name a test asks the emptiness of, and whether its body is the empty side: `xs`,
+    `len(xs)`, `len(xs) > 0` or `!= 0` (body: not empty), `not xs`, `len(xs) == 0` (body: empty)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        name, body_empty = _tested_list_ast(test.operand)
         return name, not body_empty
-    if isinstance(test, cst.Name):
-        return test, False
-    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "len":
-        if len(test.args) == 1 and isinstance(test.args[0].value, cst.Name) and not test.args[0].star:
-            return test.args[0].value, False
+    if isinstance(test, ast.Name):
+        return test.id, False
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "len":
+        if len(test.args) == 1 and not test.keywords and isinstance(test.args[0], ast.Name):
+            return test.args[0].id, False
         return None, False
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        target = test.comparisons[0]
-        zero = isinstance(target.comparator, cst.Integer) and target.comparator.value == "0"
-        name, _ = _tested_list(test.left) if isinstance(test.left, cst.Call) else (None, False)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Call):
+        right = test.comparators[0]
+        zero = isinstance(right, ast.Constant) and type(right.value) is int and right.value == 0
+        name, _ = _tested_list_ast(test.left)
         if name is None or not zero:
             return None, False
-        if isinstance(target.operator, cst.Equal):
+        if isinstance(test.ops[0], ast.Eq):
             return name, True
-        if isinstance(target.operator, (cst.GreaterThan, cst.NotEqual)):
+        if isinstance(test.ops[0], (ast.Gt, ast.NotEq)):
             return name, False
     return None, False
 
 
-def _empty_list(value: cst.CSTNode) -> bool:
+def _empty_list_ast(value: ast.AST) -> bool:
     """`[]`, or a tuple of them unpacked (`precisions, recalls = [], []`)."""
-    if isinstance(value, cst.List):
-        return not value.elements
-    if isinstance(value, cst.Tuple):
-        return bool(value.elements) and all(_empty_list(e.value) for e in value.elements)
+    if isinstance(value, ast.List):
+        return not value.elts
+    if isinstance(value, ast.Tuple):
+        return bool(value.elts) and all(_empty_list_ast(e) for e in value.elts)
     return False
 
 
-def _reads_only_locals(expr: cst.CSTNode, is_local: Callable[[cst.Name], bool]) -> bool:
+def _own_parents(function: FunctionNode) -> dict[ast.AST, ast.AST]:
+    """Child -> parent over the function's own nodes (not into nested functions or classes)."""
+    parents: dict[ast.AST, ast.AST] = {}
+    todo: list[ast.AST] = [function]
+    while todo:
+        node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                todo.append(child)
+    return parents
+
+
+def _loops_around_ast(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> list[ast.AST]:
+    loops: list[ast.AST] = []
+    child, current = node, parents.get(node)
+    while current is not None:
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While)) and child in current.body:
+            loops.append(current)
+        child, current = current, parents.get(current)
+    return loops
+
+
+def _reads_only_locals_ast(expr: ast.AST, local: set[str]) -> bool:
     """Every value `expr` reads is a parameter or a local of the function; the functions it calls
     (`zip`, `torch.split`) are not values."""
-    if isinstance(expr, cst.Name):
-        return expr.value != "self" and is_local(expr)
-    if isinstance(expr, cst.Attribute):
-        return _reads_only_locals(expr.value, is_local)
-    if isinstance(expr, cst.Call):
-        return all(_reads_only_locals(arg.value, is_local) for arg in expr.args)
-    return all(_reads_only_locals(child, is_local) for child in expr.children)
+    if isinstance(expr, ast.Name):
+        return expr.id != "self" and expr.id in local
+    if isinstance(expr, ast.Attribute):
+        return _reads_only_locals_ast(expr.value, local)
+    if isinstance(expr, ast.Call):
+        values = [*expr.args, *(k.value for k in expr.keywords)]
+        return all(_reads_only_locals_ast(v, local) for v in values)
+    return all(_reads_only_locals_ast(child, local) for child in ast.iter_child_nodes(expr))
 
 
-def empty_sides(
-    test: cst.BaseExpression,
-    names: Names,
-    facts: FileFacts,
-    loops_around: LoopsAround,
-) -> tuple[bool, bool]:
-    """(body, orelse): which side of a test runs only when an accumulator that a loop over the
-    function's data fills is still empty."""
-    name, body_empty = _tested_list(test)
-    if name is None:
-        return False, False
-    bindings = names.lookup(name.value, name)
-    function = facts.enclosing_function(name)
-    if (
-        function is None
-        or not bindings
-        or bindings[0].scope.node is not function
-        or not all(b.kind in ("assign", "unpack") and _empty_list(b.node) for b in bindings)
-    ):
-        return False, False
+class Accumulators:
+    """`empty_sides` on ast, for the tests of one function: its names, lists and fills read once."""
 
-    def is_local(read: cst.Name) -> bool:
-        found = names.lookup(read.value, read)
-        return bool(found) and found[0].scope.node is function
+    def __init__(self, function: FunctionNode) -> None:
+        args = function.args
+        self.params = {
+            a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a
+        }
+        self.parents = _own_parents(function)
+        self.local = set(self.params)
+        self.empty: dict[str, bool] = {}  # name -> every binding is `[]`
+        self.fills: dict[str, list[ast.Call]] = {}
+        for node in self.parents:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.local.add(node.id)
+                statement = self.parents[node]
+                while isinstance(statement, ast.Tuple):
+                    statement = self.parents[statement]
+                empty = isinstance(statement, ast.Assign) and _empty_list_ast(statement.value)
+                self.empty[node.id] = self.empty.get(node.id, True) and empty
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "extend")
+                and isinstance(node.func.value, ast.Name)
+            ):
+                self.fills.setdefault(node.func.value.id, []).append(node)
 
-    fills = [
-        call
-        for method in ("append", "extend")
-        for call in facts.method_calls.get(method, ())
-        if isinstance(call.func, cst.Attribute)
-        and isinstance(call.func.value, cst.Name)
-        and call.func.value.value == name.value
-        and names.lookup(name.value, call) is bindings
-    ]
-    if not fills:
-        return False, False
-    around_test = set(loops_around(test))
-    for call in fills:
-        loops = loops_around(call)
-        if not loops or any(loop in around_test for loop in loops):
-            return False, False  # filled once, or again round the loop that tests it
-        for loop in loops:
-            if not isinstance(loop, cst.For) or not _reads_only_locals(loop.iter, is_local):
+    def tests_accumulator(self, test: ast.expr) -> bool:
+        """`test` asks whether a local bound only to `[]` holds anything."""
+        name, _ = _tested_list_ast(test)
+        return name is not None and bool(self.empty.get(name)) and name not in self.params
+
+    def empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """(body, orelse): which side of `test` runs only while the accumulator is empty."""
+        name, body_empty = _tested_list_ast(test)
+        if name is None or not self.empty.get(name) or name in self.params or test not in self.parents:
+            return False, False
+        fills = self.fills.get(name)
+        if not fills:
+            return False, False
+        around_test = _loops_around_ast(test, self.parents)
+        for call in fills:
+            loops = _loops_around_ast(call, self.parents)
+            if not loops or any(loop in around_test for loop in loops):
                 return False, False
-    return body_empty, not body_empty
+            for loop in loops:
+                if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _reads_only_locals_ast(
+                    loop.iter, self.local
+                ):
+                    return False, False
+        return body_empty, not body_empty

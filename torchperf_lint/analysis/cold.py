@@ -1,209 +1,56 @@
 """Branches a training step does not take, read from an `if` test (or an if-expression's): special
 modes (TorchScript, tracing, export), eager-only code kept out of compiled graphs, branches for CPU
-or MPS tensors, debug and verbose switches, work done once every N steps or on one step of many,
-and cache-miss builders. Their code is cold whatever function holds it, and so is the code after a
+or MPS tensors, debug and verbose switches, work done once every N steps or on one step of many
+(those judged from the test alone in analysis/branch_sides.py, for both passes), and cache-miss
+builders. Their code is cold whatever function holds it, and so is the code after a
 guard that leaves the block unless the step is in such a mode (`if x.device.type != "cpu": return`)."""
 
 from __future__ import annotations
 
+import ast
 from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import libcst as cst
 
-from ..syntax.walker import dotted_name, final_statement
-from .arguments import decided_sides, parse_test
-from .vocabulary import (
-    COMPILING,
-    DEBUG_FLAGS,
-    DEFAULT_DTYPES,
-    LAYOUT_READS,
-    LOG_LEVEL_CHECKS,
-    NON_CUDA_DEVICE_TYPES,
-    ONCE_FLAGS,
-    SPECIAL_MODES,
-    STEP_COUNTERS,
-    is_export_flag,
-    normalised_code,
-)
-
-_CODE = cst.Module([])
+from ..syntax.ast_view import as_ast
+from ..syntax.walker import descendants, dotted_name, final_statement
+from . import branch_sides, cache_misses
+from .arguments import decided_sides
+from .branch_sides import Sides
 
 
-def _last_name(expr: cst.BaseExpression) -> Optional[str]:
-    target = expr.func if isinstance(expr, cst.Call) else expr
-    dotted = dotted_name(target)
-    return dotted.split(".")[-1] if dotted else None
+def cst_test(test: cst.BaseExpression) -> Optional[ast.expr]:
+    """libcst's test as CPython reads it (syntax/ast_view.py)."""
+    return as_ast(test)
 
 
-def _names_non_cuda_type(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.SimpleString) and expr.evaluated_value in NON_CUDA_DEVICE_TYPES
+def on_cst(judge: Callable[[ast.AST], Sides], test: cst.BaseExpression) -> Sides:
+    """What `judge` (an analysis/branch_sides.py reading) says of libcst's test."""
+    parsed = as_ast(test)
+    return judge(parsed) if parsed is not None else (False, False)
 
 
-def _is_non_cuda_device(expr: cst.BaseExpression) -> bool:
-    """`"cpu"`, `torch.device("cpu")` (or "mps")."""
-    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "device" and expr.args:
-        return _names_non_cuda_type(expr.args[0].value)
-    return _names_non_cuda_type(expr)
+def cold_sides(test: cst.BaseExpression) -> Sides:
+    """(the body is cold, the else branch is cold) for `if test:` (analysis/branch_sides.py)."""
+    return on_cst(branch_sides.cold_sides, test)
 
 
-def _holds_only_off_cuda(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
-    """`x.device.type == "cpu"`, `x.device == torch.device("cpu")`, `x.device == "mps"`."""
-    name = _last_name(left)
-    if name == "type":
-        return _names_non_cuda_type(right)
-    return name == "device" and _is_non_cuda_device(right)
+def off_cuda_sides(test: cst.BaseExpression) -> Sides:
+    """(the body runs only off CUDA, the else branch does) for a device test."""
+    return on_cst(branch_sides.off_cuda_sides, test)
 
 
-def _holds_on_cuda(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
-    """`x.device.type == "cuda"`: true in every CUDA step (not `x.device == torch.device("cuda")`,
-    which a tensor on `cuda:0` fails)."""
-    return (
-        _last_name(left) == "type" and isinstance(right, cst.SimpleString) and right.evaluated_value == "cuda"
-    )
-
-
-def _accepts_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
-    """`x.dtype == torch.float32`, `x.dtype in (torch.float32, torch.float64)`."""
-    if _last_name(left) != "dtype":
-        return False
-    accepted = (
-        [e.value for e in right.elements] if isinstance(right, (cst.Tuple, cst.List, cst.Set)) else [right]
-    )
-    return any(isinstance(a, cst.Attribute) and a.attr.value in DEFAULT_DTYPES for a in accepted)
-
-
-def _cuda_in_default_dtype(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
-    """`x.is_cuda and x.dtype in (torch.float32, torch.float64)`: a tensor on CUDA in the default
-    dtype. The dtype test counts only beside a CUDA test (a fused CUDA path for fp32 input, kornia's
-    SIFT): alone, `if x.dtype != torch.float32:` is the path every autocast step takes."""
-
-    def on_cuda(test: cst.BaseExpression) -> bool:
-        if isinstance(test, cst.Attribute):
-            return test.attr.value == "is_cuda"
-        return (
-            isinstance(test, cst.Comparison)
-            and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.Equal)
-            and _holds_on_cuda(test.left, test.comparisons[0].comparator)
-        )
-
-    def in_default_dtype(test: cst.BaseExpression) -> bool:
-        return (
-            isinstance(test, cst.Comparison)
-            and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, (cst.Equal, cst.In))
-            and _accepts_default_dtype(test.left, test.comparisons[0].comparator)
-        )
-
-    return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
-
-
-def off_cuda_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
-    """(the body runs only off CUDA, the else branch does) for a device test: `x.device.type == "cuda"`
-    leaves the else branch to CPU, MPS and other accelerators; `x.device.type == "cpu"` the body."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        body, orelse = off_cuda_sides(test.expression)
-        return orelse, body
-    if isinstance(test, cst.Attribute):
-        name = _last_name(test)
-        return name == "is_cpu", name == "is_cuda"
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        comparison = test.comparisons[0]
-        left, right, operator = test.left, comparison.comparator, comparison.operator
-        equal, unequal = isinstance(operator, cst.Equal), isinstance(operator, cst.NotEqual)
-        if _holds_only_off_cuda(left, right):
-            return equal, unequal
-        if _holds_on_cuda(left, right):
-            return unequal, equal
-    return False, False
-
-
-def special_mode_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
-    """(the body runs only while scripting, tracing or exporting, the else branch does) for
-    `if test:`: narrower than `cold_sides`, whose periodic and debug branches still run in training."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        body, orelse = special_mode_sides(test.expression)
-        return orelse, body
-    if isinstance(test, cst.BooleanOperation):
-        first, second = special_mode_sides(test.left), special_mode_sides(test.right)
-        if isinstance(test.operator, cst.And):
-            return first[0] or second[0], first[1] and second[1]
-        return first[0] and second[0], first[1] or second[1]
-    return (isinstance(test, cst.Call) and _last_name(test) in SPECIAL_MODES), False
-
-
-def cold_sides(test: cst.BaseExpression) -> tuple[bool, bool]:
-    """(the body is cold, the else branch is cold) for `if test:`."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        body, orelse = cold_sides(test.expression)
-        return orelse, body
-    if isinstance(test, cst.BooleanOperation):
-        first, second = cold_sides(test.left), cold_sides(test.right)
-        if isinstance(test.operator, cst.And):  # the body needs both; the else either
-            if _cuda_in_default_dtype(test.left, test.right):
-                return False, True
-            return first[0] or second[0], first[1] and second[1]
-        return first[0] and second[0], first[1] or second[1]
-    name = _last_name(test)
-    if isinstance(test, cst.Call) and (name in SPECIAL_MODES or name in LOG_LEVEL_CHECKS):
-        return True, False
-    if isinstance(test, cst.Call) and name in COMPILING:
-        return False, True  # the else branch runs only in eager mode, kept out of graphs on purpose
-    if isinstance(test, (cst.Name, cst.Attribute)) and (
-        name in DEBUG_FLAGS or name in ONCE_FLAGS or is_export_flag(name or "")
-    ):
-        return True, False
-    if isinstance(test, cst.Attribute) and name == "is_cpu":
-        return True, False
-    if isinstance(test, cst.Attribute) and name == "is_cuda":
-        return False, True  # every CUDA step takes the body
-    if (
-        isinstance(test, cst.Attribute)
-        and name == "state"
-        and "optim" in (_last_name(test.value) or "").lower()
-    ):
-        return False, True  # `if optimizer.state:` an optimizer has state from its first step on
-    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
-        return False, True  # `if not step % N:` runs once every N steps
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        comparison = test.comparisons[0]
-        left, right, operator = test.left, comparison.comparator, comparison.operator
-        if _holds_only_off_cuda(left, right):
-            if isinstance(operator, cst.Equal):
-                return True, False
-            if isinstance(operator, cst.NotEqual):
-                return False, True
-        if _holds_on_cuda(left, right):
-            if isinstance(operator, cst.Equal):
-                return False, True
-            if isinstance(operator, cst.NotEqual):
-                return True, False
-        if (
-            isinstance(left, cst.BinaryOperation)
-            and isinstance(left.operator, cst.Modulo)
-            and isinstance(operator, cst.Equal)
-            and isinstance(right, cst.Integer)
-            and right.evaluated_value == 0
-        ):
-            return True, False  # `if step % N == 0:` runs once every N steps
-        if (
-            isinstance(operator, cst.Equal)
-            and isinstance(right, cst.Integer)
-            and _last_name(left) in STEP_COUNTERS
-        ):
-            return True, False  # `if batch_idx == 0:` runs on one step of many
-    return False, False
+def special_mode_sides(test: cst.BaseExpression) -> Sides:
+    """(the body runs only while scripting, tracing or exporting, the else branch does)."""
+    return on_cst(branch_sides.special_mode_sides, test)
 
 
 def compared_counter(test: cst.BaseExpression) -> Optional[cst.Name]:
-    """`i` for `if i == 0:` (any int literal): the name a branch taken on one value compares.
-    It makes the branch cold only where `i` counts the steps (`enumerate_counter`)."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+    """`i` for `if i == 0:` (any int literal), as branch_sides.compared_counter reads it."""
+    if not (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name)):
         return None
-    comparison = test.comparisons[0]
-    if not (isinstance(comparison.operator, cst.Equal) and isinstance(comparison.comparator, cst.Integer)):
-        return None
-    return test.left if isinstance(test.left, cst.Name) else None
+    parsed = cst_test(test)
+    return test.left if parsed is not None and branch_sides.compared_counter(parsed) else None
 
 
 def enumerate_counter(loop: cst.CSTNode) -> Optional[str]:
@@ -221,25 +68,8 @@ def argument_sides(test: cst.BaseExpression, values: Mapping[str, str]) -> tuple
     every call made per step passes the function (analysis/arguments.py reads the test)."""
     if not values:
         return False, False
-    parsed = parse_test(_CODE.code_for_node(test))
+    parsed = cst_test(test)
     return decided_sides(parsed, values) if parsed is not None else (False, False)
-
-
-def _text(expr: cst.CSTNode) -> str:
-    return normalised_code(_CODE.code_for_node(expr))
-
-
-def _layout_base(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`self.grid[i]` for `self.grid[i].shape[2:4]`, `self.grid[i].size(0)`, `len(self.grid[i])`."""
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, (cst.Attribute, cst.Call)):
-        expr = expr.value
-    if isinstance(expr, cst.Call):
-        if isinstance(expr.func, cst.Name) and expr.func.value == "len" and len(expr.args) == 1:
-            return expr.args[0].value
-        expr = expr.func
-    if isinstance(expr, cst.Attribute) and expr.attr.value in LAYOUT_READS:
-        return expr.value
-    return expr
 
 
 # What a local name stands for when it is bound once to an attribute or an item
@@ -251,99 +81,50 @@ def _no_alias(name: cst.Name) -> Optional[cst.BaseExpression]:
     return None
 
 
-def _compared_roots(expr: cst.BaseExpression, alias: Alias) -> set[str]:
-    """What a stale-check reads, as text: `self.grid[i]` for `self.grid[i].shape[2:4]`; `backbone`
-    and `backbone.cls_token` for `backbone.cls_token.dtype`, and what the local `backbone` stands for."""
-    roots: set[str] = set()
-    current: cst.BaseExpression = _layout_base(expr)
-    while True:
-        roots.add(_text(current))
-        if isinstance(current, cst.Name):
-            bound = alias(current)
-            if bound is not None:
-                roots.add(_text(bound))
-        if not isinstance(current, cst.Attribute):
-            return roots
-        current = current.value
+_STORES = (cst.Name, cst.Attribute, cst.Subscript)
 
 
-def _misses(
-    test: cst.BaseExpression, stored: set[str], containers: set[str], alias: Alias = _no_alias
-) -> bool:
-    """`test` is true when the cache the body fills misses: `key not in self.cache`,
-    `self.mask is None`, `self.grid[i].shape[2:4] != x.shape[2:4]`, `backbone.device != x.device`
-    after `backbone = self.backbone[0]`."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
-        return _misses(test.left, stored, containers, alias) and _misses(
-            test.right, stored, containers, alias
-        )
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _text(test.expression) in containers  # `if not state:` an empty state filled once
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    left, right, operator = test.left, test.comparisons[0].comparator, test.comparisons[0].operator
-    if isinstance(operator, cst.Equal) and _empty_length(left, right, containers):
-        return True  # `if len(state) == 0:` an optimizer's per-parameter state, filled at its first step
-    if isinstance(operator, cst.NotIn):
-        return _text(right) in containers
-    if isinstance(operator, cst.Is):
-        return isinstance(right, cst.Name) and right.value == "None" and _text(left) in stored
-    if isinstance(operator, cst.NotEqual):
-        return bool((_compared_roots(left, alias) | _compared_roots(right, alias)) & stored)
-    return False
+def _small_targets(smalls: Sequence[cst.BaseSmallStatement], kinds: tuple[type, ...]) -> Iterator[ast.expr]:
+    for small in smalls:
+        for target in small.targets if isinstance(small, cst.Assign) else ():
+            parsed = cst_test(target.target) if isinstance(target.target, kinds) else None
+            if parsed is not None:
+                yield parsed
 
 
-def _empty_length(left: cst.BaseExpression, right: cst.BaseExpression, containers: set[str]) -> bool:
-    """`len(c) == 0` for one of the `containers` the body fills."""
-    if not (isinstance(right, cst.Integer) and right.evaluated_value == 0):
-        return False
-    return (
-        isinstance(left, cst.Call)
-        and isinstance(left.func, cst.Name)
-        and left.func.value == "len"
-        and len(left.args) == 1
-        and _text(left.args[0].value) in containers
-    )
+def _assigned_targets(
+    statements: Sequence[cst.BaseStatement], kinds: tuple[type, ...] = _STORES
+) -> Iterator[ast.expr]:
+    """What the assignments among `statements` store into (names, attributes or items: `kinds`
+    of them), as CPython reads it."""
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from _small_targets(statement.body, kinds)
+
+
+def _suite_targets(body: cst.BaseSuite, kinds: tuple[type, ...] = _STORES) -> list[ast.expr]:
+    """`_assigned_targets` of a branch's body, also on one line (`if v is None: v = build()`)."""
+    if isinstance(body, cst.IndentedBlock):
+        return list(_assigned_targets(body.body, kinds))
+    return list(_small_targets(body.body, kinds)) if isinstance(body, cst.SimpleStatementSuite) else []
 
 
 def fills_cache(branch: cst.If, alias: Alias = _no_alias) -> bool:
     """A cache-miss builder: the body stores into an attribute or a container what the test found
     missing or stale, so later steps skip it (`if key not in self.cache: self.cache[key] = ...`)."""
-    stored: set[str] = set()
-    containers: set[str] = set()
-    for statement in branch.body.body:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            for target in small.targets if isinstance(small, cst.Assign) else ():
-                if isinstance(target.target, (cst.Attribute, cst.Subscript)):
-                    stored.add(_text(target.target))
-                if isinstance(target.target, cst.Subscript):
-                    containers.add(_text(target.target.value))
-    return bool(stored) and _misses(branch.test, stored, containers, alias)
+    targets = _suite_targets(branch.body, (cst.Attribute, cst.Subscript))  # what a cache is kept in
+    test = cst_test(branch.test) if targets else None
+    if test is None:
+        return False
 
+    def bound(name: str) -> Optional[ast.AST]:
+        read = next(
+            (n for n in descendants(branch.test) if isinstance(n, cst.Name) and n.value == name), None
+        )
+        value = alias(read) if read is not None else None
+        return cst_test(value) if value is not None else None
 
-def _assigned_targets(statements: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseAssignTargetExpression]:
-    for statement in statements:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            for target in small.targets if isinstance(small, cst.Assign) else ():
-                yield target.target
-
-
-def _lookup(statement: cst.BaseStatement) -> Optional[tuple[str, str]]:
-    """(the name, the container) for `name = self.cache.get(key)`."""
-    small = (
-        statement.body[0]
-        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-        else None
-    )
-    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-        return None
-    target, value = small.targets[0].target, small.value
-    if not isinstance(target, cst.Name) or not isinstance(value, cst.Call):
-        return None
-    func = value.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "get" and isinstance(func.value, cst.Attribute):
-        return target.value, _text(func.value)
-    return None
+    return cache_misses.fills_cache(test, targets, bound)
 
 
 def fills_looked_up_cache(branch: cst.If, block: Sequence[cst.BaseStatement]) -> bool:
@@ -351,26 +132,20 @@ def fills_looked_up_cache(branch: cst.If, block: Sequence[cst.BaseStatement]) ->
     `if value is None: value = build(...)`, and the block stores the value back
     (`self.cache[key] = value`), so later calls with the same key skip the build."""
     index = next((i for i, statement in enumerate(block) if statement is branch), 0)
-    found = _lookup(block[index - 1]) if index > 0 else None
-    test = branch.test
-    if found is None or not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+    previous = block[index - 1] if index > 0 else None
+    small = (
+        previous.body[0]
+        if isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1
+        else None
+    )
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
         return False
-    name, container = found
-    comparison = test.comparisons[0]
-    if not (
-        isinstance(comparison.operator, cst.Is)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == name
-        and isinstance(comparison.comparator, cst.Name)
-        and comparison.comparator.value == "None"
-    ):
+    target, value, test = cst_test(small.targets[0].target), cst_test(small.value), cst_test(branch.test)
+    if target is None or value is None or test is None:
         return False
-    if not isinstance(branch.body, cst.IndentedBlock):
-        return False  # `if v is None: v = build(x)` on one line is a suite of small statements
-    if not any(isinstance(t, cst.Name) and t.value == name for t in _assigned_targets(branch.body.body)):
-        return False
-    later = [*branch.body.body, *block[index + 1 :]]
-    return any(isinstance(t, cst.Subscript) and _text(t.value) == container for t in _assigned_targets(later))
+    body = _suite_targets(branch.body)
+    later = [*body, *_assigned_targets(block[index + 1 :])]
+    return cache_misses.fills_looked_up_cache(cache_misses.looked_up(target, value), test, body, later)
 
 
 def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:

@@ -103,6 +103,9 @@ class EntryFacts:
     # lines of its `DataLoader(...)` calls another function of the project iterates again and
     # again, across modules (project/loaders.py)
     reiterated_loaders: frozenset[int] = frozenset()
+    # per function, its tests one side of which runs only while an accumulator is empty
+    # (analysis/accumulators.py): the test's key -> whether that side is the body
+    empty_fallbacks: tuple[tuple[int, tuple[tuple[str, bool], ...]], ...] = ()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -187,6 +190,10 @@ class EntryFacts:
             bounded_loops=frozenset(_ints(data.get("bounded_loops", ()))),
             star_imports=tuple((str(name), str(target)) for name, target in data.get("star_imports", ())),
             reiterated_loaders=frozenset(_ints(data.get("reiterated_loaders", ()))),
+            empty_fallbacks=tuple(
+                (int(index), tuple((str(key), bool(body)) for key, body in tests))
+                for index, tests in data.get("empty_fallbacks", ())
+            ),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
@@ -222,6 +229,12 @@ class EntryFacts:
             if function == index:
                 return params
         return frozenset()
+
+    def empty_fallbacks_of(self, index: int) -> dict[str, bool]:
+        for function, tests in self.empty_fallbacks:
+            if function == index:
+                return dict(tests)
+        return {}
 
     def host_params_of(self, index: int) -> frozenset[str]:
         return _params_of(self.host_parameters, index)

@@ -14,13 +14,14 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name, returned_values
-from .accumulators import empty_sides
+from .accumulators import test_key
 from .arguments import is_option_read
 from .cold import (
     argument_sides,
     cold_from,
     compared_counter,
     crosses_cold_branch,
+    cst_test,
     enumerate_counter,
     fills_looked_up_cache,
     leaving_statement,
@@ -616,11 +617,18 @@ class HotPaths:
 
     def _empty_fallback(self, child: cst.CSTNode, parent: cst.CSTNode) -> bool:
         """`child` is the side of a test that runs only while an accumulator a loop over the
-        function's data fills is empty (analysis/accumulators.py): an empty batch."""
+        function's data fills is empty (analysis/accumulators.py): an empty batch. The project
+        pass read the function's tests; its answer is found by the test's key."""
         if not isinstance(parent, (cst.If, cst.IfExp)) or child is parent.test:
             return False
-        body, orelse = empty_sides(parent.test, self._names, self._facts, self.loops_around)
-        return (body and child is parent.body) or (orelse and child is parent.orelse)
+        function = self._facts.enclosing_function(parent)
+        index = self._function_index.get(function) if function is not None else None
+        tests = self.entry.empty_fallbacks_of(index) if index is not None else {}
+        parsed = cst_test(parent.test) if tests else None
+        body = tests.get(test_key(parsed)) if parsed is not None else None
+        if body is None:
+            return False
+        return child is (parent.body if body else parent.orelse)
 
     def _leaves_step_loop(self, child: cst.CSTNode, branch: cst.If) -> bool:
         """`child`, a side of `branch`, ends by leaving a step loop (`if step >= max_steps: ...;

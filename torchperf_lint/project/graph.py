@@ -1469,6 +1469,11 @@ class Project:
             stepped_functions=self.stepped(module),
             star_imports=tuple(sorted(self.star_imports(module).items())),
             reiterated_loaders=self.reiterated_loaders().get(key, frozenset()),
+            empty_fallbacks=tuple(
+                (index, tuple(sorted(function.empty_fallbacks.items())))
+                for index, function in enumerate(module.summary.functions)
+                if function.empty_fallbacks
+            ),
             bounded_loops=frozenset(i for i, loop in enumerate(module.summary.loops) if loop.bounded),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),

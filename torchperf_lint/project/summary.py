@@ -13,6 +13,8 @@ import ast
 import dataclasses
 from typing import Any, Callable, Iterable, Iterator, Optional, Union, cast
 
+from ..analysis import cache_misses
+from ..analysis.accumulators import Accumulators, test_key, tests_a_list
 from ..analysis.arguments import (
     BUILT_PREFIX,
     OPTIONS,
@@ -24,42 +26,31 @@ from ..analysis.arguments import (
     subject,
     value_token,
 )
+from ..analysis.branch_sides import cold_sides, compared_counter, dotted
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.fallbacks import fallback_shape, is_not_none_test
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
 from ..analysis.module_flags import module_flags
 from ..analysis.options import module_options, parsed_position
 from ..analysis.vocabulary import (
-    COMPILING,
-    DEBUG_FLAGS,
     DEFAULT_DEVICE_SETTERS,
-    DEFAULT_DTYPES,
     GRADIENT_SYNC_WRAPPERS,
     ITERATION_WRAPPERS,
-    LAYOUT_READS,
-    LOG_LEVEL_CHECKS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
-    NON_CUDA_DEVICE_TYPES,
-    ONCE_FLAGS,
-    SPECIAL_MODES,
-    STEP_COUNTERS,
     cuda_prefixes,
     is_cudnn_decision,
     is_cudnn_decision_call,
-    is_export_flag,
     is_loader_name,
     is_model_name,
     is_optimizer_class,
     is_optimizer_name,
     names_rpc_device_map,
-    normalised_code,
     prepares_dataset,
     runs_rarely,
     sets_cuda_default,
     shows_cuda_use,
 )
-from .accumulators import Accumulators
 from .dataset_items import items_in_memory
 from .precision import reduced_precision
 
@@ -184,6 +175,9 @@ class Function:
     # the loops whose body calls a model the function is handed (a parameter named like one:
     # `model(x)` in `for t in timesteps:`): it drives that model, one call per iteration
     handed_model_loops: list[int] = dataclasses.field(default_factory=list)
+    # its tests one side of which runs only while an accumulator is empty (analysis/accumulators.py):
+    # the test's key -> whether that side is the body
+    empty_fallbacks: dict[str, bool] = dataclasses.field(default_factory=dict)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -399,16 +393,6 @@ def _enumerate_counter(loop: LoopNode) -> str:
     return target.elts[0].id
 
 
-def _compared_counter(test: ast.AST) -> str:
-    """`i` for `if i == 0:` (any int literal), as analysis/cold.py's compared_counter; "" otherwise."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return ""
-    right = test.comparators[0]
-    if not (isinstance(right, ast.Constant) and type(right.value) is int and isinstance(test.left, ast.Name)):
-        return ""
-    return test.left.id
-
-
 def _binds(loop: LoopNode, name: str) -> bool:
     target = getattr(loop, "target", None)
     return target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
@@ -447,17 +431,6 @@ def _assigned(targets: list[ast.expr]) -> Iterator[ast.expr]:
             yield from _assigned(list(target.elts))
         else:
             yield target
-
-
-def dotted(node: ast.AST) -> Optional[str]:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _aliases_self(values: Iterable[ast.AST]) -> bool:
@@ -564,166 +537,6 @@ def _is_class_like(name: str) -> bool:
     return name.lstrip("_")[:1].isupper()
 
 
-def cold_sides(test: ast.AST) -> tuple[bool, bool]:
-    """(the body is cold, the else branch is cold) for `if test:`; analysis/cold.py reads
-    libcst's tree by the same words."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        body, orelse = cold_sides(test.operand)
-        return orelse, body
-    if isinstance(test, ast.BoolOp):
-        sides = [cold_sides(v) for v in test.values]
-        if isinstance(test.op, ast.And):
-            if _cuda_in_default_dtype(test.values):
-                return False, True
-            return any(b for b, _ in sides), all(o for _, o in sides)
-        return all(b for b, _ in sides), any(o for _, o in sides)
-    name = (dotted(test.func if isinstance(test, ast.Call) else test) or "").split(".")[-1]
-    if isinstance(test, ast.Call) and (name in SPECIAL_MODES or name in LOG_LEVEL_CHECKS):
-        return True, False
-    if isinstance(test, ast.Call) and name in COMPILING:
-        return False, True
-    if isinstance(test, (ast.Name, ast.Attribute)) and (
-        name in DEBUG_FLAGS or name in ONCE_FLAGS or is_export_flag(name)
-    ):
-        return True, False
-    if isinstance(test, ast.Attribute) and name == "is_cpu":
-        return True, False
-    if isinstance(test, ast.Attribute) and name == "is_cuda":
-        return False, True
-    if (
-        isinstance(test, ast.Attribute)
-        and name == "state"
-        and "optim" in (dotted(test.value) or "").split(".")[-1].lower()
-    ):
-        return False, True
-    if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
-        return False, True
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, right, operator = test.left, test.comparators[0], test.ops[0]
-        if _holds_only_off_cuda(left, right):
-            if isinstance(operator, ast.Eq):
-                return True, False
-            if isinstance(operator, ast.NotEq):
-                return False, True
-        if _holds_on_cuda(left, right):
-            if isinstance(operator, ast.Eq):
-                return False, True
-            if isinstance(operator, ast.NotEq):
-                return True, False
-        if (
-            isinstance(left, ast.BinOp)
-            and isinstance(left.op, ast.Mod)
-            and isinstance(operator, ast.Eq)
-            and isinstance(right, ast.Constant)
-            and right.value == 0
-        ):
-            return True, False
-        if (
-            isinstance(operator, ast.Eq)
-            and isinstance(right, ast.Constant)
-            and type(right.value) is int
-            and (dotted(left) or "").split(".")[-1] in STEP_COUNTERS
-        ):
-            return True, False
-    return False, False
-
-
-def _holds_on_cuda(left: ast.AST, right: ast.AST) -> bool:
-    """As analysis/cold.py's: `x.device.type == "cuda"`."""
-    return (
-        isinstance(left, ast.Attribute)
-        and left.attr == "type"
-        and isinstance(right, ast.Constant)
-        and right.value == "cuda"
-    )
-
-
-def _accepts_default_dtype(left: ast.AST, right: ast.AST) -> bool:
-    """As analysis/cold.py's: `x.dtype == torch.float32`, `x.dtype in (torch.float32, torch.float64)`."""
-    if not (isinstance(left, ast.Attribute) and left.attr == "dtype"):
-        return False
-    accepted = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
-    return any(isinstance(a, ast.Attribute) and a.attr in DEFAULT_DTYPES for a in accepted)
-
-
-def _cuda_in_default_dtype(tests: list[ast.expr]) -> bool:
-    """As analysis/cold.py's: `x.is_cuda and x.dtype in (torch.float32, ...)`, two operands."""
-
-    def on_cuda(test: ast.expr) -> bool:
-        if isinstance(test, ast.Attribute):
-            return test.attr == "is_cuda"
-        return (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)
-            and _holds_on_cuda(test.left, test.comparators[0])
-        )
-
-    def in_default_dtype(test: ast.expr) -> bool:
-        return (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], (ast.Eq, ast.In))
-            and _accepts_default_dtype(test.left, test.comparators[0])
-        )
-
-    if len(tests) != 2:
-        return False
-    left, right = tests
-    return (on_cuda(left) and in_default_dtype(right)) or (on_cuda(right) and in_default_dtype(left))
-
-
-def _text(node: ast.AST) -> str:
-    return normalised_code(ast.unparse(node))
-
-
-def _layout_base(node: ast.AST) -> ast.AST:
-    """As analysis/cold.py's: `self.grid[i]` for `self.grid[i].shape[2:4]`, `len(self.grid[i])`."""
-    if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Attribute, ast.Call)):
-        node = node.value
-    if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
-            return node.args[0]
-        node = node.func
-    if isinstance(node, ast.Attribute) and node.attr in LAYOUT_READS:
-        return node.value
-    return node
-
-
-def _compared_roots(node: ast.AST, local: Optional[_Locals]) -> set[str]:
-    """As analysis/cold.py's: what a stale-check reads, and what a local bound once stands for."""
-    roots: set[str] = set()
-    current = _layout_base(node)
-    while True:
-        roots.add(_text(current))
-        if isinstance(current, ast.Name) and local is not None and local.stores.get(current.id) == 1:
-            bound = local.values.get(current.id, [])
-            if len(bound) == 1 and isinstance(bound[0], (ast.Attribute, ast.Subscript)):
-                roots.add(_text(bound[0]))
-        if not isinstance(current, ast.Attribute):
-            return roots
-        current = current.value
-
-
-def _misses(test: ast.AST, stored: set[str], containers: set[str], local: Optional[_Locals]) -> bool:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return all(_misses(v, stored, containers, local) for v in test.values)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _text(test.operand) in containers
-    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
-        return False
-    left, right, operator = test.left, test.comparators[0], test.ops[0]
-    if isinstance(operator, ast.Eq) and _empty_length(left, right, containers):
-        return True
-    if isinstance(operator, ast.NotIn):
-        return _text(right) in containers
-    if isinstance(operator, ast.Is):
-        return isinstance(right, ast.Constant) and right.value is None and _text(left) in stored
-    if isinstance(operator, ast.NotEq):
-        return bool((_compared_roots(left, local) | _compared_roots(right, local)) & stored)
-    return False
-
-
 def _scaler_step(node: ast.Call, scope: _Locals) -> Optional[tuple[str, str]]:
     """`scaler.step(optimizer)`: a GradScaler steps the optimizer it is given, as analysis/hotpath.py's
     resolve_call reads it; the call runs the `step` of the optimizer's class."""
@@ -741,20 +554,6 @@ def _scaler_step(node: ast.Call, scope: _Locals) -> Optional[tuple[str, str]]:
     ):
         return None
     return _Summarizer._instance(optimizer.id, "step", scope)
-
-
-def _empty_length(left: ast.AST, right: ast.AST, containers: set[str]) -> bool:
-    """As analysis/cold.py's: `len(c) == 0` for one of the `containers` the body fills."""
-    return (
-        isinstance(right, ast.Constant)
-        and right.value == 0
-        and not isinstance(right.value, bool)
-        and isinstance(left, ast.Call)
-        and isinstance(left.func, ast.Name)
-        and left.func.id == "len"
-        and len(left.args) == 1
-        and _text(left.args[0]) in containers
-    )
 
 
 def _derived(value: ast.expr) -> bool:
@@ -787,71 +586,33 @@ def _flagged_build(value: ast.expr, params: list[str]) -> Optional[list[str]]:
 
 
 def fills_cache(branch: ast.If, local: Optional[_Locals] = None) -> bool:
-    """A cache-miss builder, as analysis/cold.py's fills_cache reads it."""
-    stored: set[str] = set()
-    containers: set[str] = set()
-    for statement in branch.body:
-        for target in statement.targets if isinstance(statement, ast.Assign) else ():
-            if isinstance(target, (ast.Attribute, ast.Subscript)):
-                stored.add(_text(target))
-            if isinstance(target, ast.Subscript):
-                containers.add(_text(target.value))
-    return bool(stored) and _misses(branch.test, stored, containers, local)
+    """A cache-miss builder (analysis/cache_misses.py), what a local bound once stands for read in
+    `local`."""
+
+    def bound(name: str) -> Optional[ast.AST]:
+        values = local.values.get(name, []) if local is not None and local.stores.get(name) == 1 else []
+        return (
+            values[0] if len(values) == 1 and isinstance(values[0], (ast.Attribute, ast.Subscript)) else None
+        )
+
+    return cache_misses.fills_cache(branch.test, _assigned_targets(branch.body), bound)
 
 
-def _lookup(statement: ast.stmt) -> Optional[tuple[str, str]]:
-    """As analysis/cold.py's: (the name, the container) for `name = self.cache.get(key)`."""
-    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
-        return None
-    target, value = statement.targets[0], statement.value
-    if not isinstance(target, ast.Name) or not isinstance(value, ast.Call):
-        return None
-    func = value.func
-    if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Attribute):
-        return target.id, _text(func.value)
-    return None
+def _assigned_targets(statements: list[ast.stmt]) -> list[ast.expr]:
+    return [t for s in statements if isinstance(s, ast.Assign) for t in s.targets]
 
 
 def fills_looked_up_cache(branch: ast.If, block: list[ast.stmt]) -> bool:
-    """A cache-miss builder read through a lookup, as analysis/cold.py's fills_looked_up_cache
-    reads it: `value = self.cache.get(key)`, `if value is None: value = build(...)`, stored back."""
+    """A cache-miss builder read through a lookup (analysis/cache_misses.py): `value =
+    self.cache.get(key)`, `if value is None: value = build(...)`, stored back."""
     index = next((i for i, statement in enumerate(block) if statement is branch), 0)
-    found = _lookup(block[index - 1]) if index > 0 else None
-    test = branch.test
-    if found is None or not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+    previous = block[index - 1] if index > 0 else None
+    if not (isinstance(previous, ast.Assign) and len(previous.targets) == 1):
         return False
-    name, container = found
-    right = test.comparators[0]
-    if not (
-        isinstance(test.ops[0], ast.Is)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == name
-        and isinstance(right, ast.Constant)
-        and right.value is None
-    ):
-        return False
-    assigned = [t for s in branch.body if isinstance(s, ast.Assign) for t in s.targets]
-    if not any(isinstance(t, ast.Name) and t.id == name for t in assigned):
-        return False
-    later = [t for s in [*branch.body, *block[index + 1 :]] if isinstance(s, ast.Assign) for t in s.targets]
-    return any(isinstance(t, ast.Subscript) and _text(t.value) == container for t in later)
-
-
-def _names_non_cuda_type(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value in NON_CUDA_DEVICE_TYPES
-
-
-def _holds_only_off_cuda(left: ast.AST, right: ast.AST) -> bool:
-    """`x.device.type == "cpu"`, `x.device == torch.device("cpu")`, `x.device == "mps"`."""
-    if not isinstance(left, ast.Attribute):
-        return False
-    if left.attr == "type":
-        return _names_non_cuda_type(right)
-    if left.attr != "device":
-        return False
-    if isinstance(right, ast.Call) and (dotted(right.func) or "").split(".")[-1] == "device" and right.args:
-        return _names_non_cuda_type(right.args[0])
-    return _names_non_cuda_type(right)
+    lookup = cache_misses.looked_up(previous.targets[0], previous.value)
+    body = _assigned_targets(branch.body)
+    later = [*body, *_assigned_targets(block[index + 1 :])]
+    return cache_misses.fills_looked_up_cache(lookup, branch.test, body, later)
 
 
 def _leaves(body: list[ast.stmt]) -> bool:
@@ -890,6 +651,8 @@ class _Locals:
         self.batch_targets: dict[str, str] = {}
         self.function = function
         self._accumulators: Optional[Accumulators] = None
+        # accumulator test key -> its answers (is the body the empty side; None: neither side)
+        self.empty_answers: dict[str, set[Optional[bool]]] = {}
         # `ids = A if TEST else B`: the CHOSEN_PREFIX token, read where a call passes the name
         # bound nowhere else (analysis/arguments.py)
         self.chosen: dict[str, str] = {}
@@ -901,12 +664,15 @@ class _Locals:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
 
-    def empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
-        """The side of `test` that runs only while an accumulator is empty (analysis/accumulators.py)."""
-        if self.function is None:
-            return False, False
+    def empty_sides(self, test: ast.expr) -> Optional[tuple[bool, bool]]:
+        """The side of `test` that runs only while an accumulator is empty (analysis/accumulators.py);
+        None where `test` asks nothing of an accumulator."""
+        if self.function is None or not tests_a_list(test):
+            return None
         if self._accumulators is None:
             self._accumulators = Accumulators(self.function)
+        if not self._accumulators.tests_accumulator(test):
+            return None
         return self._accumulators.empty_sides(test)
 
 
@@ -1255,6 +1021,12 @@ class _Summarizer:
         self.statements(node.body)
         self.with_names = saved_with
         self.comprehensions = saved_comprehensions
+        answers = self.function_stack[-1][1].empty_answers
+        function.empty_fallbacks = {
+            key: answer
+            for key, found in answers.items()
+            if len(found) == 1 and (answer := next(iter(found))) is not None
+        }
         if index not in self.fills_container:
             function.builds.clear()  # only a container builder's body is what it returns
         self.guards, self.leaving = saved_guards, saved_leaving
@@ -1343,10 +1115,21 @@ class _Summarizer:
         del self.guards[guards:]
 
     def _cold_sides(self, test: ast.expr) -> tuple[bool, bool]:
-        """cold.py's cold_sides, and the empty side of an accumulator's test (accumulators.py)."""
+        """branch_sides.py's cold_sides, and the empty side of an accumulator's test (accumulators.py)."""
         body, orelse = cold_sides(test)
-        empty_body, empty_orelse = self.locals().empty_sides(test) if self.function_stack else (False, False)
+        empty_body, empty_orelse = self._empty_sides(test)
         return body or empty_body, orelse or empty_orelse
+
+    def _empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
+        """The empty side of an accumulator's test, kept in the function's summary under the test's
+        key for the file pass; a key whose tests differ in their answer is dropped there."""
+        sides = self.locals().empty_sides(test) if self.function_stack else None
+        if sides is None:
+            return False, False
+        key, local = test_key(test), self.locals()
+        answer = sides[0] if any(sides) else None
+        local.empty_answers.setdefault(key, set()).add(answer)
+        return sides
 
     def _If(self, node: ast.If) -> None:
         body, orelse = self._cold_sides(node.test)
@@ -1368,7 +1151,7 @@ class _Summarizer:
     def _counted_loop(self, test: ast.expr) -> int:
         """The loop of this function whose enumerate counter `test` compares with one value
         (`if i == 0:` in `for i, x in enumerate(loader):`), when no loop between binds it; -1 for none."""
-        name = _compared_counter(test)
+        name = compared_counter(test)
         for index in reversed(self.loop_stack[-1] if name else ()):
             loop = self.loop_nodes[index]
             if _binds(loop, name):
