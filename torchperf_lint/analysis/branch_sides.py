@@ -195,3 +195,12 @@ def compared_counter(test: ast.AST) -> str:
     if isinstance(right, ast.Constant) and type(right.value) is int and isinstance(left, ast.Name):
         return left.id
     return ""
+
+
+def enumerate_counter(iterable: ast.AST, target: ast.AST) -> str:
+    """`i` for `for i, x in enumerate(...)`: in a loop whose iterations are the steps, it counts
+    them; "" otherwise."""
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate"):
+        return ""
+    first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else None
+    return first.id if isinstance(first, ast.Name) else ""

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 import libcst as cst
 
 from ..syntax.ast_view import as_ast
-from ..syntax.walker import descendants, dotted_name, final_statement
+from ..syntax.walker import descendants, final_statement
 from . import branch_sides, cache_misses
 from .arguments import decided_sides
 from .branch_sides import Sides
@@ -54,13 +54,12 @@ def compared_counter(test: cst.BaseExpression) -> Optional[cst.Name]:
 
 
 def enumerate_counter(loop: cst.CSTNode) -> Optional[str]:
-    """`i` for `for i, x in enumerate(...)`: in a loop whose iterations are the steps, it counts them."""
-    if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call)):
+    """`i` for `for i, x in enumerate(...)`, as branch_sides.enumerate_counter reads it."""
+    if not isinstance(loop, cst.For):
         return None
-    if dotted_name(loop.iter.func) != "enumerate" or not isinstance(loop.target, cst.Tuple):
-        return None
-    first = loop.target.elements[0].value if loop.target.elements else None
-    return first.value if isinstance(first, cst.Name) else None
+    iterable, target = as_ast(loop.iter), as_ast(loop.target)
+    counter = branch_sides.enumerate_counter(iterable, target) if iterable and target else ""
+    return counter or None
 
 
 def argument_sides(test: cst.BaseExpression, values: Mapping[str, str]) -> tuple[bool, bool]:

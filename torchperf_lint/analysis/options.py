@@ -82,9 +82,9 @@ def _join(defaults: dict[str, str], dest: str, token: str) -> None:
     defaults[dest] = token if known is None or known == token else UNKNOWN
 
 
-def _scopes(tree: ast.Module) -> Iterator[Scope]:
+def _scopes(tree: ast.Module, nodes: list[ast.AST]) -> Iterator[Scope]:
     yield tree
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node
 
@@ -116,10 +116,11 @@ def parsed_position(value: ast.AST, returning: dict[str, int]) -> Optional[int]:
     return None
 
 
-def _bound(scope: Scope, returning: dict[str, int]) -> tuple[set[str], set[str]]:
-    """(names every binding of which holds the options, every name the scope binds)."""
+def _bound(scope: Scope, own: list[ast.AST], returning: dict[str, int]) -> tuple[set[str], set[str]]:
+    """(names every binding of which holds the options, every name the scope binds); `own`: the
+    scope's own nodes."""
     holding: dict[str, bool] = {}
-    for node in _own(scope):
+    for node in own:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             holding[node.name] = False
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -142,8 +143,8 @@ def _bound(scope: Scope, returning: dict[str, int]) -> tuple[set[str], set[str]]
     return {name for name, holds in holding.items() if holds}, set(holding)
 
 
-def _returned(scope: Scope, holders: set[str], returning: dict[str, int]) -> Optional[int]:
-    for node in _own(scope):
+def _returned(own: list[ast.AST], holders: set[str], returning: dict[str, int]) -> Optional[int]:
+    for node in own:
         if isinstance(node, ast.Return) and node.value is not None:
             value = node.value
             if parsed_position(value, returning) is not None:
@@ -157,23 +158,25 @@ def _returned(scope: Scope, holders: set[str], returning: dict[str, int]) -> Opt
     return None
 
 
-def module_options(tree: ast.Module, source: str) -> ModuleOptions:
+def module_options(tree: ast.Module, source: str, nodes: Optional[list[ast.AST]] = None) -> ModuleOptions:
     """What `tree` says of command-line options; a module whose text never declares or parses
-    them is walked once, for its stores."""
+    them is read once, for its stores. `nodes`: every node of `tree` (`ast.walk`), when the caller
+    has them."""
     found = ModuleOptions()
+    nodes = list(ast.walk(tree)) if nodes is None else nodes
     if "add_argument" in source or "set_defaults" in source:
-        _declared(tree, found.defaults)
+        _declared(nodes, found.defaults)
         if "cuda" in source:
-            _open_cuda_switches(tree, found.defaults)
+            _open_cuda_switches(nodes, found.defaults)
     if "parse_" in source:
-        _find_holders(tree, found.holders, found.returning)
+        _find_holders(tree, nodes, found.holders, found.returning)
     holders_anywhere = {name for names in found.holders.values() for name in names}
-    _stores(tree, holders_anywhere, found)
+    _stores(nodes, holders_anywhere, found)
     return found
 
 
-def _declared(tree: ast.Module, defaults: dict[str, str]) -> None:
-    for node in ast.walk(tree):
+def _declared(nodes: list[ast.AST], defaults: dict[str, str]) -> None:
+    for node in nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr == "add_argument":
@@ -196,11 +199,11 @@ def _moves_to_cuda(nodes: list[ast.AST]) -> bool:
     return False
 
 
-def _open_cuda_switches(tree: ast.Module, defaults: dict[str, str]) -> None:
+def _open_cuda_switches(nodes: list[ast.AST], defaults: dict[str, str]) -> None:
     """An option whose branch moves work to CUDA (`if args.gpu: images = images.cuda()`, `"cuda" if
     args.cuda else "cpu"`) selects the configuration the device rules judge: a GPU run passes it, whatever
     its default, so it is left open rather than decided by that default."""
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.If):
             sides: list[ast.AST] = [*node.body, *node.orelse]
         elif isinstance(node, ast.IfExp):
@@ -217,33 +220,40 @@ def _open_cuda_switches(tree: ast.Module, defaults: dict[str, str]) -> None:
                 defaults[name] = UNKNOWN
 
 
-def _find_holders(tree: ast.Module, into: dict[int, list[str]], returning: dict[str, int]) -> None:
-    scopes = list(_scopes(tree))
+def _find_holders(
+    tree: ast.Module, nodes: list[ast.AST], into: dict[int, list[str]], returning: dict[str, int]
+) -> None:
+    scopes = list(_scopes(tree, nodes))
+    own = {id(scope): list(_own(scope)) for scope in scopes}  # read once, asked up to four times
     bound: dict[int, tuple[set[str], set[str]]] = {}
     for _ in range(4):  # a function returning what another returns: a short chain
-        bound = {id(scope): _bound(scope, returning) for scope in scopes}
+        bound = {id(scope): _bound(scope, own[id(scope)], returning) for scope in scopes}
         before = dict(returning)
         for scope in scopes:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                position = _returned(scope, bound[id(scope)][0], returning)
+                position = _returned(own[id(scope)], bound[id(scope)][0], returning)
                 if position is not None:
                     returning[scope.name] = position
         if returning == before:
             break
-    _visible(tree, set(), bound, into)
+    _visible(tree, set(), bound, own, into)
 
 
 def _visible(
-    scope: Scope, outer: set[str], bound: dict[int, tuple[set[str], set[str]]], into: dict[int, list[str]]
+    scope: Scope,
+    outer: set[str],
+    bound: dict[int, tuple[set[str], set[str]]],
+    own: dict[int, list[ast.AST]],
+    into: dict[int, list[str]],
 ) -> None:
     """Each scope's holders: its own, and those of the scopes around it that it does not rebind."""
-    own, names = bound[id(scope)]
-    seen = own | (outer - names)
+    holders, names = bound[id(scope)]
+    seen = holders | (outer - names)
     if seen:
         into[id(scope)] = sorted(seen)
-    for node in _own(scope):
+    for node in own[id(scope)]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _visible(node, seen, bound, into)
+            _visible(node, seen, bound, own, into)
 
 
 def _stored_text(node: Union[ast.Assign, ast.AugAssign, ast.AnnAssign], target: ast.Attribute) -> str:
@@ -272,8 +282,8 @@ def _option_targets(
             yield from _option_targets(element, value.elts[position] if paired else None)  # type: ignore[union-attr]
 
 
-def _stores(tree: ast.Module, holders: set[str], found: ModuleOptions) -> None:
-    for node in ast.walk(tree):
+def _stores(nodes: list[ast.AST], holders: set[str], found: ModuleOptions) -> None:
+    for node in nodes:
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for whole in targets:
@@ -286,7 +296,9 @@ def _stores(tree: ast.Module, holders: set[str], found: ModuleOptions) -> None:
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             for target, _ in _option_targets(node.target, None):  # `for opt.weights in weights:`
                 found.stores.setdefault(target.attr, []).append([target.value.id, UNKNOWN])  # type: ignore[attr-defined]
-        elif isinstance(node, ast.Call) and _stores_by_computed_name(node, holders):
+        elif not isinstance(node, ast.Call):
+            continue
+        elif _stores_by_computed_name(node, holders):
             found.computed_store = True
         elif (named := _named_setattr(node)) is not None:
             attribute, receiver, text = named

@@ -26,7 +26,7 @@ from ..analysis.arguments import (
     subject,
     value_token,
 )
-from ..analysis.branch_sides import cold_sides, compared_counter, dotted
+from ..analysis.branch_sides import cold_sides, compared_counter, dotted, enumerate_counter
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.fallbacks import fallback_shape, is_not_none_test
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
@@ -379,18 +379,8 @@ def _literal_strings(value: ast.AST) -> list[str]:
 
 
 def _enumerate_counter(loop: LoopNode) -> str:
-    """`i` for `for i, x in enumerate(...)`, as analysis/cold.py's enumerate_counter; "" otherwise."""
     iterable, target = getattr(loop, "iter", None), getattr(loop, "target", None)
-    if not (
-        isinstance(iterable, ast.Call)
-        and isinstance(iterable.func, ast.Name)
-        and iterable.func.id == "enumerate"
-        and isinstance(target, ast.Tuple)
-        and target.elts
-        and isinstance(target.elts[0], ast.Name)
-    ):
-        return ""
-    return target.elts[0].id
+    return enumerate_counter(iterable, target) if iterable is not None and target is not None else ""
 
 
 def _binds(loop: LoopNode, name: str) -> bool:
@@ -877,8 +867,13 @@ class _Summarizer:
             self.children(node)
 
     def children(self, node: ast.AST) -> None:
-        # ast.iter_child_nodes, without its two generators per node
-        for field in node._fields:
+        # ast.iter_child_nodes, without its two generators per node, nor the contexts and
+        # operators (a third of all nodes), which no handler reads as nodes of their own
+        kind = type(node)
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+        for field in fields:
             value = getattr(node, field, None)
             if isinstance(value, ast.AST):
                 self.visit(value)
@@ -1965,6 +1960,10 @@ def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int
         return found.pop() if len(found) == 1 else ""
     return ""
 
+
+# The fields of each node type that may hold nodes worth visiting: all but contexts and operators.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 # The handler of each node type (`_Summarizer._Call`), or None: found once per type, not per node.
 _HANDLERS: dict[type, Optional[Callable[[_Summarizer, Any], None]]] = {}
