@@ -470,3 +470,153 @@ def test_the_layers_a_factory_hands_to_the_model_it_returns_count(
 ) -> None:
     root = write_project(tmp_path, {"vgg.py": VGG, "train.py": VGG_TRAIN.format(builder=builder)})
     assert routes(capsys, root, "train.py", "TPL404") == lines
+
+
+# -- a convnet built by a factory of another module, chosen by name -------------------------------
+# pytorch-cifar100's utils.py: `get_network` imports the builder named by -net and moves its result;
+# VGG's convolutions come from a loop over a configuration list the builder hands in
+# (`make_layers(cfg["D"])`), WideResNet's from a block class handed to it, returned through a name
+VGG_BY_CONFIGURATION = """
+import torch.nn as nn
+
+cfg = {
+    "A": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "B": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+}
+
+class VGG(nn.Module):
+    def __init__(self, features, num_class=100):
+        super().__init__()
+        self.features = features
+        self.classifier = nn.Sequential(
+            nn.Linear(512, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, num_class)
+        )
+
+    def forward(self, x):
+        return self.classifier(self.features(x).flatten(1))
+
+def make_layers(cfg, batch_norm=False):
+    layers = []
+    input_channel = 3
+    for l in cfg:
+        if l == "M":
+            layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+            continue
+        layers += [nn.Conv2d(input_channel, l, kernel_size=3, padding=1)]
+        if batch_norm:
+            layers += [nn.BatchNorm2d(l)]
+        layers += [nn.ReLU(inplace=True)]
+        input_channel = l
+    return nn.Sequential(*layers)
+
+def vgg11_bn():
+    return VGG(make_layers(cfg["A"], batch_norm=True))
+
+def vgg13_bn():
+    return VGG(make_layers(cfg["B"], batch_norm=True))
+"""
+# the same builder over a configuration of two items: one convolution beside three linear layers
+SMALL = """
+import torch.nn as nn
+from models.vgg import VGG
+
+layout = [64, "M"]
+
+def make_layers(cfg):
+    layers = []
+    for l in cfg:
+        layers += [nn.MaxPool2d(2)] if l == "M" else [nn.Conv2d(3, l, 3), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+def vgg_small():
+    return VGG(make_layers(layout))
+"""
+WIDE = """
+import torch.nn as nn
+
+class WideBasic(nn.Module):
+    def __init__(self, in_channels, out_channels, stride=1):
+        super().__init__()
+        self.residual = nn.Sequential(
+            nn.BatchNorm2d(in_channels),
+            nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1),
+            nn.BatchNorm2d(out_channels),
+            nn.Conv2d(out_channels, out_channels, 3, padding=1),
+        )
+
+    def forward(self, x):
+        return self.residual(x) + x
+
+class WideResNet(nn.Module):
+    def __init__(self, num_classes, block, depth=50):
+        super().__init__()
+        self.init_conv = nn.Conv2d(3, 16, 3, 1, padding=1)
+        self.blocks = nn.Sequential(*[block(16, 16) for _ in range((depth - 4) // 6)])
+        self.linear = nn.Linear(16, num_classes)
+        self.head = nn.Linear(num_classes, num_classes)
+
+    def forward(self, x):
+        return self.head(self.linear(self.blocks(self.init_conv(x)).mean((2, 3))))
+
+def wideresnet(depth=40):
+    net = WideResNet(100, WideBasic, depth=depth)
+    return net
+"""
+NETWORKS = """
+import sys
+
+import torch
+
+def get_network(args):
+    if args.net == "vgg11":
+        from models.vgg import vgg11_bn
+        net = vgg11_bn()
+    elif args.net == "wideresnet":
+        from models.wideresidual import wideresnet
+        net = wideresnet()
+    else:
+        sys.exit()
+    net = net.cuda()
+    return net
+
+def get_small(args):
+    from models.small import vgg_small
+    net = vgg_small()
+    net = net.cuda()
+    return net
+"""
+NETWORK_TRAIN = """
+import torch
+from utils import get_network, get_small
+
+def train(args, loader):
+    net = get_network(args)
+    small = get_small(args)
+    optimizer = torch.optim.SGD([*net.parameters(), *small.parameters()], lr=0.1)
+    for images, labels in loader:
+        logits = net(images.cuda()) + small(images.cuda())
+        loss = torch.nn.functional.cross_entropy(logits, labels.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_convnet_chosen_by_name_from_factories_of_other_modules_is_reported_where_it_moves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/vgg.py": VGG_BY_CONFIGURATION,
+            "models/wideresidual.py": WIDE,
+            "models/small.py": SMALL,
+            "utils.py": NETWORKS,
+            "train.py": NETWORK_TRAIN,
+        },
+    )
+    # thirteen configuration items (the fewest the module hands in) build VGG's convolutions, and
+    # WideBasic's come in through `net = WideResNet(...)`; the small VGG's two items build one
+    # convolution, outnumbered by its head
+    assert routes(capsys, root, "utils.py", "TPL404") == [14]

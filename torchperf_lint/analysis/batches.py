@@ -18,6 +18,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from ..syntax.ast_view import as_ast
 from ..syntax.walker import (
     Binding,
     ClassInfo,
@@ -28,6 +29,7 @@ from ..syntax.walker import (
     returned_values,
 )
 from .hotpath import HotPaths
+from .loop_targets import PASS_THROUGH, batch_names
 from .names import Names
 from .tensors import NON_TENSOR_ATTRIBUTES
 from .vocabulary import DATASET_BASES
@@ -37,12 +39,8 @@ HOST_CONVERSIONS = frozenset(
     """float half double bfloat16 long int bool byte contiguous view reshape permute transpose
     squeeze unsqueeze flatten pin_memory type""".split()
 )
-# Wrappers whose items are the items of their first argument.
-_PASS_THROUGH = frozenset({"tqdm", "iter", "track"})
 # Iterators over the items of their first argument, for `next(...)`.
 _ITERATORS = frozenset({"builtins.iter", "itertools.cycle"})
-# Iterables of counters, never of batches.
-_COUNTERS = frozenset({"range", "count", "trange"})
 
 
 def _names_in(target: cst.BaseExpression) -> set[str]:
@@ -68,7 +66,7 @@ def item_target(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Opt
             if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
                 return None
             target, iterable = target.elements[1].value, positional[0]
-        elif callee in _PASS_THROUGH and positional:
+        elif callee in PASS_THROUGH and positional:
             iterable = positional[0]
         elif callee == "zip":
             return None
@@ -77,32 +75,15 @@ def item_target(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Opt
     return target
 
 
-def batch_names(target: cst.BaseExpression, iterable: cst.BaseExpression) -> set[str]:
-    """The names of a loader loop's target that receive batch data (not `enumerate` indices)."""
-    if isinstance(iterable, cst.Call):
-        callee = (dotted_name(iterable.func) or "").rsplit(".", 1)[-1]
-        positional = [arg.value for arg in iterable.args if arg.keyword is None and arg.star == ""]
-        if callee == "enumerate":
-            if positional and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-                return batch_names(target.elements[1].value, positional[0])
-            return set()  # `for pair in enumerate(loader)`: a tuple of an index and a batch
-        if callee == "zip":
-            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positional):
-                found: set[str] = set()
-                for element, source in zip(target.elements, positional, strict=False):
-                    found |= batch_names(element.value, source)
-                return found
-            return set()
-        if callee in _PASS_THROUGH and positional:
-            return batch_names(target, positional[0])
-        if callee in _COUNTERS:
-            return set()
-    return _names_in(target)
-
-
 _HOST, _DEVICE = "host", "device"
 # Where a batch is drawn: the loop over the loader, or the `next(...)` call.
 Source = Union[cst.For, cst.Call]
+
+
+def _batch_names(loop: cst.For) -> set[str]:
+    """loop_targets.batch_names of the loop, read through CPython's tree."""
+    target, iterable = as_ast(loop.target), as_ast(loop.iter)
+    return batch_names(target, iterable) if target is not None and iterable is not None else set()
 
 
 def _first_positional(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -114,7 +95,7 @@ def _loader_iterated(iterable: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(iterable, cst.Call):
         callee = (dotted_name(iterable.func) or "").rsplit(".", 1)[-1]
         inner = _first_positional(iterable)
-        if inner is None or (callee != "enumerate" and callee not in _PASS_THROUGH):
+        if inner is None or (callee != "enumerate" and callee not in PASS_THROUGH):
             break
         iterable = inner
     return iterable
@@ -392,7 +373,7 @@ class Batches:
             if self._hot.iterates_loader(node) is not None:
                 if self._items_of(_loader_iterated(node.iter), set()) == _DEVICE:
                     return None  # `accelerator.prepare(loader)` moved the batch already
-                return node if name in batch_names(node.target, node.iter) else None
+                return node if name in _batch_names(node) else None
             return self._iterated(node.target, node.iter, name)
         if binding.kind == "compfor" and isinstance(node, cst.CompFor):
             return self._iterated(node.target, node.iter, name)

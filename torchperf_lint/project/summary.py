@@ -30,6 +30,7 @@ from ..analysis.branch_sides import cold_sides, compared_counter, dotted, enumer
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.fallbacks import fallback_shape, is_not_none_test
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
+from ..analysis.loop_targets import batch_names
 from ..analysis.module_flags import module_flags
 from ..analysis.options import module_options, parsed_position
 from ..analysis.vocabulary import (
@@ -455,6 +456,15 @@ def _constructed(value: ast.AST) -> Optional[str]:
     return None
 
 
+def _bound_once(value: ast.AST, local: _Locals) -> ast.AST:
+    """What a local name stands for where the function binds it once (`net = WideResNet(...)`,
+    then `return net`); the value itself otherwise."""
+    if not isinstance(value, ast.Name) or value.id in local.params or local.stores.get(value.id) != 1:
+        return value
+    bound = local.values.get(value.id, [])
+    return bound[0] if len(bound) == 1 else value
+
+
 def _returned_sides(value: ast.AST) -> list[ast.AST]:
     """The values a `return` may give: each side of an if-expression, else the value itself."""
     if isinstance(value, ast.IfExp):
@@ -810,6 +820,13 @@ class _Summarizer:
         self.conflicting_imports: set[str] = set()  # imported as different things by two functions
         self.comprehensions = 0  # comprehensions around the current node: their element repeats
         self.fills_container: set[int] = set()  # functions that return a container they fill
+        # loops over a parameter (`for l in cfg:`): loop -> the parameter; and per function, what
+        # one pass of such a loop builds, by parameter (counted once per item the calls hand in)
+        self.item_loops: dict[int, str] = {}
+        self.item_builds: dict[int, dict[str, list[str]]] = {}
+        # (a plain callee, slot) -> the length of each literal list or tuple the module hands it
+        # there (None: not a literal the module spells)
+        self.passed_lengths: dict[tuple[str, str], list[Optional[int]]] = {}
         self.bound_calls: dict[int, str] = {}  # ids of calls `name = f(...)` binds -> the name
         self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
         self.loop_nodes: dict[int, LoopNode] = {}  # loop index -> its node
@@ -853,6 +870,42 @@ class _Summarizer:
     def innermost_loop(self) -> int:
         loops = self.loop_stack[-1]
         return loops[-1] if loops else -1
+
+    def _literal_length(self, value: ast.AST) -> Optional[int]:
+        """How many items a literal configuration holds: `[64, "M", 128]`, a module-level name bound
+        once to one, or an item of a module-level dict of them under a literal key (`cfg["D"]`)."""
+        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+            table = self._module_literal(value.value)
+            if isinstance(table, ast.Dict):
+                keys = [k.value if isinstance(k, ast.Constant) else None for k in table.keys]
+                if value.slice.value in keys:
+                    return self._literal_length(table.values[keys.index(value.slice.value)])
+            return None
+        literal = self._module_literal(value) if isinstance(value, ast.Name) else value
+        if isinstance(literal, (ast.List, ast.Tuple)) and not any(
+            isinstance(e, ast.Starred) for e in literal.elts
+        ):
+            return len(literal.elts)
+        return None
+
+    def _module_literal(self, node: ast.AST) -> Optional[ast.AST]:
+        """The value a module-level name is bound to, where the module binds it once."""
+        if not isinstance(node, ast.Name) or self.module_locals.stores.get(node.id, 0) > 1:
+            return None
+        values = self.module_locals.values.get(node.id, [])
+        return values[0] if len(values) == 1 else None
+
+    def item_counted_builds(self) -> None:
+        """Add what each pass of a loop over a handed-in configuration builds, once per item of the
+        fewest the module's own calls hand in (LOOP_REPEATS where any call's is not a literal)."""
+        for index, by_param in self.item_builds.items():
+            function = self.summary.functions[index]
+            for param, made in by_param.items():
+                slots = (str(function.params.index(param)), param) if param in function.params else ()
+                lengths = [n for slot in slots for n in self.passed_lengths.get((function.name, slot), [])]
+                known = [n for n in lengths if n is not None]
+                items = min(known) if known and len(known) == len(lengths) else LOOP_REPEATS
+                function.builds.extend(made * items)
 
     # -- walking ------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> None:
@@ -1024,6 +1077,7 @@ class _Summarizer:
         }
         if index not in self.fills_container:
             function.builds.clear()  # only a container builder's body is what it returns
+            self.item_builds.pop(index, None)
         self.guards, self.leaving = saved_guards, saved_leaving
         self.loop_stack.pop()
         self.function_stack.pop()
@@ -1056,7 +1110,7 @@ class _Summarizer:
                 loop.iterated, loop.iterated_scope = _iterated_name(iterable, scopes[0], function >= 0)
                 walked = _walked_loader(iterable, scopes[0]) if function >= 0 else None
                 if walked is not None:
-                    for name in _batch_names(node.target, iterable):
+                    for name in batch_names(node.target, iterable):
                         scopes[0].batch_targets[name] = walked
 
             self._later(label)
@@ -1065,6 +1119,10 @@ class _Summarizer:
         else:
             self.visit(node.target)
             self.visit(node.iter)
+        if isinstance(node, (ast.For, ast.AsyncFor)) and self.function_stack:
+            iterated = node.iter
+            if isinstance(iterated, ast.Name) and iterated.id in self.locals().params:
+                self.item_loops[index] = iterated.id  # `for l in cfg:` one pass per item it is handed
         self.loop_stack[-1].append(index)
         self.statements(node.body)
         self.loop_stack[-1].pop()
@@ -1422,7 +1480,7 @@ class _Summarizer:
         if self.function_stack:
             # either side of `return A(self) if c else B(self)` is a value it returns
             for side in _returned_sides(value):
-                stripped = _strip_chain(side)
+                stripped = _strip_chain(_bound_once(side, local))
                 if isinstance(stripped, ast.Call):
                     # `return VGG(make_layers(cfg))`: the layers a factory builds and hands in count
                     handed = [
@@ -1604,11 +1662,20 @@ class _Summarizer:
         if callee_name == "super" and node.args:
             self.not_handed.add(id(node.args[0]))  # `super(Net, self)` names its class, hands nothing on
         self.children(node)
+        if isinstance(func, ast.Name):
+            for slot, value in _call_slots(node):
+                self.passed_lengths.setdefault((func.id, slot), []).append(self._literal_length(value))
         function = self.current()
         if not self.cold and self.function_stack:
+            loops = self.loop_stack[-1]
+            per_item = self.item_loops.get(loops[0]) if len(loops) == 1 and not self.comprehensions else None
             repeated = self.innermost_loop() >= 0 or self.comprehensions > 0
             made = built(node) * (LOOP_REPEATS if repeated else 1)
-            if function.cls >= 0:
+            if per_item is not None and function.cls < 0:
+                # how many items: what the module's own calls hand it (`make_layers(cfg["D"])`)
+                items = self.item_builds.setdefault(self.function_stack[-1][0], {})
+                items.setdefault(per_item, []).extend(built(node))
+            elif function.cls >= 0:
                 self.summary.classes[function.cls].builds.extend(made)
             else:
                 function.builds.extend(made)
@@ -1923,23 +1990,6 @@ def _passed_loader_names(node: ast.Call, local: _Locals) -> dict[str, str]:
     return found
 
 
-def _batch_names(target: ast.AST, iterable: ast.AST) -> list[str]:
-    """The names a loop's target binds to a batch's parts: not `enumerate`'s counter."""
-    if isinstance(iterable, ast.Call) and (dotted(iterable.func) or "").split(".")[-1] == "enumerate":
-        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
-            return []
-        target = target.elts[1]
-    names: list[str] = []
-    todo = [target]
-    while todo:
-        current = todo.pop()
-        if isinstance(current, ast.Name):
-            names.append(current.id)
-        elif isinstance(current, (ast.Tuple, ast.List)):
-            todo.extend(current.elts)
-    return names
-
-
 def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int = 0) -> str:
     """The caller's own parameter that `expr` passes on: the parameter itself, never bound again
     (`f(x)`), an element of it (`x[i]`), either of those or None (`x[i] if x is not None else
@@ -1997,6 +2047,7 @@ def summarize(source: str) -> Optional[Summary]:
             summarizer.visit(statement)
     except RecursionError:
         return None
+    summarizer.item_counted_builds()
     summary = summarizer.summary
     summary.handed = sorted(summarizer.handed)
     summary.handed_imported = sorted([base, attr] for base, attr in summarizer.handed_imported)
