@@ -7,7 +7,9 @@ heavy math (linear layers, attention, recurrent cells, 1-D and 3-D convolutions)
 builds is counted once per call site, since how often a block repeats is rarely written as a
 literal, and a call site inside a loop or comprehension counts LOOP_REPEATS times, whatever layer
 it builds: a loop that builds layers (a cfg-driven Darknet, `for _ in range(depth)`) runs at least
-twice in any model worth training, and more is not known. A ConvNeXt-style design (depthwise convolutions with LayerNorm and no BatchNorm) is not:
+twice in any model worth training, and more is not known. Where it is known, the project pass
+counts it: a builder's loop over the configuration it is handed (VGG's `for v in cfg:`) runs once
+per item of the fewest the module's own calls hand in as literals (`make_layers(cfg["A"])`). A ConvNeXt-style design (depthwise convolutions with LayerNorm and no BatchNorm) is not:
 it was measured to gain 1.02x from channels_last, against 1.7-3.1x for ResNets and MobileNets.
 Nor is a model normalised by InstanceNorm alone (style-transfer and image-to-image nets): ATen's
 instance_norm makes its input contiguous in NCHW, so channels_last adds a transpose around every
