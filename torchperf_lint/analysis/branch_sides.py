@@ -3,8 +3,8 @@
 debug and verbose switches, work done once every N steps or on one step of many.
 
 One reading for both passes, on CPython's `ast`: the project pass hands its own tests, the file
-pass prints libcst's test and reads it back (analysis/cold.py's `cst_test`), as analysis/arguments.py
-does, so the two agree word for word. The project pass never imports libcst.
+pass converts libcst's test to the tree CPython parses from its code (syntax/ast_view.py), so
+the two agree word for word. The project pass never imports libcst.
 """
 
 from __future__ import annotations

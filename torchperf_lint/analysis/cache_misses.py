@@ -4,8 +4,8 @@ missing or stale, so later steps skip it (`if key not in self.cache: self.cache[
 and stored back (`value = self.cache.get(key)`, `if value is None: value = build(...)`).
 
 One reading on CPython's `ast` for both passes: the project pass hands its own nodes, the file pass
-prints libcst's test and targets and reads them back (analysis/cold.py's `cst_test`), so
-the two agree word for word.
+converts libcst's test and targets to the trees CPython parses from their code (syntax/ast_view.py),
+so the two agree word for word.
 """
 
 from __future__ import annotations

@@ -19,11 +19,6 @@ from .arguments import decided_sides
 from .branch_sides import Sides
 
 
-def cst_test(test: cst.BaseExpression) -> Optional[ast.expr]:
-    """libcst's test as CPython reads it (syntax/ast_view.py)."""
-    return as_ast(test)
-
-
 def on_cst(judge: Callable[[ast.AST], Sides], test: cst.BaseExpression) -> Sides:
     """What `judge` (an analysis/branch_sides.py reading) says of libcst's test."""
     parsed = as_ast(test)
@@ -49,7 +44,7 @@ def compared_counter(test: cst.BaseExpression) -> Optional[cst.Name]:
     """`i` for `if i == 0:` (any int literal), as branch_sides.compared_counter reads it."""
     if not (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name)):
         return None
-    parsed = cst_test(test)
+    parsed = as_ast(test)
     return test.left if parsed is not None and branch_sides.compared_counter(parsed) else None
 
 
@@ -67,7 +62,7 @@ def argument_sides(test: cst.BaseExpression, values: Mapping[str, str]) -> tuple
     every call made per step passes the function (analysis/arguments.py reads the test)."""
     if not values:
         return False, False
-    parsed = cst_test(test)
+    parsed = as_ast(test)
     return decided_sides(parsed, values) if parsed is not None else (False, False)
 
 
@@ -86,7 +81,7 @@ _STORES = (cst.Name, cst.Attribute, cst.Subscript)
 def _small_targets(smalls: Sequence[cst.BaseSmallStatement], kinds: tuple[type, ...]) -> Iterator[ast.expr]:
     for small in smalls:
         for target in small.targets if isinstance(small, cst.Assign) else ():
-            parsed = cst_test(target.target) if isinstance(target.target, kinds) else None
+            parsed = as_ast(target.target) if isinstance(target.target, kinds) else None
             if parsed is not None:
                 yield parsed
 
@@ -112,7 +107,7 @@ def fills_cache(branch: cst.If, alias: Alias = _no_alias) -> bool:
     """A cache-miss builder: the body stores into an attribute or a container what the test found
     missing or stale, so later steps skip it (`if key not in self.cache: self.cache[key] = ...`)."""
     targets = _suite_targets(branch.body, (cst.Attribute, cst.Subscript))  # what a cache is kept in
-    test = cst_test(branch.test) if targets else None
+    test = as_ast(branch.test) if targets else None
     if test is None:
         return False
 
@@ -121,7 +116,7 @@ def fills_cache(branch: cst.If, alias: Alias = _no_alias) -> bool:
             (n for n in descendants(branch.test) if isinstance(n, cst.Name) and n.value == name), None
         )
         value = alias(read) if read is not None else None
-        return cst_test(value) if value is not None else None
+        return as_ast(value) if value is not None else None
 
     return cache_misses.fills_cache(test, targets, bound)
 
@@ -139,7 +134,7 @@ def fills_looked_up_cache(branch: cst.If, block: Sequence[cst.BaseStatement]) ->
     )
     if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
         return False
-    target, value, test = cst_test(small.targets[0].target), cst_test(small.value), cst_test(branch.test)
+    target, value, test = as_ast(small.targets[0].target), as_ast(small.value), as_ast(branch.test)
     if target is None or value is None or test is None:
         return False
     body = _suite_targets(branch.body)

@@ -13,6 +13,7 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
+from ..syntax.ast_view import as_ast
 from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name, returned_values
 from .accumulators import test_key
 from .arguments import is_option_read
@@ -21,7 +22,6 @@ from .cold import (
     cold_from,
     compared_counter,
     crosses_cold_branch,
-    cst_test,
     enumerate_counter,
     fills_looked_up_cache,
     leaving_statement,
@@ -624,7 +624,7 @@ class HotPaths:
         function = self._facts.enclosing_function(parent)
         index = self._function_index.get(function) if function is not None else None
         tests = self.entry.empty_fallbacks_of(index) if index is not None else {}
-        parsed = cst_test(parent.test) if tests else None
+        parsed = as_ast(parent.test) if tests else None
         body = tests.get(test_key(parsed)) if parsed is not None else None
         if body is None:
             return False
