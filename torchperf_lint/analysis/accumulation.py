@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, Loop, dotted_name
+from ..syntax.walker import FileFacts, Loop, children, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 from .vocabulary import is_optimizer_name
@@ -145,7 +145,7 @@ class Accumulations:
 
 def _expressions(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
-    for child in node.children:
+    for child in children(node):
         yield from _expressions(child)
 
 

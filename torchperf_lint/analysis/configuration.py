@@ -21,7 +21,7 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from ..syntax.walker import dotted_name
+from ..syntax.walker import dotted_name, visit
 
 IsTensor = Callable[[cst.BaseExpression], bool]
 _WRAPPERS = frozenset({"enumerate", "zip", "reversed", "list", "tuple", "sorted"})
@@ -44,14 +44,14 @@ def _channel_axis(loop: cst.For, is_tensor: IsTensor) -> Optional[str]:
     ):
         return None
     finder = _ChannelSlice(loop.target.value, is_tensor)
-    loop.body.visit(finder)
+    visit(loop.body, finder)
     return finder.found
 
 
 def indexed_configuration(body: cst.CSTNode, index: str, is_tensor: IsTensor) -> Optional[str]:
     """A `self.<attr>[index]` read in `body` whose attribute is not a tensor: `self.axes_dim[i]`."""
     finder = _IndexedAttribute(index, is_tensor)
-    body.visit(finder)
+    visit(body, finder)
     return finder.found
 
 

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, registrations
+from ..syntax.walker import Binding, FileFacts, registrations, visit
 from .names import Names
 
 # Reductions that, without a dimension, leave one value: a 0-dim tensor.
@@ -504,5 +504,5 @@ class _Selections(cst.CSTVisitor):
 def mask_selections(root: cst.CSTNode, selects: Callable[[cst.Subscript], bool]) -> list[cst.Subscript]:
     """Every `t[mask]` that reads under `root` (the body of a loop), in source order."""
     visitor = _Selections(selects)
-    root.visit(visitor)
+    visit(root, visitor)
     return visitor.found

@@ -10,7 +10,15 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name, registrations, returned_values, unpacked_position
+from ..syntax.walker import (
+    Binding,
+    FileFacts,
+    dotted_name,
+    registrations,
+    returned_values,
+    unpacked_position,
+    visit,
+)
 from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -617,7 +625,7 @@ def reads_of_bound_name(value: cst.CSTNode, facts: FileFacts) -> list[cst.Name]:
     if not isinstance(target, cst.Name) or function is None:
         return []
     visitor = _NameReads(target.value)
-    function.body.visit(visitor)
+    visit(function.body, visitor)
     return [n for n in visitor.found if n is not target]
 
 
@@ -658,7 +666,7 @@ def staged_on_host(call: cst.Call, facts: FileFacts, on_device: Callable[[cst.Ba
             and target.value.value == "self"
         ):
             visitor = _SelfAttributeReads(target.attr.value)
-            cls.visit(visitor)
+            visit(cls, visitor)
             reads = [a for a in visitor.found if not _assigned_whole(a, facts)]
     kinds = [_staging_use(read, facts, on_device) for read in reads]
     return bool(kinds) and None not in kinds and "fill" in kinds and "move" in kinds

@@ -24,7 +24,7 @@ import dataclasses
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, Loop, dotted_name, returned_values
+from ..syntax.walker import FileFacts, Loop, dotted_name, returned_values, visit
 from .hotpath import HotPaths
 from .names import Names
 from .vocabulary import ITERATION_WRAPPERS
@@ -197,7 +197,7 @@ def ragged_list(loop: cst.For, function: cst.FunctionDef | None) -> str | None:
     if function is None:
         return None
     finder = _Appends()
-    loop.body.visit(finder)
+    visit(loop.body, finder)
     if not finder.data_sized:
         return None
     returned = _returned_names(function)

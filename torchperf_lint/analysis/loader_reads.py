@@ -10,6 +10,8 @@ from typing import Collection, Optional
 
 import libcst as cst
 
+from ..syntax.walker import visit
+
 
 def read_a_few_batches(
     bound_to: Optional[str], scope: Optional[cst.CSTNode], bounded: Collection[cst.CSTNode]
@@ -19,7 +21,7 @@ def read_a_few_batches(
     if bound_to is None or scope is None or not bounded:
         return False
     reads = _Reads(bound_to, {id(loop) for loop in bounded})
-    scope.visit(reads)
+    visit(scope, reads)
     return bool(reads.loops) and reads.loops == reads.bounded and not reads.other
 
 
@@ -52,7 +54,7 @@ class _Reads(cst.CSTVisitor):
                 if isinstance(target, cst.Name) and target.value == self.name:
                     value = node.value
                     if value is not None:
-                        value.visit(self)
+                        visit(value, self)
                     return False  # the binding itself is no read
         return super().on_visit(node)
 

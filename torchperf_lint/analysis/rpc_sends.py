@@ -8,7 +8,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts
+from ..syntax.walker import FileFacts, visit
 from .devices import reads_of_bound_name
 from .hotpath import HotPaths
 from .names import Names
@@ -120,7 +120,7 @@ class RpcSends:
                 if node.value == target.value and node is not target:
                     found.append(node)
 
-        function.body.visit(_Reads())
+        visit(function.body, _Reads())
         return found
 
 

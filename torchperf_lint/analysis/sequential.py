@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Optional, Union
 
 import libcst as cst
 
-from ..syntax.walker import Loop, all_params, dotted_name, final_statement
+from ..syntax.walker import Loop, all_params, children, dotted_name, final_statement
 
 _REDUCING_BINARY = (cst.Add, cst.Multiply, cst.BitOr, cst.BitAnd, cst.BitXor)
 _REDUCING_AUGMENTED = (
@@ -364,7 +364,7 @@ class _BodyScan:
         else:
             if isinstance(node, cst.Yield):
                 self.exits_early = True
-            for child in node.children:
+            for child in children(node):
                 self.expr(child, bound)
 
     def _comprehension(

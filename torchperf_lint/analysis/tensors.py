@@ -17,7 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values
+from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values, visit
 from .dict_items import DictItems
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -413,7 +413,7 @@ class TensorInference:
         cached = self._strings.get(func)
         if cached is None:
             visitor = _StringUses()
-            func.body.visit(visitor)
+            visit(func.body, visitor)
             cached = self._strings[func] = frozenset(visitor.names)
         return cached
 
@@ -476,7 +476,7 @@ _SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn",
 
 def _plain_values(function: cst.CSTNode) -> set[str]:
     visitor = _PlainUses()
-    function.visit(visitor)
+    visit(function, visitor)
     return visitor.names
 
 

@@ -153,14 +153,35 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def descendants(root: cst.CSTNode, enter_scopes: bool = True) -> Iterator[cst.CSTNode]:
-    """`root` and every node under it; with `enter_scopes=False`, the functions, classes and
-    lambdas nested in it are yielded but not entered."""
+    """`root` and every node under it but punctuation (`children`); with `enter_scopes=False`,
+    the functions, classes and lambdas nested in it are yielded but not entered."""
     todo: list[cst.CSTNode] = [root]
     while todo:
         node = todo.pop()
         yield node
         if enter_scopes or node is root or not isinstance(node, _SCOPES):
-            todo.extend(node.children)
+            todo.extend(_children(node))
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes directly under `node`, in source order, without punctuation, whitespace and
+    operators (read from their parent). libcst's own `node.children` copies the node to find them."""
+    return list(_children(node))
+
+
+def visit(root: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """`root.visit(visitor)` for a visitor that only reads: the same `visit_X`/`leave_X` calls in
+    source order (punctuation, whitespace and operators left out), without the copy of every node
+    that libcst's own visit makes on the way back up."""
+    todo: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    while todo:
+        node, leaving = todo.pop()
+        if leaving:
+            visitor.on_leave(node)
+            continue
+        todo.append((node, True))
+        if visitor.on_visit(node):
+            todo.extend((child, False) for child in reversed(list(_children(node))))
 
 
 class _OwnReturns(cst.CSTVisitor):
@@ -189,7 +210,7 @@ def returned_values(function: cst.FunctionDef) -> tuple[list[cst.BaseExpression]
     """The values `function`'s own body returns (not those of functions, classes or lambdas
     nested in it), and whether it yields (a call of it makes a generator)."""
     visitor = _OwnReturns()
-    function.body.visit(visitor)
+    visit(function.body, visitor)
     return visitor.values, visitor.yields
 
 
@@ -435,6 +456,11 @@ _PUNCTUATION_FIELD = re.compile(
 _SOURCE_ORDER: dict[type, tuple[str, ...]] = {
     cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
     cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.Arg: ("keyword", "value"),
+    cst.ImportFrom: ("relative", "module", "names"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
 }
 
 

@@ -10,7 +10,7 @@ from ...analysis.iteration import ragged_list
 from ...analysis.sequential import Read
 from ...engine.context import Context
 from ...engine.findings import Report
-from ...syntax.walker import dotted_name
+from ...syntax.walker import dotted_name, visit
 from ..base import Rule
 from ..shared_examples import FEATURE_EXTRACTION_IN_DATASET_PROCESS
 from .common import SCOPES
@@ -199,7 +199,7 @@ def _gathers_views_only(loop: cst.For) -> bool:
     """The body only takes rows or slices (views) and collects them in lists: no kernel runs per
     element, the one `torch.stack` after the loop does the copying."""
     work = _Work()
-    loop.body.visit(work)
+    visit(loop.body, work)
     return not work.found
 
 

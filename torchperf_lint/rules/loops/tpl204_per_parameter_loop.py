@@ -11,7 +11,7 @@ from ...analysis.tensors import NON_TENSOR_METHODS, is_torch_tensor_function
 from ...engine.context import Context
 from ...engine.edits import torch_attribute
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import descendants, dotted_name
+from ...syntax.walker import children, descendants, dotted_name
 from ..base import Rule, hot_place
 
 # The first torch with torch._foreach_lerp_ (pytorch/pytorch#87562, opened after 1.13 branched).
@@ -140,7 +140,7 @@ def _steps_by_gradient(node: cst.CSTNode, tensors: frozenset[str]) -> bool:
 def _reads_gradient(expr: cst.CSTNode) -> bool:
     if isinstance(expr, cst.Attribute) and expr.attr.value == "grad":
         return True
-    return any(_reads_gradient(child) for child in expr.children)
+    return any(_reads_gradient(child) for child in children(expr))
 
 
 def _callee_name(call: cst.Call) -> str:
@@ -331,13 +331,13 @@ def _operand(expr: cst.BaseExpression, ctx: Context) -> str:
 def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
     if isinstance(expr, cst.Name) and expr.value in names:
         return True
-    return any(_mentions(child, names) for child in expr.children)
+    return any(_mentions(child, names) for child in children(expr))
 
 
 def _calls_anything(expr: cst.CSTNode) -> bool:
     if isinstance(expr, (cst.Call, cst.Await, cst.Yield, cst.NamedExpr)):
         return True
-    return any(_calls_anything(child) for child in expr.children)
+    return any(_calls_anything(child) for child in children(expr))
 
 
 def _reiterable(expr: cst.BaseExpression, ctx: Context) -> bool:

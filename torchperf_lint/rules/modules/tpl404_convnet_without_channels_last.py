@@ -11,7 +11,7 @@ from ...analysis.layers import is_library_convnet
 from ...engine.context import Context
 from ...engine.edits import add_keyword, has_star_kwargs, keyword, torch_attribute
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import dotted_name
+from ...syntax.walker import dotted_name, visit
 from ..base import Rule
 from ..transfer.common import device_move, to_accelerator
 
@@ -642,7 +642,7 @@ def _first_move_of_a_model_it_runs(move: cst.Call, model: str, ctx: Context) -> 
     model, and a model moved to stylize one image is never stepped."""
     scope: cst.CSTNode = ctx.facts.enclosing_function(move) or ctx.facts.module
     mentions = _Mentions(model, move)
-    scope.visit(mentions)
+    visit(scope, mentions)
     runs = mentions.in_loop or mentions.returned
     moved_again = mentions.moves[:1] != [move] and any(m is move for m in mentions.in_loop_moves)
     return runs and not moved_again

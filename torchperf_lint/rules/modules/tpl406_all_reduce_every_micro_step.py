@@ -12,6 +12,7 @@ from ...analysis.distributed import Wrapped
 from ...engine.context import Context
 from ...engine.edits import insert_after_imports
 from ...engine.findings import Fix, Report, Safety
+from ...syntax.walker import children
 from ..base import Rule
 
 # Any of these in the file means the author already decides when gradients synchronise: DDP's and
@@ -601,7 +602,7 @@ def _plain(test: cst.BaseExpression) -> bool:
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
-    for child in node.children:
+    for child in children(node):
         yield from _walk(child)
 
 

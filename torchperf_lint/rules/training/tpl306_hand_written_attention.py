@@ -14,7 +14,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import functional_attribute, keyword
 from ...engine.findings import Fix, Replacement, Report, Safety
-from ...syntax.walker import dotted_name, registrations
+from ...syntax.walker import children, dotted_name, registrations
 from ..base import Rule
 from .common import is_name, is_number, without_parens
 
@@ -276,7 +276,7 @@ def _uses(node: cst.CSTNode, names: Optional[frozenset[str]], metadata: bool = F
         if isinstance(current, cst.Arg):
             stack.append(current.value)
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(children(current)))
 
 
 def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -284,7 +284,7 @@ def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(children(current))
 
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
+from ...syntax.walker import children
 from .common import condition_parts, host_sync, on_device, on_error_path, scalar_read
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def sources(
         elif isinstance(node, (cst.Lambda, cst.FunctionDef)):
             continue
         else:
-            stack.extend(child for child in node.children)
+            stack.extend(child for child in children(node))
     return found
 
 
@@ -220,7 +221,7 @@ def _function_nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
             continue
         if isinstance(node, (cst.Call, cst.Subscript, cst.If, cst.While)):
             yield node
-        stack.extend(node.children)
+        stack.extend(children(node))
 
 
 def outside_own_loop(node: cst.Assert, ctx: Context) -> Optional[cst.CSTNode]:
@@ -274,7 +275,7 @@ def _tested_names(test: cst.BaseExpression, ctx: Context) -> list[cst.Name]:
             if node.value != SELF and ctx.qualified_name(node) is None:
                 names.append(node)
         elif not isinstance(node, (cst.Lambda, cst.FunctionDef)):
-            stack.extend(node.children)
+            stack.extend(children(node))
     return names
 
 

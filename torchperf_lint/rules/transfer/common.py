@@ -8,7 +8,7 @@ import libcst as cst
 
 from ...engine.context import Context
 from ...engine.findings import Safety
-from ...syntax.walker import dotted_name
+from ...syntax.walker import dotted_name, visit
 
 
 def move_target(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpression, Safety]]:
@@ -334,7 +334,7 @@ def guards_masked_update(node: cst.If, ctx: Context) -> bool:
     if ctx.item_loop(node) is None:
         return False
     writes = _MaskedWrites(ctx)
-    node.body.visit(writes)
+    visit(node.body, writes)
     return writes.found
 
 
