@@ -127,15 +127,13 @@ class Accumulators:
             ):
                 self.fills.setdefault(node.func.value.id, []).append(node)
 
-    def tests_accumulator(self, test: ast.expr) -> bool:
-        """`test` asks whether a local bound only to `[]` holds anything."""
-        name, _ = _tested_list_ast(test)
-        return name is not None and bool(self.empty.get(name)) and name not in self.params
-
-    def empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
-        """(body, orelse): which side of `test` runs only while the accumulator is empty."""
+    def empty_sides(self, test: ast.expr) -> Optional[tuple[bool, bool]]:
+        """(body, orelse): which side of `test` runs only while the accumulator is empty; None
+        where `test` asks nothing of a local bound only to `[]`."""
         name, body_empty = _tested_list_ast(test)
-        if name is None or not self.empty.get(name) or name in self.params or test not in self.parents:
+        if name is None or not self.empty.get(name) or name in self.params:
+            return None
+        if test not in self.parents:
             return False, False
         fills = self.fills.get(name)
         if not fills:

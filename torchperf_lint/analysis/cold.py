@@ -53,7 +53,9 @@ def enumerate_counter(loop: cst.CSTNode) -> Optional[str]:
     if not isinstance(loop, cst.For):
         return None
     iterable, target = as_ast(loop.iter), as_ast(loop.target)
-    counter = branch_sides.enumerate_counter(iterable, target) if iterable and target else ""
+    if iterable is None or target is None:
+        return None
+    counter = branch_sides.enumerate_counter(iterable, target)
     return counter or None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, TypeVar
 
 # How a loop outside training that runs a model per iteration is named in reasons
 INFERENCE_LOOP = "inference loop"
@@ -207,47 +207,30 @@ class EntryFacts:
         return bool(self.hot_functions or self.step_loops or self.inference_loops or self.entry_points)
 
     def published_weights_of(self, index: int) -> Optional[str]:
-        for function, why in self.published_weights:
-            if function == index:
-                return why
-        return None
+        return _row(self.published_weights, index)
 
     def arguments_of(self, index: int) -> dict[str, str]:
-        for function, values in self.argument_values:
-            if function == index:
-                return dict(values)
-        return {}
+        return dict(_row(self.argument_values, index) or ())
 
     def wrapped_params_of(self, index: int) -> dict[str, str]:
-        for function, params in self.wrapped_parameters:
-            if function == index:
-                return dict(params)
-        return {}
+        return dict(_row(self.wrapped_parameters, index) or ())
 
     def in_memory_params_of(self, index: int) -> frozenset[str]:
-        for function, params in self.in_memory_parameters:
-            if function == index:
-                return params
-        return frozenset()
-
-    def empty_fallbacks_of(self, index: int) -> dict[str, bool]:
-        for function, tests in self.empty_fallbacks:
-            if function == index:
-                return dict(tests)
-        return {}
+        return _row(self.in_memory_parameters, index) or frozenset()
 
     def host_params_of(self, index: int) -> frozenset[str]:
-        return _params_of(self.host_parameters, index)
+        return _row(self.host_parameters, index) or frozenset()
 
     def module_params_of(self, index: int) -> frozenset[str]:
-        return _params_of(self.module_parameters, index)
+        return _row(self.module_parameters, index) or frozenset()
 
 
-def _params_of(table: tuple[tuple[int, frozenset[str]], ...], index: int) -> frozenset[str]:
-    for function, params in table:
-        if function == index:
-            return params
-    return frozenset()
+_Row = TypeVar("_Row")
+
+
+def _row(table: tuple[tuple[int, _Row], ...], index: int) -> Optional[_Row]:
+    """What a per-function table holds for the function numbered `index`, if anything."""
+    return next((value for function, value in table if function == index), None)
 
 
 NO_FACTS = EntryFacts()

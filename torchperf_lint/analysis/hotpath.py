@@ -95,6 +95,8 @@ class HotPaths:
         self._names = names
         self.entry = entry
         self._function_index = {node: i for i, node in enumerate(facts.functions)}
+        # per function, its accumulator tests' keys -> whether the body is the empty side
+        self._empty_fallbacks = {index: dict(tests) for index, tests in entry.empty_fallbacks}
         self._functions = list(facts.functions)
         self._class_index = {node: i for i, node in enumerate(facts.class_of)}
         self._module_class_cache: dict[str, bool] = {}
@@ -623,7 +625,7 @@ class HotPaths:
             return False
         function = self._facts.enclosing_function(parent)
         index = self._function_index.get(function) if function is not None else None
-        tests = self.entry.empty_fallbacks_of(index) if index is not None else {}
+        tests = self._empty_fallbacks.get(index, {}) if index is not None else {}
         parsed = as_ast(parent.test) if tests else None
         body = tests.get(test_key(parsed)) if parsed is not None else None
         if body is None:

@@ -353,10 +353,10 @@ def _loader_line(value: ast.AST, local: _Locals) -> int:
     """The line of the `DataLoader(...)` call `value` is, or the one name it reads is bound to
     (a single binding in the function), else 0."""
     if isinstance(value, ast.Name):
-        bound = local.values.get(value.id, ())
-        if len(bound) != 1 or local.stores.get(value.id, 0) != 1:
+        bound = local.bound_once(value.id)
+        if bound is None:
             return 0
-        value = bound[0]
+        value = bound
     return value.lineno if isinstance(value, ast.Call) and _builds_loader(value) else 0
 
 
@@ -459,10 +459,9 @@ def _constructed(value: ast.AST) -> Optional[str]:
 def _bound_once(value: ast.AST, local: _Locals) -> ast.AST:
     """What a local name stands for where the function binds it once (`net = WideResNet(...)`,
     then `return net`); the value itself otherwise."""
-    if not isinstance(value, ast.Name) or value.id in local.params or local.stores.get(value.id) != 1:
+    if not isinstance(value, ast.Name) or value.id in local.params:
         return value
-    bound = local.values.get(value.id, [])
-    return bound[0] if len(bound) == 1 else value
+    return local.bound_once(value.id) or value
 
 
 def _returned_sides(value: ast.AST) -> list[ast.AST]:
@@ -590,10 +589,8 @@ def fills_cache(branch: ast.If, local: Optional[_Locals] = None) -> bool:
     `local`."""
 
     def bound(name: str) -> Optional[ast.AST]:
-        values = local.values.get(name, []) if local is not None and local.stores.get(name) == 1 else []
-        return (
-            values[0] if len(values) == 1 and isinstance(values[0], (ast.Attribute, ast.Subscript)) else None
-        )
+        value = local.bound_once(name) if local is not None else None
+        return value if isinstance(value, (ast.Attribute, ast.Subscript)) else None
 
     return cache_misses.fills_cache(branch.test, _assigned_targets(branch.body), bound)
 
@@ -664,6 +661,11 @@ class _Locals:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
 
+    def bound_once(self, name: str) -> Optional[ast.AST]:
+        """The value `name` holds where the function binds it once, by a plain assignment."""
+        values = self.values.get(name, ())
+        return values[0] if len(values) == 1 and self.stores.get(name, 0) == 1 else None
+
     def empty_sides(self, test: ast.expr) -> Optional[tuple[bool, bool]]:
         """The side of `test` that runs only while an accumulator is empty (analysis/accumulators.py);
         None where `test` asks nothing of an accumulator."""
@@ -671,8 +673,6 @@ class _Locals:
             return None
         if self._accumulators is None:
             self._accumulators = Accumulators(self.function)
-        if not self._accumulators.tests_accumulator(test):
-            return None
         return self._accumulators.empty_sides(test)
 
 
@@ -824,9 +824,8 @@ class _Summarizer:
         # one pass of such a loop builds, by parameter (counted once per item the calls hand in)
         self.item_loops: dict[int, str] = {}
         self.item_builds: dict[int, dict[str, list[str]]] = {}
-        # (a plain callee, slot) -> the length of each literal list or tuple the module hands it
-        # there (None: not a literal the module spells)
-        self.passed_lengths: dict[tuple[str, str], list[Optional[int]]] = {}
+        # (a plain callee, slot) -> what each call of the module passes there
+        self.passed_values: dict[tuple[str, str], list[ast.expr]] = {}
         self.bound_calls: dict[int, str] = {}  # ids of calls `name = f(...)` binds -> the name
         self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
         self.loop_nodes: dict[int, LoopNode] = {}  # loop index -> its node
@@ -889,10 +888,9 @@ class _Summarizer:
         return None
 
     def _module_literal(self, node: ast.AST) -> Optional[ast.AST]:
-        """The value a module-level name is bound to, where the module binds it once."""
-        if not isinstance(node, ast.Name) or self.module_locals.stores.get(node.id, 0) > 1:
-            return None
-        values = self.module_locals.values.get(node.id, [])
+        """The value a module-level name is bound to, where one plain assignment of the module's
+        own statements binds it (summarize reads them before the walk)."""
+        values = self.module_locals.values.get(node.id, ()) if isinstance(node, ast.Name) else ()
         return values[0] if len(values) == 1 else None
 
     def item_counted_builds(self) -> None:
@@ -902,7 +900,8 @@ class _Summarizer:
             function = self.summary.functions[index]
             for param, made in by_param.items():
                 slots = (str(function.params.index(param)), param) if param in function.params else ()
-                lengths = [n for slot in slots for n in self.passed_lengths.get((function.name, slot), [])]
+                passed = [v for slot in slots for v in self.passed_values.get((function.name, slot), [])]
+                lengths = [self._literal_length(value) for value in passed]
                 known = [n for n in lengths if n is not None]
                 items = min(known) if known and len(known) == len(lengths) else LOOP_REPEATS
                 function.builds.extend(made * items)
@@ -1176,12 +1175,12 @@ class _Summarizer:
     def _empty_sides(self, test: ast.expr) -> tuple[bool, bool]:
         """The empty side of an accumulator's test, kept in the function's summary under the test's
         key for the file pass; a key whose tests differ in their answer is dropped there."""
-        sides = self.locals().empty_sides(test) if self.function_stack else None
-        if sides is None:
+        local = self.locals() if self.function_stack else None
+        sides = local.empty_sides(test) if local is not None else None
+        if local is None or sides is None:
             return False, False
-        key, local = test_key(test), self.locals()
         answer = sides[0] if any(sides) else None
-        local.empty_answers.setdefault(key, set()).add(answer)
+        local.empty_answers.setdefault(test_key(test), set()).add(answer)
         return sides
 
     def _If(self, node: ast.If) -> None:
@@ -1664,7 +1663,7 @@ class _Summarizer:
         self.children(node)
         if isinstance(func, ast.Name):
             for slot, value in _call_slots(node):
-                self.passed_lengths.setdefault((func.id, slot), []).append(self._literal_length(value))
+                self.passed_values.setdefault((func.id, slot), []).append(value)
         function = self.current()
         if not self.cold and self.function_stack:
             loops = self.loop_stack[-1]
@@ -1982,11 +1981,9 @@ def _passed_loader_names(node: ast.Call, local: _Locals) -> dict[str, str]:
             isinstance(value, ast.Name)
             and is_loader_name(value.id)
             and value.id not in local.params
-            and local.stores.get(value.id) == 1
+            and isinstance(local.bound_once(value.id), ast.Call)
         ):
-            bound = local.values.get(value.id, ())
-            if len(bound) == 1 and isinstance(bound[0], ast.Call):
-                found[slot] = value.id
+            found[slot] = value.id
     return found
 
 
