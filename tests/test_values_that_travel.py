@@ -620,3 +620,60 @@ def test_a_convnet_chosen_by_name_from_factories_of_other_modules_is_reported_wh
     # WideBasic's come in through `net = WideResNet(...)`; the small VGG's two items build one
     # convolution, outnumbered by its head
     assert routes(capsys, root, "utils.py", "TPL404") == [14]
+
+
+# -- a corpus a project method returns, held whole on the host and sliced at every step -----------
+# pytorch-tutorial's language model: `ids = corpus.get_data(path, batch_size)` on a module-level
+# `corpus = Corpus()`; each step copies two slices of the host tensor to the device
+CORPUS = """
+import torch
+
+class Corpus:
+    def get_data(self, path, batch_size=20):
+        with open(path) as f:
+            tokens = len(f.read().split())
+        ids = torch.LongTensor(tokens)
+        ids = ids[: tokens // batch_size * batch_size]
+        return ids.view(batch_size, -1)
+"""
+LANGUAGE_MODEL = """
+import torch
+from data_utils import Corpus
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+corpus = Corpus()
+ids = corpus.get_data("train.txt", 20)
+model = torch.nn.Embedding(10000, 128).to(device)
+optimizer = torch.optim.Adam(model.parameters())
+
+for i in range(0, ids.size(1) - 30, 30):
+    inputs = ids[:, i : i + 30].to(device)
+    targets = ids[:, i + 1 : i + 31].to(device)
+    loss = (model(inputs).sum(-1) - targets).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_corpus_a_project_method_returns_on_the_host_is_copied_part_by_part_per_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"data_utils.py": CORPUS, "main.py": LANGUAGE_MODEL})
+    assert routes(capsys, root, "main.py", "TPL102") == [11, 12]
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [
+        "return ids.view(batch_size, -1).cuda()",  # the corpus already lives on the device
+        "return np.memmap(path, dtype=np.int64).reshape(batch_size, -1)",  # read from disk as used
+        "return len(ids)",  # a number, not data
+    ],
+)
+def test_a_corpus_returned_on_the_device_or_mapped_from_disk_is_not_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], returned: str
+) -> None:
+    corpus = "import numpy as np\n" + CORPUS.replace("return ids.view(batch_size, -1)", returned)
+    root = write_project(tmp_path, {"data_utils.py": corpus, "main.py": LANGUAGE_MODEL})
+    assert routes(capsys, root, "main.py", "TPL102") == []

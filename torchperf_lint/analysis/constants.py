@@ -23,9 +23,9 @@ from typing import Optional
 import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, dotted_name
-from .devices import GENERATING_FACTORIES
 from .hotpath import HotPaths
 from .names import Names
+from .vocabulary import OFF_HOST_METHODS, SCALAR_METHODS, builds_host_array, maps_a_file
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)
 _CONSTANT_NAMES = frozenset({"True", "False", "None"})
@@ -37,17 +37,11 @@ PURE_CALLS = frozenset(
     builtins.sum builtins.round numpy.log numpy.exp numpy.sqrt numpy.append numpy.concatenate
     numpy.cumprod numpy.cumsum numpy.maximum numpy.minimum numpy.clip""".split()
 )
-# torch builders whose result, without device=, is a CPU tensor holding host data.
-_HOST_BUILDERS = GENERATING_FACTORIES | frozenset(
-    "tensor as_tensor asarray from_numpy Tensor FloatTensor".split()
-)
 # NumPy calls that make an array of several values, fit to index with (not a scalar: `np.sum(a)`).
 _INDEX_ARRAYS = frozenset(
     """numpy.arange numpy.array numpy.asarray numpy.random.permutation numpy.argsort
     numpy.flatnonzero numpy.concatenate""".split()
 )
-# Methods that take an array off the host; any other (`a.astype(np.float32)`, `t.float()`) keeps it there.
-_MOVES = frozenset({"to", "cuda", "type_as", "new_tensor", "pin_memory"})
 
 
 def holds_no_values(expr: cst.BaseExpression) -> bool:
@@ -131,7 +125,21 @@ class HostConstants:
 
     def _name(self, name: cst.Name) -> bool:
         bindings = self._names.reaching(name)
-        return bool(bindings) and all(self._binding(b) for b in bindings)
+        return bool(bindings) and all(self._binding(b) for b in bindings) and not self._stored_per_step(name)
+
+    def _stored_per_step(self, read: cst.BaseExpression) -> bool:
+        """Hot code stores into the items of what `read` names (`self.buffer_obs[idx] = obs` in the
+        step of a replay buffer, `aux_obs[:, part] = obs.cpu()` per rollout): its values change."""
+        written = dotted_name(read)
+        stores = self._facts.item_stores.get(written, ()) if written is not None else ()
+        hot = [store for store in stores if not self._cold(store)]
+        if not hot:
+            return False
+        if isinstance(read, cst.Name):
+            bindings = self._names.lookup(read.value, read)
+            return any(b in bindings for store in hot for b in self._names.lookup(read.value, store))
+        cls = self._hot.enclosing_class(read)
+        return any(self._hot.enclosing_class(store) == cls for store in hot)
 
     def _binding(self, binding: Binding) -> bool:
         node = binding.node
@@ -216,15 +224,42 @@ class HostConstants:
 
     def _array_call(self, call: cst.Call) -> bool:
         qualified = self._names.qualified_name(call) or ""
-        if qualified.startswith("numpy.") or qualified == "builtins.list":
-            return True
-        if qualified.startswith("torch."):
-            builder = qualified[len("torch.") :]
-            on_device = any(a.keyword is not None and a.keyword.value == "device" for a in call.args)
-            return builder in _HOST_BUILDERS and not on_device
+        if qualified.startswith(("numpy.", "torch.", "builtins.")):
+            names_device = any(a.keyword is not None and a.keyword.value == "device" for a in call.args)
+            return builds_host_array(qualified, names_device)
+        written = dotted_name(call.func)
+        if written is not None and written in self._hot.entry.host_data_builders:
+            return True  # a project function whose every return is host data (`corpus.get_data(path)`)
         func = call.func
         if isinstance(func, cst.Attribute) and not qualified:
-            return func.attr.value not in _MOVES and self._holds_array(func.value)
+            return func.attr.value not in OFF_HOST_METHODS | SCALAR_METHODS and self._holds_array(func.value)
+        return False
+
+    def reads_a_file_map(self, expr: cst.BaseExpression, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
+        """`expr` may hold a memory-mapped file or a view of one (`np.memmap(path)[a:b]`,
+        `torch.from_numpy(np.load(path, mmap_mode="r"))`): data read from disk as it is used, which
+        need not fit in memory, let alone on a device."""
+        if isinstance(expr, cst.Subscript):
+            return self.reads_a_file_map(expr.value, seen)
+        if isinstance(expr, cst.Call):
+            qualified = self._names.qualified_name(expr) or ""
+            keywords = [a.keyword.value for a in expr.args if a.keyword is not None]
+            if maps_a_file(qualified, keywords):
+                return True
+            if isinstance(expr.func, cst.Attribute) and not qualified:  # `tokens.astype(np.int64)`
+                return self.reads_a_file_map(expr.func.value, seen)
+            return any(a.keyword is None and self.reads_a_file_map(a.value, seen) for a in expr.args[:1])
+        if isinstance(expr, cst.Name) and expr not in seen:
+            return any(
+                b.kind == "assign"
+                and isinstance(b.node, cst.BaseExpression)
+                and self.reads_a_file_map(b.node, seen | {expr})
+                for b in self._names.lookup(expr.value, expr)
+            )
+        if isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
+            cls = self._hot.enclosing_class(expr)
+            writes = [] if cls is None else self._hot.attribute_values(cls, expr.attr.value)
+            return any(w not in seen and self.reads_a_file_map(w, seen | {w}) for w in writes)
         return False
 
     def _array_binding(self, binding: Binding) -> bool:
@@ -284,7 +319,7 @@ class HostConstants:
         in_body = self._class_body_binding(cls.node, attr)
         if not writes and in_body is None:
             return False
-        return all(self._cold(value) for value in writes)
+        return all(self._cold(value) for value in writes) and not self._stored_per_step(expr)
 
     def _class_body_binding(self, cls: cst.ClassDef, attr: str) -> Optional[list[Binding]]:
         scope = self._facts.scope_of.get(cls)

@@ -23,12 +23,8 @@ from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .tensors import Tensorness
-from .vocabulary import LAYOUT_READS
+from .vocabulary import FROM_HOST_DATA, GENERATING_FACTORIES, LAYOUT_READS, LEGACY_CPU_TYPES
 
-# Factories that generate data; without device= they fill a CPU tensor.
-GENERATING_FACTORIES = frozenset(
-    "randperm zeros ones empty full arange rand randn randint normal eye linspace logspace".split()
-)
 # Where each generating factory takes its size: every positional argument (sizes may be given
 # one by one), the first, or the one at an index; and the keyword that can name it instead.
 _SIZE_ARGUMENTS: dict[str, tuple[slice, str]] = {
@@ -40,18 +36,11 @@ _SIZE_ARGUMENTS: dict[str, tuple[slice, str]] = {
     "linspace": (slice(2, 3), "steps"),
     "logspace": (slice(2, 3), "steps"),
 }
-# Builders of tensors from host data: the copy stays on the device of a tensor argument.
-_FROM_HOST_DATA = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
 # Methods that keep the receiver's device: `.to(dtype)` is judged apart.
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
 # Builders that follow a default device set to CUDA (`torch.from_numpy` and typed legacy
 # constructors never do).
 _FOLLOW_DEFAULT_DEVICE = frozenset({"tensor", "as_tensor", "asarray", "Tensor"})
-# `torch.<X>Tensor(...)` legacy constructors: CPU types (`torch.cuda.FloatTensor` is the device one).
-_LEGACY_CPU_TYPES = frozenset(
-    """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor
-    IntTensor LongTensor BoolTensor""".split()
-)
 # Functions that return a dtype.
 _DTYPE_FUNCTIONS = frozenset({"torch.get_default_dtype", "torch.promote_types", "torch.result_type"})
 # torch namespaces whose functions compute where their tensor operands are (`F.interpolate`).
@@ -317,7 +306,7 @@ class HostTensors:
             return not self._factories_on_device and not _names_device(call)
         if name == "from_numpy":
             return True
-        if name in _FROM_HOST_DATA or name in _LEGACY_CPU_TYPES:
+        if name in FROM_HOST_DATA or name in LEGACY_CPU_TYPES:
             if self._factories_on_device and name in _FOLLOW_DEFAULT_DEVICE:
                 return False
             return not _names_device(call) and not self._copies_a_device_tensor(call)

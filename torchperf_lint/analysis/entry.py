@@ -75,6 +75,8 @@ class EntryFacts:
     # project functions, as written here, that may return an argument as it was given: callee ->
     # (position, parameter) of each such argument (`reduce_loss_dict(losses)` on one GPU)
     handed_back: tuple[tuple[str, int, str], ...] = ()
+    # callees, as written here, whose every return is host data they build (analysis/constants.py)
+    host_data_builders: frozenset[str] = frozenset()
     # how a model the module constructs runs reduced precision by itself by default (TPL701)
     model_precision: Optional[str] = None
     # those of them whose model also has 1-D/3-D or folded convolutions: the input may not be 4-D
@@ -172,6 +174,7 @@ class EntryFacts:
             handed_back=tuple(
                 (str(name), int(position), str(param)) for name, position, param in data.get("handed_back", ())
             ),
+            host_data_builders=frozenset(map(str, data.get("host_data_builders", ()))),
             model_precision=_text(data.get("model_precision")),
             signal_convnet_constructors=frozenset(map(str, data.get("signal_convnet_constructors", ()))),
             stepped_model_builders=frozenset(_ints(data.get("stepped_model_builders", ()))),

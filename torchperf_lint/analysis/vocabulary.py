@@ -359,3 +359,38 @@ def names_rpc_device_map(source: str) -> bool:
     """The source configures an RPC device map (`TensorPipeRpcBackendOptions(device_maps=...)`,
     `options.set_device_map(...)`, `set_devices`): a tensor returned over RPC may be on a GPU."""
     return _RPC_DEVICE_MAP.search(source) is not None
+
+
+# -- host data (RULES.md, TPL102's host arrays), read by both passes ----------------------------------
+# Factories that generate data; without device= they fill a CPU tensor.
+GENERATING_FACTORIES = frozenset(
+    "randperm zeros ones empty full arange rand randn randint normal eye linspace logspace".split()
+)
+# torch builders of a tensor from the data they are handed (`torch.tensor(values)`).
+FROM_HOST_DATA = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
+# `torch.<X>Tensor(...)` legacy constructors: CPU types (`torch.cuda.FloatTensor` is the device one).
+LEGACY_CPU_TYPES = frozenset(
+    """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor
+    IntTensor LongTensor BoolTensor""".split()
+)
+# Methods that take an array off the host; any other (`a.astype(np.float32)`, `t.view(n, -1)`)
+# keeps it there.
+OFF_HOST_METHODS = frozenset({"to", "cuda", "type_as", "new_tensor", "pin_memory"})
+# Methods whose result is one number, not an array.
+SCALAR_METHODS = frozenset({"item", "size", "dim", "numel", "sum", "mean", "max", "min"})
+
+
+def builds_host_array(qualified: str, names_device: bool) -> bool:
+    """A call of `qualified` builds an array of host data: any NumPy call, `list(...)`, a torch
+    builder from data or a generating factory without `device=` (`names_device`)."""
+    if qualified.startswith("numpy.") or qualified == "builtins.list":
+        return True
+    builder = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
+    host_builder = builder in GENERATING_FACTORIES or builder in FROM_HOST_DATA or builder in LEGACY_CPU_TYPES
+    return host_builder and not names_device
+
+
+def maps_a_file(qualified: str, keywords: Iterable[str]) -> bool:
+    """`np.memmap(path)` or `np.load(path, mmap_mode=...)`: an array read from disk as it is used,
+    which may not fit in memory, let alone on a device (nanoGPT's token files)."""
+    return qualified == "numpy.memmap" or (qualified == "numpy.load" and "mmap_mode" in keywords)

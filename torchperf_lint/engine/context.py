@@ -362,6 +362,11 @@ class Context:
         or passed by every caller from there) that hot code never rebinds."""
         return self._host_constants.is_host_array(expr)
 
+    def reads_a_file_map(self, expr: cst.BaseExpression) -> bool:
+        """`expr` may hold a memory-mapped file or a view of one (`np.memmap(path)`): host data
+        that need not fit in memory, let alone on a device."""
+        return self._host_constants.reads_a_file_map(expr)
+
     def is_index_array(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a NumPy array of indices or a slice of one (`np.arange(n)[start:end]`):
         indexing a CUDA tensor with it copies it to the device."""

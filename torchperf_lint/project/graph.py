@@ -179,6 +179,8 @@ class Project:
                 found = self.resolve_global(found, part, depth + 1)
             elif isinstance(found, ClassRef):
                 found = self.find_method(found, part)
+            elif isinstance(found, Instance):  # `corpus = Corpus()` at module level: `corpus.get_data`
+                found = self.find_method(found.cls, part)
             elif isinstance(found, External):
                 found = External(f"{found.qualified}.{part}")
             else:
@@ -1047,6 +1049,21 @@ class Project:
                 found.update((written, callee.info.params.index(p), p) for p in callee.info.returns_params)
         return tuple(sorted(found))
 
+    def host_data_builders(self, module: Module) -> frozenset[str]:
+        """The project functions and methods `module` calls, as it writes them (`load_ids`,
+        `corpus.get_data`), whose every `return` hands back host data they build: what each call
+        may run, at every place the module writes it."""
+        verdicts: dict[str, bool] = {}
+        for function, position in self._call_sites(module):
+            call = self._call(function, position)
+            if call.kind not in ("global", "dotted", "instance"):
+                continue
+            written = call.target.replace("|", ".")
+            callees = self.callees(function, position)
+            host = bool(callees) and all(c.info.returns_host_data for c in callees)
+            verdicts[written] = verdicts.get(written, True) and host
+        return frozenset(written for written, host in verdicts.items() if host)
+
     def _own_call(self, cls: ClassRef) -> bool:
         method = self.find_method(cls, "__call__")
         return method is not None and not any(
@@ -1450,6 +1467,7 @@ class Project:
             convnet_constructors=self.convnet_constructors(module),
             own_call_classes=self.own_call_classes(module),
             handed_back=self.handed_back(module),
+            host_data_builders=self.host_data_builders(module),
             model_precision=self.model_precision(module),
             signal_convnet_constructors=self.signal_convnet_constructors(module),
             stepped_model_builders=self.stepped_model_builders(module),

@@ -39,6 +39,9 @@ from ..analysis.vocabulary import (
     ITERATION_WRAPPERS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
+    OFF_HOST_METHODS,
+    SCALAR_METHODS,
+    builds_host_array,
     cuda_prefixes,
     is_cudnn_decision,
     is_cudnn_decision_call,
@@ -46,6 +49,7 @@ from ..analysis.vocabulary import (
     is_model_name,
     is_optimizer_class,
     is_optimizer_name,
+    maps_a_file,
     names_rpc_device_map,
     prepares_dataset,
     runs_rarely,
@@ -179,6 +183,14 @@ class Function:
     # its tests one side of which runs only while an accumulator is empty (analysis/accumulators.py):
     # the test's key -> whether that side is the body
     empty_fallbacks: dict[str, bool] = dataclasses.field(default_factory=dict)
+    # per `return`: whether it hands back an array of host data built here (`return ids.view(b, -1)`)
+    host_returns: list[bool] = dataclasses.field(default_factory=list)
+
+    @property
+    def returns_host_data(self) -> bool:
+        """Every `return` hands back host data the function builds (analysis/constants.py's host
+        arrays): `Corpus.get_data` tokenising a file into `torch.LongTensor(n)`."""
+        return bool(self.host_returns) and all(self.host_returns)
 
     @property
     def returns_cuda_device(self) -> bool:
@@ -1520,6 +1532,13 @@ class _Summarizer:
 
             self._later(items)
 
+        if self.function_stack:
+
+            def host_data() -> None:
+                function.host_returns.append(self._holds_host_data(value, local))
+
+            self._later(host_data)
+
         def device() -> None:
             values = local.values.get(value.id, ()) if isinstance(value, ast.Name) else (value,)
             if any(self._is_device_call(v) for v in values):
@@ -1883,6 +1902,35 @@ class _Summarizer:
             name = dotted(func)
             qualified = self.qualify(name) if name is not None else ""
             return qualified in _HOST_FUNCTIONS or self._builds_host_tensor(qualified, expr)
+        return False
+
+    def _holds_host_data(self, expr: ast.AST, local: _Locals, seen: frozenset[str] = frozenset()) -> bool:
+        """`expr` holds an array of host data the function builds: a NumPy call, a torch builder
+        or factory without `device=`, a view, slice or method result of one that keeps it on the
+        host, or a local name every binding of which is one (a name read while its own value is
+        judged, `ids = ids[:n]`, stands for its other bindings)."""
+        if isinstance(expr, ast.Subscript):
+            return self._holds_host_data(expr.value, local, seen)
+        if isinstance(expr, ast.Name):
+            if expr.id in seen:
+                return True
+            values = local.values.get(expr.id, ())
+            if expr.id in local.params or not values or local.stores.get(expr.id, 0) != len(values):
+                return False
+            return all(self._holds_host_data(v, local, seen | {expr.id}) for v in values)
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        name = dotted(func) or ""
+        head = name.partition(".")[0]
+        if head in self.summary.imports and head not in local.names:
+            qualified = self.qualify(name)
+            keywords = [k.arg or "**" for k in expr.keywords]
+            if maps_a_file(qualified, keywords):
+                return False  # read from disk as it is used: not held in memory
+            return builds_host_array(qualified, "device" in keywords or "**" in keywords)
+        if isinstance(func, ast.Attribute) and func.attr not in OFF_HOST_METHODS | SCALAR_METHODS:
+            return self._holds_host_data(func.value, local, seen)
         return False
 
     @staticmethod

@@ -102,6 +102,8 @@ class FileFacts:
         self.module_calls: list[cst.Call] = []  # calls outside any function
         self.method_calls: dict[str, list[cst.Call]] = defaultdict(list)  # by attribute name
         self.aug_assigns: list[cst.AugAssign] = []
+        # `buf[i] = v`, `self.buf[i] += v`: the stored subscripts, by the dotted name of what they index
+        self.item_stores: dict[str, list[cst.Subscript]] = defaultdict(list)
         self.collected: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self.order: dict[cst.CSTNode, int] = {}  # walk position of collected nodes
 
@@ -386,6 +388,16 @@ class Walker:
             and self._functions[-1].cls is not None
         ):
             self._functions[-1].cls.attributes[target.attr.value].append(value)
+        elif isinstance(target, cst.Subscript):
+            self._record_item_store(target)
+
+    def _record_item_store(self, target: cst.Subscript) -> None:
+        indexed = target.value
+        while isinstance(indexed, cst.Subscript):
+            indexed = indexed.value
+        name = dotted_name(indexed)
+        if name is not None:
+            self.facts.item_stores[name].append(target)
 
     def _assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -399,6 +411,8 @@ class Walker:
         self.facts.aug_assigns.append(node)
         if isinstance(node.target, cst.Name):
             self._bind(node.target.value, "augassign", node)
+        elif isinstance(node.target, cst.Subscript):
+            self._record_item_store(node.target)
 
     def _for(self, node: cst.For) -> None:
         self.facts.loops.append(node)

@@ -7,7 +7,6 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ...analysis.devices import (
-    GENERATING_FACTORIES,
     builds_no_elements,
     consumed_on_host,
     draws_around_tensor,
@@ -16,6 +15,7 @@ from ...analysis.devices import (
     may_pass_keyword,
     staged_on_host,
 )
+from ...analysis.vocabulary import GENERATING_FACTORIES
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety

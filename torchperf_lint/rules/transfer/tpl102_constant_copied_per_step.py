@@ -74,6 +74,14 @@ def _moved_host_tensor(move: cst.Call, ctx: Context) -> Optional[cst.BaseExpress
     return source if ctx.is_host_array(source) else None
 
 
+def _loop_line(node: cst.Call, ctx: Context) -> Optional[int]:
+    """The line of the step loop that makes `node` hot, directly or through the calls between."""
+    reason = ctx.hot_reason(node)
+    while reason is not None and reason.loop is None:
+        reason = reason.caller
+    return ctx.line_of(reason.loop) if reason is not None and reason.loop is not None else None
+
+
 def _remedy(node: cst.Call, ctx: Context) -> str:
     """Where the tensor should live: a non-persistent buffer of the module whose method copies it,
     an attribute of a class that is not a module, or a variable before the step loop."""
@@ -85,14 +93,23 @@ def _remedy(node: cst.Call, ctx: Context) -> str:
         )
     if cls is not None:
         return "keep it as an attribute built once on the device"
-    reason = ctx.hot_reason(node)
-    while reason is not None and reason.loop is None:
-        reason = reason.caller
-    if reason is not None and reason.loop is not None:
-        return f"build it on the device once, before the loop at line {ctx.line_of(reason.loop)}"
+    loop = _loop_line(node, ctx)
+    if loop is not None:
+        return f"build it on the device once, before the loop at line {loop}"
     return (
         "build it once on the device where the model is set up (self.register_buffer(name, tensor, "
         "persistent=False) in its __init__) and pass it in"
+    )
+
+
+def _batch_remedy(node: cst.Call, array: str, ctx: Context) -> str:
+    """Keep the whole array on the device, moved once before the loop; or, where it does not fit,
+    pinned once so that each part is an asynchronous copy."""
+    loop = _loop_line(node, ctx)
+    where = f"before the loop at line {loop}" if loop is not None else "where it is built"
+    return (
+        f"move {array} to the device once, {where}, and index it there; where it does not fit, keep it "
+        "as a pinned CPU tensor (.pin_memory(), once) and copy each part with non_blocking=True"
     )
 
 
@@ -107,7 +124,10 @@ class ConstantCopiedPerStep(Rule):
     `device=` (`torch.tensor(self.values, device=d)`), a move of the CPU tensor itself
     (`self.logvar[t].to(d)`), or a helper that every caller hands the array
     (`_extract_into_tensor(self.sqrt_alphas_cumprod, t, shape)` running
-    `torch.from_numpy(arr).to(t.device)[t]`).
+    `torch.from_numpy(arr).to(t.device)[t]`). So does a part of such an array read at every step
+    (`torch.Tensor(self.images[i]).to(dev)`, `ids[:, i : i + n].to(device)` over a corpus held as
+    one tensor): the data differs from step to step, but it was all on the host from the start, and
+    each step pays a pageable, blocking copy that one move before the loop would have made once.
 
     ## Why it is slow
     Every step builds the same tensor on the CPU and copies it from pageable memory to the
@@ -133,8 +153,10 @@ class ConstantCopiedPerStep(Rule):
     Cold code (`__init__`, module level); host values that change every step (batch data,
     parameters of `forward`, attributes that `forward` assigns, a helper some caller hands
     per-step data); conversions that do not move the tensor to a device (`.to(torch.float16)`,
-    `.to("cpu")`); schedules kept as buffers; a host array sliced or indexed with host values
-    (a batch read from a dataset held in memory).
+    `.to("cpu")`); schedules kept as buffers; a memory-mapped file read part by part
+    (`np.memmap`, `np.load(path, mmap_mode="r")`: it need not fit in memory, let alone on the
+    device); host data built anew at every step (a batch stacked from an episode), or written into
+    by hot code (a replay buffer filled at every step).
     """
 
     code = "TPL102"
@@ -142,7 +164,7 @@ class ConstantCopiedPerStep(Rule):
     stepping_evidence = True  # its default form: code a step loop of the project runs (RULES.md)
     name = "constant-copied-per-step"
     summary = "Constant host data copied to the device at every step"
-    message = "{source} copies the same host values to the device in {place} at every step; {remedy}"
+    message = "{source} {copies} to the device in {place} at every step; {remedy}"
     fix_safety = Safety.NONE
     where = "hot code"
     node_types = (cst.Call,)
@@ -291,6 +313,36 @@ class ConstantCopiedPerStep(Rule):
                     logvar_t = self.logvar[t].to(x.device)  # expect: TPL102
                     return (loss / torch.exp(logvar_t) + logvar_t).mean()
             """,
+        "dataset-array-read-per-step": """
+            import numpy as np
+            import torch
+
+            class Trainer:
+                def __init__(self, model, optimizer, path, device):
+                    self.model, self.optimizer, self.device = model, optimizer, device
+                    self.images = np.load(path)
+                    self.steps = torch.arange(len(self.images))
+
+                def train(self):
+                    for i in range(len(self.images)):
+                        x = torch.Tensor(self.images[i]).to(self.device)  # expect: TPL102
+                        t = self.steps[i].to(self.device)  # expect: TPL102
+                        loss = self.model(x[None], t)
+                        loss.backward()
+                        self.optimizer.step()
+            """,
+        "corpus-sliced-per-step": """
+            import torch
+
+            def train(model, optimizer, corpus, seq, device):
+                ids = torch.tensor(corpus).view(20, -1)
+                for i in range(0, ids.size(1) - seq, seq):
+                    inputs = ids[:, i : i + seq].to(device)  # expect: TPL102
+                    targets = ids[:, i + 1 : i + 1 + seq].to(device)  # expect: TPL102
+                    loss = (model(inputs) - targets).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     GOOD = {
         "list-filled-per-call": """
@@ -355,21 +407,57 @@ class ConstantCopiedPerStep(Rule):
                     per_sample = _to_device_index(weights.numpy(), t)
                     return x * scale[:, None] * per_sample[:, None]
             """,
-        "host-data-read-by-host-index": """
+        "memory-mapped-tokens-read-per-step": """
             import numpy as np
             import torch
 
-            TOKENS = np.fromfile("train.bin", dtype=np.uint16).astype(np.int64)
-            POSITIONS = torch.arange(4096)
+            TOKENS = np.memmap("train.bin", dtype=np.uint16, mode="r")
 
             def train(model, optimizer, steps, batch, block, device):
                 for step in range(steps):
                     start = step * batch * block
-                    x = torch.from_numpy(TOKENS[start : start + batch * block]).to(device)
-                    pos = POSITIONS[step % 4096].to(device)
-                    loss = model(x.view(batch, block), pos)
+                    x = torch.from_numpy(TOKENS[start : start + batch * block].astype(np.int64)).to(device)
+                    loss = model(x.view(batch, block))
                     loss.backward()
                     optimizer.step()
+            """,
+        "host-batch-built-per-step": """
+            import numpy as np
+            import torch
+
+            def train(model, optimizer, episodes, device):
+                for episode in episodes:
+                    frames = np.stack([step.frame for step in episode])
+                    x = torch.from_numpy(frames[:, None]).float().to(device)
+                    loss = model(x).mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        "replay-buffer-filled-per-step": """
+            import numpy as np
+            import torch
+
+            class ReplayBuffer:
+                def __init__(self, capacity, obs_shape, device):
+                    self.obs = np.zeros((capacity,) + obs_shape, dtype=np.uint8)
+                    self.capacity, self.pos, self.device = capacity, 0, device
+
+                def add(self, obs):
+                    self.obs[self.pos] = obs
+                    self.pos = (self.pos + 1) % self.capacity
+
+                def sample(self, n):
+                    indices = np.random.randint(0, self.capacity, n)
+                    return torch.from_numpy(self.obs[indices]).to(self.device)
+
+            def train(env, model, optimizer, buffer, steps):
+                obs = env.reset()
+                for step in range(steps):
+                    buffer.add(obs)
+                    loss = model(buffer.sample(32)).mean()
+                    loss.backward()
+                    optimizer.step()
+                    obs = env.step(model.act(obs))
             """,
         "host-array-kept-on-the-cpu": """
             import numpy as np
@@ -453,12 +541,49 @@ class ConstantCopiedPerStep(Rule):
         if reason is None:
             return
         found = self._constructor(node, ctx) or self._move(node, ctx)
-        if found is None:
-            return
-        where, source, _ = found
+        if found is not None:
+            where, source, _ = found
+            copies, remedy = "copies the same host values", _remedy(node, ctx)
+        else:
+            read = self._batch_read(node, ctx)
+            if read is None:
+                return
+            where, source, array = read
+            copies = f"copies part of {array}, a host array held whole in memory,"
+            remedy = _batch_remedy(node, array, ctx)
         yield self.report(
-            where, reason=reason, source=source, place=hot_place(node, ctx), remedy=_remedy(node, ctx)
+            where, reason=reason, source=source, copies=copies, place=hot_place(node, ctx), remedy=remedy
         )
+
+    @staticmethod
+    def _batch_read(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, str]]:
+        """A per-step slice or item of a host array built once, copied to the device: `torch.Tensor(
+        images[i]).to(dev)`, `ids[:, i : i + n].to(device)`. Not a memory-mapped file (it need not
+        fit on the device), nor a lookup with a device index (`_move`'s table lookup)."""
+        qualified = ctx.qualified_name(node)
+        if qualified is not None and _is_host_constructor(qualified) and node.args:
+            read, source = node.args[0].value, f"{qualified}()"
+            device = _device_keyword(node)
+            if device is not None:
+                where: Optional[cst.Call] = node if names_accelerator(device, ctx) else None
+            else:
+                where = _move_after_conversions(node, ctx)
+                where = where if where is not None and to_accelerator(where, ctx) else None
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda"):
+            read, where = node.func.value, node if to_accelerator(node, ctx) else None
+            source = f"{ctx.module.code_for_node(read)}.{node.func.attr.value}()"
+        else:
+            return None
+        if where is None or not isinstance(read, cst.Subscript) or ctx.is_step_invariant(read):
+            return None
+        array = read.value
+        while isinstance(array, cst.Subscript):
+            array = array.value
+        if any(on_device(e.slice.value, ctx) for e in read.slice if isinstance(e.slice, cst.Index)):
+            return None
+        if not ctx.is_host_array(array) or ctx.reads_a_file_map(array):
+            return None
+        return where, source, ctx.module.code_for_node(array)
 
     @staticmethod
     def _constructor(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, bool]]:
