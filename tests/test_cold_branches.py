@@ -344,3 +344,95 @@ def test_the_project_pass_reads_a_step_loops_enumerate_counter_as_the_file_walk_
     path = tmp_path / "helpers.py"
     findings = lint_source(path.read_text(), str(path), select=["TPL107"])
     assert [f.line for f in findings] == ([5] if hot else [])
+
+
+# edm's training loop: the maintenance after `if ... cur_nimg < tick_start_nimg + kimg_per_tick *
+# 1000: continue` runs once per tick, since it moves the mark (`tick_start_nimg = cur_nimg`)
+TICK_GATE = """
+    tick_start = 0
+    for step in range(1000):
+        x = x * 2
+        if (step != 0) and (step < tick_start + 100):
+            continue
+        print(x.max().item())
+        tick_start = step
+    return x
+    """
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        "(step != 0) and (step < tick_start + 100)",
+        "step < tick_start + 100",
+        "tick_start + 100 > step",
+        "not step >= tick_start + 100",
+    ],
+)
+def test_the_code_after_a_gate_on_a_mark_it_moves_runs_once_per_interval(gate: str) -> None:
+    assert lint(TICK_GATE.replace("(step != 0) and (step < tick_start + 100)", gate)) == []
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        ("        tick_start = step\n", ""),  # a warm-up gate: once passed, every step runs what follows
+        ("step < tick_start + 100", "step >= tick_start + 100"),  # continues once the mark is passed
+        ("continue", "pass"),  # does not leave
+        ("tick_start = step", "tick_start = tick_start * 2"),  # the mark moves, but not to the counter
+    ],
+)
+def test_a_gate_whose_mark_stays_or_that_does_not_leave_keeps_what_follows_hot(variant: tuple[str, str]) -> None:
+    assert lint(TICK_GATE.replace(*variant)) == [11]
+
+
+def test_the_project_pass_reads_a_gate_on_a_moved_mark_as_the_file_does(tmp_path: Path) -> None:
+    """A helper in another module called only after the gate is not hot."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("def peak(x):\n    return x.max().item()\n")
+    model = (
+        "import torch\nfrom torch import nn\n\nfrom helpers import peak\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        tick_start = 0\n"
+        "        for step in range(1000):\n            x = x * 2\n"
+        "            if step < tick_start + 100:\n                continue\n"
+        "            peak(x)\n{moved}        return x\n"
+    )
+
+    def findings_in_helpers(moved: str) -> list[int]:
+        (tmp_path / "model.py").write_text(model.format(moved=moved))
+        return [f.line for f in lint_source(helpers.read_text(), path=str(helpers), select=[SYNC])]
+
+    assert findings_in_helpers("") == [2]  # the mark never moves: every step past it calls peak
+    assert findings_in_helpers("            tick_start = step\n") == []
+
+
+def test_the_code_after_a_gate_on_a_new_best_runs_only_when_the_best_improves() -> None:
+    """kornia's RANSAC: `if scores[best] <= best_minimal_score: continue`, then the record setter's
+    host-side work and `best_minimal_score = scores[best]`."""
+    body = """
+        best_score = -1.0
+        for i in range(100):
+            scores = x[i].softmax(0)
+            if scores.max() <= best_score:
+                continue
+            print(scores.argmax().item())
+            best_score = scores.max()
+        return x
+        """
+    assert lint(body) == [9]  # the gate's own test reads the device at every step; what follows does not
+
+
+def test_a_counter_moved_after_its_own_limit_check_is_not_a_mark() -> None:
+    """ultralytics' comet callback: `if count >= limit: return` then `count += 1` and the work:
+    every step below the limit runs it."""
+    body = """
+        count = 0
+        for i in range(100):
+            if count >= 10:
+                return x
+            print(x[i].max().item())
+            count = count + 1
+        return x
+        """
+    assert lint(body) == [10]

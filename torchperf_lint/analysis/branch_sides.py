@@ -154,6 +154,83 @@ def cold_sides(test: ast.AST) -> Sides:
     return False, False
 
 
+_BELOW = (ast.Lt, ast.LtE)
+_ABOVE = (ast.Gt, ast.GtE)
+
+
+Marks = dict[str, list[ast.AST]]  # a name or `self.` attribute -> the values assigned to it
+
+
+def gate_sides(test: ast.AST, marks: Marks) -> Sides:
+    """(the body runs once per interval, the else branch does) for the gate of a guard whose test
+    compares a counter with a mark that the code after the guard sets from the counter (`marks`:
+    what the statements after it assign): edm's `if cur_nimg < tick_start_nimg + kimg_per_tick *
+    1000: continue`, then `tick_start_nimg = cur_nimg`; kornia's `if scores[best] <=
+    best_minimal_score: continue`, then `best_minimal_score = scores[best]`. The counter passes
+    the mark once per interval (or per new best), so the side taken while it is below the mark
+    runs at every step and the other rarely. A name the code after the guard moves by itself
+    (`count += 1`) is a counter, not a mark. In `a and b` or `a or b` the gate decides: the other
+    operands are conditions of the schedule (`not done`, `cur_tick != 0`), false on the steps
+    that end or start it."""
+    if not marks:
+        return False, False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        body, orelse = gate_sides(test.operand, marks)
+        return orelse, body
+    if isinstance(test, ast.BoolOp):
+        sides = [gate_sides(value, marks) for value in test.values]
+        return any(b for b, _ in sides), any(o for _, o in sides)
+    found = _single_comparison(test)
+    if found is None:
+        return False, False
+    left, operator, right = found
+    if isinstance(operator, _BELOW):
+        low, high = left, right
+    elif isinstance(operator, _ABOVE):
+        low, high = right, left
+    else:
+        return False, False
+    if _set_from(high, low, marks):
+        return False, True  # `count < mark`: true until the counter passes the mark
+    if _set_from(low, high, marks):
+        return True, False  # `mark <= count`: true once the counter has passed it
+    return False, False
+
+
+def _set_from(side: ast.AST, other: ast.AST, marks: Marks) -> bool:
+    """`side` reads a mark that every assignment after the guard sets from what `other` reads."""
+    read = _names_read(other)
+    for name in _names_read(side) - read:
+        values = marks.get(name, ())
+        if values and all(_names_read(value) & read for value in values):
+            return True
+    return False
+
+
+def _names_read(expr: ast.AST) -> set[str]:
+    found = (dotted(node) for node in ast.walk(expr) if isinstance(node, (ast.Name, ast.Attribute)))
+    return {name for name in found if name is not None}
+
+
+def assigned_marks(assignments: list[tuple[list[ast.AST], ast.AST]]) -> Marks:
+    """What plain assignments (targets, value) set: each name or dotted attribute a target binds
+    (each element of `a, b = ...` too), with the values assigned to it."""
+    marks: Marks = {}
+    for targets, value in assignments:
+        todo = list(targets)
+        while todo:
+            target = todo.pop()
+            if isinstance(target, (ast.Tuple, ast.List)):
+                todo.extend(target.elts)
+            elif isinstance(target, ast.Starred):
+                todo.append(target.value)
+            else:
+                name = dotted(target)
+                if name is not None:
+                    marks.setdefault(name, []).append(value)
+    return marks
+
+
 def off_cuda_sides(test: ast.AST) -> Sides:
     """(the body runs only off CUDA, the else branch does) for a device test: `x.device.type == "cuda"`
     leaves the else branch to CPU, MPS and other accelerators; `x.device.type == "cpu"` the body."""

@@ -172,16 +172,46 @@ def cold_from(
 ) -> int:
     """The index of the first statement that runs only when a guard before it did not leave,
     where the guard leaves in every training step: `if x.device.type != "cpu": return ...` (or
-    where the arguments say so: `decided`). The length of `statements` when there is none."""
+    where the arguments say so: `decided`), or leaves until a counter passes a mark that the
+    statements after it move (branch_sides.gate_sides). The length of `statements` when there is
+    none."""
     for index, statement in enumerate(statements):
         if (
             isinstance(statement, cst.If)
             and statement.orelse is None
             and _always_leaves(statement.body)
-            and (cold_sides(statement.test)[1] or decided(statement.test)[1])
+            and (
+                cold_sides(statement.test)[1]
+                or decided(statement.test)[1]
+                or _gate_opens_once_per_interval(statement, statements[index + 1 :])
+            )
         ) or _leaves_unless_it_fails(statement):
             return index + 1
     return len(statements)
+
+
+def _gate_opens_once_per_interval(guard: cst.If, after: Sequence[cst.BaseStatement]) -> bool:
+    """`if count < mark: continue` (or return) with `mark = count` among the statements after it
+    (branch_sides.gate_sides)."""
+    if not isinstance(final_statement(guard.body), (cst.Continue, cst.Return)):
+        return False
+    assignments: list[tuple[list[ast.AST], ast.AST]] = []
+    for statement in after:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                pairs = [(t.target, small.value) for t in small.targets]
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                pairs = [(small.target, small.value)]
+            else:
+                continue
+            for target, value in pairs:
+                converted, assigned = as_ast(target), as_ast(value)
+                if converted is not None and assigned is not None:
+                    assignments.append(([converted], assigned))
+    marks = branch_sides.assigned_marks(assignments)
+    return bool(marks) and on_cst(lambda test: branch_sides.gate_sides(test, marks), guard.test)[1]
 
 
 def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode, alias: Alias = _no_alias) -> bool:

@@ -26,7 +26,14 @@ from ..analysis.arguments import (
     subject,
     value_token,
 )
-from ..analysis.branch_sides import cold_sides, compared_counter, dotted, enumerate_counter
+from ..analysis.branch_sides import (
+    assigned_marks,
+    cold_sides,
+    compared_counter,
+    dotted,
+    enumerate_counter,
+    gate_sides,
+)
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.fallbacks import fallback_shape, is_not_none_test
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
@@ -628,19 +635,28 @@ def _leaves(body: list[ast.stmt]) -> bool:
     return isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-def _cold_guard(statement: ast.stmt) -> bool:
+def _cold_guard(statement: ast.stmt, after: list[ast.stmt]) -> bool:
     """`if test: ... return` (or raise, continue, break) without else, where every training step
-    takes the body, or `try: return ...` with handlers: what follows it is cold."""
+    takes the body (or every step until a counter passes a mark that `after` moves), or `try:
+    return ...` with handlers: what follows it is cold (analysis/cold.py's cold_from)."""
     # `try`, or from Python 3.11 `try`/`except*` (same fields; ast.TryStar is missing on 3.10)
     if isinstance(statement, ast.Try) or type(statement).__name__ == "TryStar":
         tried = cast(ast.Try, statement)
         return not tried.orelse and bool(tried.handlers) and _leaves(tried.body)
-    return (
-        isinstance(statement, ast.If)
-        and not statement.orelse
-        and isinstance(statement.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
-        and cold_sides(statement.test)[1]
-    )
+    if not (isinstance(statement, ast.If) and not statement.orelse and _leaves(statement.body)):
+        return False
+    if cold_sides(statement.test)[1]:
+        return True
+    if not isinstance(statement.body[-1], (ast.Continue, ast.Return)):
+        return False
+    assignments: list[tuple[list[ast.AST], ast.AST]] = []
+    for later in after:
+        if isinstance(later, ast.Assign):
+            assignments.append((list(later.targets), later.value))
+        elif isinstance(later, ast.AnnAssign) and later.value is not None:
+            assignments.append(([later.target], later.value))
+    marks = assigned_marks(assignments)
+    return bool(marks) and gate_sides(statement.test, marks)[1]
 
 
 class _Locals:
@@ -1166,10 +1182,10 @@ class _Summarizer:
         after `if flag: return` run only when the flag is off."""
         cold = False
         guards = len(self.guards)
-        for statement in nodes:
+        for index, statement in enumerate(nodes):
             self.block = nodes
             self.visit(statement)
-            if not cold and _cold_guard(statement):
+            if not cold and _cold_guard(statement, nodes[index + 1 :]):
                 cold = True
                 self.cold += 1
             if isinstance(statement, ast.If) and not statement.orelse and _leaves(statement.body):
