@@ -677,3 +677,87 @@ def test_a_corpus_returned_on_the_device_or_mapped_from_disk_is_not_reported(
     corpus = "import numpy as np\n" + CORPUS.replace("return ids.view(batch_size, -1)", returned)
     root = write_project(tmp_path, {"data_utils.py": corpus, "main.py": LANGUAGE_MODEL})
     assert routes(capsys, root, "main.py", "TPL102") == []
+
+
+# -- a model built by name from a registry of the project's own models ---------------------------
+# pytorch_resnet_cifar10's trainer.py: `torch.nn.DataParallel(resnet.__dict__[args.arch]())` over its
+# resnet.py, with `--arch` defaulting to resnet32
+CIFAR_RESNETS = """
+import torch.nn as nn
+
+class BasicBlock(nn.Module):
+    def __init__(self, planes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+
+    def forward(self, x):
+        return x + self.bn2(self.conv2(self.bn1(self.conv1(x)).relu()))
+
+class ResNet(nn.Module):
+    def __init__(self, block, num_blocks, num_classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.layers = nn.Sequential(*[block(16) for _ in range(num_blocks)])
+        self.linear = nn.Linear(16, num_classes)
+
+    def forward(self, x):
+        return self.linear(self.layers(self.conv1(x)).mean((2, 3)))
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3072, 512)
+        self.fc2 = nn.Linear(512, 10)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x.flatten(1)).relu())
+
+def resnet32():
+    return ResNet(BasicBlock, 5)
+
+def mlp():
+    return MLP()
+"""
+CIFAR_TRAINER = """
+import argparse
+import torch
+import resnet
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--arch", "-a", default="resnet32")
+
+def main(loader):
+    args = parser.parse_args()
+    model = torch.nn.DataParallel(resnet.__dict__[args.arch]())
+    model.cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_convnet_built_by_name_from_the_projects_own_registry_is_reported_where_it_moves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"resnet.py": CIFAR_RESNETS, "trainer.py": CIFAR_TRAINER})
+    assert routes(capsys, root, "trainer.py", "TPL404") == [11]
+    message = next(
+        f.message
+        for f in lint_source((root / "trainer.py").read_text(), str(root / "trainer.py"))
+        if f.code == "TPL404"
+    )
+    assert "resnet32 assumed: the default of --arch" in message
+
+
+def test_a_registry_whose_default_member_is_not_a_convnet_stays_silent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trainer = CIFAR_TRAINER.replace('default="resnet32"', 'default="mlp"')
+    root = write_project(tmp_path, {"resnet.py": CIFAR_RESNETS, "trainer.py": trainer})
+    assert routes(capsys, root, "trainer.py", "TPL404") == []

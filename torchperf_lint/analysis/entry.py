@@ -69,6 +69,8 @@ class EntryFacts:
     cudnn_decided: bool = False  # some module of the project sets cudnn.benchmark/deterministic
     imported: bool = False  # another module of the project imports this one: not a script
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
+    # members of project registries read here (`resnet.resnet32` for `resnet.__dict__[...]`) building them
+    registry_convnets: frozenset[str] = frozenset()
     # classes, as written here, whose instances run a `__call__` of the project's own, not a
     # module's forward (ultralytics' `YOLO(...)(image)` predicts): what that call does is not known
     own_call_classes: frozenset[str] = frozenset()
@@ -170,6 +172,7 @@ class EntryFacts:
             cudnn_decided=bool(data["cudnn_decided"]),
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
+            registry_convnets=frozenset(map(str, data.get("registry_convnets", ()))),
             own_call_classes=frozenset(map(str, data.get("own_call_classes", ()))),
             handed_back=tuple(
                 (str(name), int(position), str(param)) for name, position, param in data.get("handed_back", ())

@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts
+from ..syntax.walker import FileFacts, dotted_name
 from .names import Names
 
 
@@ -22,6 +22,7 @@ class RegistryMember:
 
     qualified: str
     option: Optional[str] = None  # `--arch` when the member is that option's default
+    written: str = ""  # as the file writes the registry: `resnet.resnet32` for `resnet.__dict__[...]`
 
 
 class Registries:
@@ -53,11 +54,13 @@ class Registries:
         qualified = self._names.qualified_name(module)
         if qualified is None or qualified.startswith("builtins."):
             return None
+        written = dotted_name(module) or qualified
         if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
-            return RegistryMember(f"{qualified}.{key.evaluated_value}")
+            name = key.evaluated_value
+            return RegistryMember(f"{qualified}.{name}", written=f"{written}.{name}")
         if isinstance(key, cst.Attribute) and key.attr.value in self._option_defaults:
             option, default = self._option_defaults[key.attr.value]
-            return RegistryMember(f"{qualified}.{default}", option)
+            return RegistryMember(f"{qualified}.{default}", option, f"{written}.{default}")
         return None
 
     def under_defaults(self, test: cst.BaseExpression) -> Optional[bool]:

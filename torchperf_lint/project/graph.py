@@ -1029,6 +1029,21 @@ class Project:
         """The callees, as `module` writes them, whose calls build a 2-D convnet."""
         return frozenset(w for w in _written_callees(module) if self.layers.builds_2d_convnet(module, w))
 
+    def registry_convnets(self, module: Module) -> frozenset[str]:
+        """The members of the project modules `module` looks models up in by name (`resnet` in
+        `resnet.__dict__[args.arch]()`) that build a 2-D convnet, as `resnet.resnet32`: the file
+        pass picks the member the name selects (analysis/registries.py)."""
+        found: set[str] = set()
+        for written in module.summary.registries:
+            registry = self.resolve_dotted(module, written)
+            if not isinstance(registry, Module):
+                continue
+            # the module's own top level
+            names = [f.name for f in registry.summary.functions if f.qualname == f.name]
+            names += [c.name for c in registry.summary.classes if c.qualname == c.name]
+            found.update(f"{written}.{name}" for name in names if self.layers.builds_2d_convnet(registry, name))
+        return frozenset(found)
+
     def own_call_classes(self, module: Module) -> frozenset[str]:
         """The callees, as `module` writes them, that build an instance of a project class whose
         `__call__` is the project's own and does not hand on to `super().__call__`: calling the
@@ -1465,6 +1480,7 @@ class Project:
             cudnn_decided=self.cudnn_decided(),
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
+            registry_convnets=self.registry_convnets(module),
             own_call_classes=self.own_call_classes(module),
             handed_back=self.handed_back(module),
             host_data_builders=self.host_data_builders(module),

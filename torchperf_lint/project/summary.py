@@ -276,6 +276,8 @@ class Summary:
     key_reads: dict[str, bool] = dataclasses.field(default_factory=dict)
     # string keys of the dict literals its functions return (`return {"order": ...}`)
     returned_keys: list[str] = dataclasses.field(default_factory=list)
+    # the modules it looks models up in by name (`resnet.__dict__[args.arch]`), as written
+    registries: list[str] = dataclasses.field(default_factory=list)
     # command-line options (analysis/options.py): dest -> default token; stores on an attribute
     # of a plain name (attribute -> [[receiver, value text]]); a store on them by a computed name
     option_defaults: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -1488,6 +1490,11 @@ class _Summarizer:
         key = _string_key(node.slice)
         if key is not None and isinstance(node.ctx, ast.Load):
             self._read_key(key, id(node) in self.host_reads)
+        registry = node.value
+        if isinstance(registry, ast.Attribute) and registry.attr == "__dict__":
+            written = dotted(registry.value)  # `models.__dict__[arch]` (analysis/registries.py)
+            if written is not None and written not in self.summary.registries:
+                self.summary.registries.append(written)
         self.children(node)
 
     def _read_key(self, key: str, on_host: bool) -> None:

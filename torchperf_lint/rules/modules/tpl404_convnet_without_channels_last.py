@@ -698,11 +698,14 @@ def _wrapped_model(call: cst.Call, ctx: Context) -> Optional[cst.BaseExpression]
 
 
 def _builds_a_convnet(constructor: cst.Call, ctx: Context) -> bool:
-    """A project or library convnet constructor, or a registry lookup whose member is a library convnet."""
+    """A project or library convnet constructor, or a registry lookup whose member is a library
+    convnet or a project one (`resnet.__dict__[args.arch]()` over the project's resnet.py)."""
     if dotted_name(constructor.func) in ctx.entry.convnet_constructors:
         return True
     member = ctx.registry_member(constructor)
-    return member is not None and is_library_convnet(member.qualified)
+    return member is not None and (
+        is_library_convnet(member.qualified) or member.written in ctx.entry.registry_convnets
+    )
 
 
 def _assumed(constructors: list[cst.Call], ctx: Context) -> str:
