@@ -182,6 +182,8 @@ _facts_strategy = st.builds(
     cuda_default=st.none() | st.text(),
     display_name=st.text(),
     counts=st.tuples(_ints, _ints, _ints),
+    host_data_builders=st.frozensets(_names),
+    registry_convnets=st.frozensets(_names),
 )
 
 
@@ -191,6 +193,42 @@ def test_facts_read_back_from_json_are_the_facts_with_their_digest(facts: EntryF
     read = EntryFacts.from_json(data)
     assert read == facts
     assert read.digest() == facts.digest() == dataclasses.replace(facts).digest()  # read, kept, afresh
+
+
+_SUMMARISED = """
+import argparse
+import numpy as np
+import torch
+import resnet
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--arch", default="resnet32")
+
+def load(path, batch_size):
+    ids = torch.LongTensor(len(open(path).read()))
+    return ids.view(batch_size, -1)
+
+def loaders(data):
+    train_loader = DataLoader(data, num_workers=2)
+    return train_loader, data
+
+def main(data):
+    args = parser.parse_args()
+    model = resnet.__dict__[args.arch]().cuda()
+    train_loader, _ = loaders(data)
+    for epoch in range(3):
+        for x in train_loader:
+            model(x.cuda()).sum().backward()
+"""
+
+
+def test_a_summary_read_back_from_json_is_the_summary() -> None:
+    """What the on-disk cache keeps of a module is what the pass read (every field, new ones too)."""
+    read = summary.summarize(_SUMMARISED)
+    assert read is not None and read.registries == ["resnet"]
+    assert [f.returns_loader_items for f in read.functions if f.name == "loaders"] == [[16, 0]]
+    assert summary.Summary.from_json(json.loads(json.dumps(read.to_json()))) == read
 
 
 # -- the editor (the library API the language server lints through) ----------------------------

@@ -761,3 +761,52 @@ def test_a_registry_whose_default_member_is_not_a_convnet_stays_silent(
     trainer = CIFAR_TRAINER.replace('default="resnet32"', 'default="mlp"')
     root = write_project(tmp_path, {"resnet.py": CIFAR_RESNETS, "trainer.py": trainer})
     assert routes(capsys, root, "trainer.py", "TPL404") == []
+
+
+# -- DataLoaders iterated again and again through a returned tuple or a per-call helper ------------
+# tacotron2's train.py: `train_loader, valset, collate_fn = prepare_dataloaders(hparams)`, then an
+# epoch loop over it; Pytorch-UNet's `evaluate(model, val_loader, ...)` called from its step loop
+TACOTRON_TRAIN = """
+import torch
+from torch.utils.data import DataLoader
+from evaluation import evaluate
+
+def prepare_dataloaders(trainset):
+    train_loader = DataLoader(trainset, num_workers=1, batch_size=64)
+    return train_loader, trainset, None
+
+def train(model, optimizer, trainset, valset, epochs):
+    train_loader, _, collate_fn = prepare_dataloaders(trainset)
+    val_loader = DataLoader(valset, num_workers=2, batch_size=64)
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+        evaluate(model, val_loader)
+"""
+EVALUATION = """
+import torch
+
+@torch.no_grad()
+def evaluate(model, loader):
+    total = 0.0
+    for x, y in loader:
+        total += (model(x.cuda()) - y.cuda()).abs().mean()
+    return float(total)
+"""
+
+
+def test_loaders_returned_in_a_tuple_or_handed_to_a_helper_per_epoch_are_reiterated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"train.py": TACOTRON_TRAIN, "evaluation.py": EVALUATION})
+    assert routes(capsys, root, "train.py", "TPL503") == [6, 11]
+
+
+def test_loaders_iterated_once_stay_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    once = TACOTRON_TRAIN.replace("    for epoch in range(epochs):\n", "    if epochs:\n").replace(
+        "        evaluate(model, val_loader)\n", "    evaluate(model, val_loader)\n"
+    )
+    root = write_project(tmp_path, {"train.py": once, "evaluation.py": EVALUATION})
+    assert routes(capsys, root, "train.py", "TPL503") == []

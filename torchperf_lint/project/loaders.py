@@ -3,8 +3,10 @@ across modules where the file's own walk (analysis/iteration.py) sees one call d
 
 - a loader handed to a function that iterates its parameter inside a loop of its own
   (SimCLR's run.py builds `train_loader` and calls `simclr.train(train_loader)`, whose epoch loop
-  runs `for images, _ in tqdm(train_loader)`);
-- a loader a project function builds and returns, bound by its caller to a name that is
+  runs `for images, _ in tqdm(train_loader)`), or that iterates it once per call, called from a
+  loop (Pytorch-UNet's `evaluate(model, val_loader, ...)` in the training loop);
+- a loader a project function builds and returns (alone, or as an element of the tuple it returns),
+  bound by its caller to a name (or unpacked into one) that is
   iterated again and again: in a loop inside a loop, or by a function of that module called from
   a loop (pytorch-cifar100's utils.get_training_dataloader, bound at the top of train.py to
   `cifar100_training_loader`, which `train(epoch)` iterates once per epoch).
@@ -26,16 +28,24 @@ def reiterated_loaders(project: ProjectView) -> dict[int, frozenset[int]]:
     and again, as seen across modules."""
     found: dict[int, set[int]] = {}
     for caller, call in _calls(project):
-        if not (call.loaders or call.bound) or call.star:
+        if not (call.loaders or call.bound or call.unpacked) or call.star:
             continue
         for callee in project.resolve_call(caller, call):
             for slot, line in call.loaders.items():
                 param = slot_parameter(call, callee.info, slot)
-                if param is not None and _iterated_in_nested_loop(callee, param, "param"):
+                if param is not None and (
+                    _iterated_in_nested_loop(callee, param, "param")
+                    # `evaluate(model, val_loader)` called from the training loop: a pass per call
+                    or (call.loop >= 0 and _iterated_in_loop(callee, param, "param"))
+                ):
                     found.setdefault(id(caller.module), set()).add(line)
-            line = callee.info.returns_loader
-            if line and call.bound and _name_reiterated(project, caller, call.bound):
-                found.setdefault(id(callee.module), set()).add(line)
+            # `loader = build()`, or `train_loader, valset, collate_fn = prepare_dataloaders(hparams)`
+            returned = [(callee.info.returns_loader, call.bound)]
+            if len(call.unpacked) == len(callee.info.returns_loader_items):
+                returned += list(zip(callee.info.returns_loader_items, call.unpacked, strict=True))
+            for line, name in returned:
+                if line and name and _name_reiterated(project, caller, name):
+                    found.setdefault(id(callee.module), set()).add(line)
     return {module: frozenset(lines) for module, lines in found.items()}
 
 
@@ -46,6 +56,14 @@ def _calls(project: ProjectView) -> Iterator[tuple[FunctionRef, Call]]:
             caller = FunctionRef(module, offset - 1)
             for call in (*info.calls, *info.cold_calls):
                 yield caller, call
+
+
+def _iterated_in_loop(function: FunctionRef, name: str, scope: str) -> bool:
+    """`function` iterates `name` in a loop of its own."""
+    return any(
+        loop.function == function.index and loop.iterated == name and loop.iterated_scope == scope
+        for loop in function.module.summary.loops
+    )
 
 
 def _iterated_in_nested_loop(function: FunctionRef, name: str, scope: str) -> bool:

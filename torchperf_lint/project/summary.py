@@ -111,6 +111,8 @@ class Call:
     # nothing into them (project/construction.py), the call passes only what it writes
     forwards: int = -1
     bound: str = ""  # the name `name = f(...)` binds its result to
+    # the names `a, b = f(...)` binds the elements of its result to, by position ("" for others)
+    unpacked: list[str] = dataclasses.field(default_factory=list)
     # `f(**vars(opt))`, its only unpacking: the name whose attributes it passes, each to the
     # parameter of its name (what `opt.NAME` holds, where the project pass knows it)
     spread: str = ""
@@ -184,6 +186,9 @@ class Function:
     namespaces: list[str] = dataclasses.field(default_factory=list)
     # the line of the `DataLoader(...)` call it returns (`return loader` bound to one), 0 when none
     returns_loader: int = 0
+    # per element of the tuple its first tuple `return` hands back: the line of the `DataLoader(...)`
+    # call the element is bound to, 0 for others (`return train_loader, valset, collate_fn`)
+    returns_loader_items: list[int] = dataclasses.field(default_factory=list)
     # the loops whose body calls a model the function is handed (a parameter named like one:
     # `model(x)` in `for t in timesteps:`): it drives that model, one call per iteration
     handed_model_loops: list[int] = dataclasses.field(default_factory=list)
@@ -331,6 +336,7 @@ class Summary:
             module_flags=data.get("module_flags", {}),
             execs=data.get("execs", False),
             assigned_globals=data.get("assigned_globals", []),
+            registries=data.get("registries", []),
         )
 
 
@@ -857,6 +863,7 @@ class _Summarizer:
         # (a plain callee, slot) -> what each call of the module passes there
         self.passed_values: dict[tuple[str, str], list[ast.expr]] = {}
         self.bound_calls: dict[int, str] = {}  # ids of calls `name = f(...)` binds -> the name
+        self.unpacked_calls: dict[int, list[str]] = {}  # ids of calls `a, b = f(...)` unpacks -> the names
         self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
         self.loop_nodes: dict[int, LoopNode] = {}  # loop index -> its node
         # indices of the loops around here on one value of whose enumerate counter the current
@@ -1321,6 +1328,13 @@ class _Summarizer:
             and isinstance(node.value, ast.Call)
         ):
             self.bound_calls[id(node.value)] = node.targets[0].id
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+            and isinstance(node.value, ast.Call)
+        ):
+            elements = node.targets[0].elts
+            self.unpacked_calls[id(node.value)] = [e.id if isinstance(e, ast.Name) else "" for e in elements]
         for target in node.targets:
             if (
                 isinstance(target, ast.Attribute)
@@ -1531,6 +1545,13 @@ class _Summarizer:
                 function.returns_loader = _loader_line(value, local)
 
             self._later(loader)
+        if self.function_stack and isinstance(value, ast.Tuple) and not function.returns_loader_items:
+            tuple_elements = value.elts
+
+            def loader_items() -> None:
+                function.returns_loader_items = [_loader_line(e, local) for e in tuple_elements]
+
+            self._later(loader_items)
         if (
             self.function_stack
             and isinstance(value, ast.Name)
@@ -1785,6 +1806,7 @@ class _Summarizer:
                 call.batches = _passed_batches(node, scopes[0])
                 call.bound_args = _passed_loader_names(node, scopes[0])
                 call.bound = bound
+                call.unpacked = self.unpacked_calls.get(id(node), [])
                 # on one step of a loop over a DataLoader (labelled before this runs): once per pass
                 once_per_pass = any(self.summary.loops[index].loader for index in once)
                 (function.cold_calls if cold or once_per_pass else function.calls).append(call)
