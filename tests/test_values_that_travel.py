@@ -810,3 +810,60 @@ def test_loaders_iterated_once_stay_silent(tmp_path: Path, capsys: pytest.Captur
     )
     root = write_project(tmp_path, {"train.py": once, "evaluation.py": EVALUATION})
     assert routes(capsys, root, "train.py", "TPL503") == []
+
+
+# -- a convolution under another name, defined in another module ---------------------------------
+# tacotron2: layers.py's ConvNorm wraps nn.Conv1d(..., bias=bias) with bias=True by default;
+# model.py puts it before nn.BatchNorm1d in an nn.Sequential
+CONV_NORM = """
+import torch
+
+class ConvNorm(torch.nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size=1, stride=1, padding=None, bias=True):
+        super().__init__()
+        if padding is None:
+            padding = kernel_size // 2
+        self.conv = torch.nn.Conv1d(in_channels, out_channels, kernel_size=kernel_size, stride=stride,
+                                    padding=padding, bias=bias)
+
+    def forward(self, signal):
+        return self.conv(signal)
+"""
+POSTNET = """
+import torch
+from torch import nn
+from layers import ConvNorm
+
+class Postnet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Sequential(ConvNorm(80, 512, kernel_size=5), nn.BatchNorm1d(512))
+        self.last = nn.Sequential(ConvNorm(512, 80, 5, 1, 2, False), nn.BatchNorm1d(80))
+
+    def forward(self, x):
+        return self.last(torch.tanh(self.first(x)))
+
+def train(loader, steps):
+    model = Postnet().cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    for x, y in loader:
+        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_convolution_under_another_name_before_a_batchnorm_keeps_a_bias_it_cancels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"layers.py": CONV_NORM, "model.py": POSTNET})
+    assert routes(capsys, root, "model.py", "TPL401") == [8]  # the last one passes bias=False by position
+
+
+def test_a_wrapper_that_does_more_than_its_convolution_is_not_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    layers = CONV_NORM.replace("return self.conv(signal)", "return torch.relu(self.conv(signal))")
+    root = write_project(tmp_path, {"layers.py": layers, "model.py": POSTNET})
+    assert routes(capsys, root, "model.py", "TPL401") == []

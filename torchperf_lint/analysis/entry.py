@@ -71,6 +71,9 @@ class EntryFacts:
     convnet_constructors: frozenset[str] = frozenset()  # callees, as written here, building 2-D convnets
     # members of project registries read here (`resnet.resnet32` for `resnet.__dict__[...]`) building them
     registry_convnets: frozenset[str] = frozenset()
+    # project classes built here, as written, that are one torch.nn convolution under another name:
+    # (callee, bias parameter, its position, the convolution's class) (project/conv_wrappers.py)
+    conv_wrappers: tuple[tuple[str, str, int, str], ...] = ()
     # classes, as written here, whose instances run a `__call__` of the project's own, not a
     # module's forward (ultralytics' `YOLO(...)(image)` predicts): what that call does is not known
     own_call_classes: frozenset[str] = frozenset()
@@ -173,6 +176,10 @@ class EntryFacts:
             imported=bool(data["imported"]),
             convnet_constructors=frozenset(map(str, data["convnet_constructors"])),
             registry_convnets=frozenset(map(str, data.get("registry_convnets", ()))),
+            conv_wrappers=tuple(
+                (str(name), str(param), int(position), str(conv))
+                for name, param, position, conv in data.get("conv_wrappers", ())
+            ),
             own_call_classes=frozenset(map(str, data.get("own_call_classes", ()))),
             handed_back=tuple(
                 (str(name), int(position), str(param)) for name, position, param in data.get("handed_back", ())

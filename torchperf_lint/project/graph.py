@@ -1044,6 +1044,23 @@ class Project:
             found.update(f"{written}.{name}" for name in names if self.layers.builds_2d_convnet(registry, name))
         return frozenset(found)
 
+    def conv_wrappers(self, module: Module) -> tuple[tuple[str, str, int, str], ...]:
+        """The project classes `module` builds, as it writes them, that are one `torch.nn`
+        convolution under another name (project/conv_wrappers.py): (callee, bias parameter, its
+        position, the convolution's class)."""
+        found: set[tuple[str, str, int, str]] = set()
+        for written in _written_callees(module):
+            cls = self.resolve_dotted(module, written)
+            if not isinstance(cls, ClassRef) or not cls.info.conv_wrapper:
+                continue
+            callee, param, position = cls.info.conv_wrapper
+            conv = self.resolve_dotted(cls.module, callee)
+            if isinstance(conv, External):
+                where, _, name = conv.qualified.rpartition(".")
+                if where.startswith("torch.nn") and name.startswith("Conv") and name.endswith("d"):
+                    found.add((written, param, int(position), name))
+        return tuple(sorted(found))
+
     def own_call_classes(self, module: Module) -> frozenset[str]:
         """The callees, as `module` writes them, that build an instance of a project class whose
         `__call__` is the project's own and does not hand on to `super().__call__`: calling the
@@ -1481,6 +1498,7 @@ class Project:
             imported=key in self.imported_anywhere(),
             convnet_constructors=self.convnet_constructors(module),
             registry_convnets=self.registry_convnets(module),
+            conv_wrappers=self.conv_wrappers(module),
             own_call_classes=self.own_call_classes(module),
             handed_back=self.handed_back(module),
             host_data_builders=self.host_data_builders(module),

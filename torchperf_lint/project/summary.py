@@ -63,6 +63,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
+from .conv_wrappers import conv_wrapper
 from .dataset_items import items_in_memory
 from .precision import reduced_precision
 
@@ -227,6 +228,9 @@ class Class:
     items_in_memory: Optional[bool] = None  # its own __getitem__ only indexes __init__'s attributes
     # how it runs reduced precision by itself on its default configuration (project/precision.py)
     reduced_precision: str = ""
+    # one convolution under another name: [its callee, the bias parameter, its position]
+    # (project/conv_wrappers.py)
+    conv_wrapper: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -1031,6 +1035,7 @@ class _Summarizer:
         self.summary.classes.append(Class(node.name, outer + node.name, node.lineno, bases))
         self.summary.classes[index].items_in_memory = items_in_memory(node)
         self.summary.classes[index].reduced_precision = reduced_precision(node)
+        self.summary.classes[index].conv_wrapper = conv_wrapper(node)
         if not self.function_stack and not self.class_stack:
             self.summary.globals[node.name] = ["class", index]
         self.class_stack.append(index)

@@ -9,6 +9,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
+from ...syntax.walker import dotted_name
 from ..base import Rule
 from .common import CONVS, nn_class
 
@@ -19,12 +20,26 @@ _MEAN_NORMS = frozenset(
 _BIAS_POSITION = 7  # Conv*d(in, out, kernel, stride, padding, dilation, groups, bias)
 
 
-def _bias_argument(call: cst.Call) -> cst.Arg | None:
-    found = keyword(call, "bias")
+def _bias_argument(call: cst.Call, param: str = "bias", position: int = _BIAS_POSITION) -> cst.Arg | None:
+    found = keyword(call, param)
     if found is not None:
         return found
     positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    return positional[_BIAS_POSITION] if len(positional) > _BIAS_POSITION else None
+    return positional[position] if len(positional) > position else None
+
+
+def _convolution(call: cst.Call, ctx: Context) -> tuple[str, str, int] | None:
+    """(how the message names it, the parameter that turns its bias off, that parameter's
+    position) for an `nn.Conv*d` call, or a call of a project module that is one convolution
+    under another name (tacotron2's `ConvNorm(..., bias=True)`: EntryFacts.conv_wrappers)."""
+    conv_class = nn_class(call, ctx, CONVS)
+    if conv_class is not None:
+        return f"nn.{conv_class}", "bias", _BIAS_POSITION
+    written = dotted_name(call.func)
+    for name, param, position, wrapped in ctx.entry.conv_wrappers:
+        if name == written:
+            return f"{name} (an nn.{wrapped})", param, position
+    return None
 
 
 def _literal(expr: cst.BaseExpression) -> bool | None:
@@ -41,7 +56,10 @@ class ConvBiasBeforeBatchnorm(Rule):
     `nn.Sequential(...)` (positional, an `OrderedDict`, or `*layers` built in the same function), as
     `self.bn(self.conv(x))`, or as consecutive statements `x = self.conv(x)`; `x = self.bn(x)`,
     resolving `self.conv` and `self.bn` to their constructors in `__init__`. The finding is on the
-    conv's constructor, where the fix goes.
+    conv's constructor, where the fix goes. A project module that is one convolution under another
+    name counts as that convolution: its `forward` returns what one attribute makes of its input,
+    and `__init__` builds that attribute as `nn.Conv*d(..., bias=bias)` with `bias=True` by default
+    (tacotron2's `ConvNorm`); the fix passes `bias=False` where the module is built.
 
     ## Why it is slow
     The norm subtracts the per-channel mean, so the bias the conv adds to every output element is
@@ -80,7 +98,7 @@ class ConvBiasBeforeBatchnorm(Rule):
     code = "TPL401"
     name = "conv-bias-before-batchnorm"
     summary = "Conv bias followed by a BatchNorm that cancels it"
-    message = "nn.{conv} adds a bias that the nn.{norm} after it subtracts again; pass bias=False"
+    message = "{conv} adds a bias that the nn.{norm} after it subtracts again; pass {param}=False"
     # on in its precise form: models a step or inference loop of the project builds (RULES.md,
     # "Defaults follow evidence"); the broad form, with --library, keeps pretrained layouts (libraries)
     default_on = True
@@ -169,6 +187,31 @@ class ConvBiasBeforeBatchnorm(Rule):
                     model.load_state_dict(torch.load(resume))
                 return model
             """,
+        "conv-under-another-name": """
+            import torch
+            from torch import nn
+
+            class ConvNorm(nn.Module):
+                def __init__(self, in_channels, out_channels, kernel_size=1, bias=True, w_init_gain="linear"):
+                    super().__init__()
+                    self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=bias)
+                    nn.init.xavier_uniform_(self.conv.weight, gain=nn.init.calculate_gain(w_init_gain))
+
+                def forward(self, signal):
+                    conv_signal = self.conv(signal)
+                    return conv_signal
+
+            class Postnet(nn.Module):
+                def __init__(self, channels):
+                    super().__init__()
+                    self.block = nn.Sequential(
+                        ConvNorm(80, channels, kernel_size=5, w_init_gain="tanh"),  # expect: TPL401
+                        nn.BatchNorm1d(channels),
+                    )
+
+                def forward(self, x):
+                    return torch.tanh(self.block(x))
+            """,
     }
     FIXED = {
         "sequential-block": """
@@ -249,8 +292,63 @@ class ConvBiasBeforeBatchnorm(Rule):
                     model.load_state_dict(torch.load(resume))
                 return model
             """,
+        "conv-under-another-name": """
+            import torch
+            from torch import nn
+
+            class ConvNorm(nn.Module):
+                def __init__(self, in_channels, out_channels, kernel_size=1, bias=True, w_init_gain="linear"):
+                    super().__init__()
+                    self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=bias)
+                    nn.init.xavier_uniform_(self.conv.weight, gain=nn.init.calculate_gain(w_init_gain))
+
+                def forward(self, signal):
+                    conv_signal = self.conv(signal)
+                    return conv_signal
+
+            class Postnet(nn.Module):
+                def __init__(self, channels):
+                    super().__init__()
+                    self.block = nn.Sequential(
+                        ConvNorm(80, channels, kernel_size=5, w_init_gain="tanh", bias=False),
+                        nn.BatchNorm1d(channels),
+                    )
+
+                def forward(self, x):
+                    return torch.tanh(self.block(x))
+            """,
     }
+
     GOOD = {
+        "wrappers-that-are-more-than-a-convolution": """
+            from torch import nn
+
+            class ConvAct(nn.Module):
+                def __init__(self, cin, cout, bias=True):
+                    super().__init__()
+                    self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+                    self.act = nn.ReLU()
+
+                def forward(self, x):
+                    return self.act(self.conv(x))
+
+            class PlainConv(nn.Module):
+                def __init__(self, cin, cout, bias=False):
+                    super().__init__()
+                    self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+
+                def forward(self, x):
+                    return self.conv(x)
+
+            class Stem(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.a = nn.Sequential(ConvAct(3, 16), nn.BatchNorm2d(16))
+                    self.b = nn.Sequential(PlainConv(16, 32), nn.BatchNorm2d(32))
+
+                def forward(self, x):
+                    return self.b(self.a(x))
+            """,
         "bias-false-or-decided": """
             import torch.nn as nn
 
@@ -449,22 +547,25 @@ class ConvBiasBeforeBatchnorm(Rule):
             if norm is None:
                 continue
             for conv in graph.constructor_calls(first) or ():
-                conv_class = nn_class(conv, ctx, CONVS)
-                if conv_class is None or any(a.star == "*" for a in conv.args):
+                convolution = _convolution(conv, ctx)
+                if convolution is None or any(a.star == "*" for a in conv.args):
                     continue
-                if graph.star_kwargs_may_supply(conv, "bias"):
+                conv_class, param, position = convolution
+                if graph.star_kwargs_may_supply(conv, param):
                     continue
                 if graph.folded_away(conv, second):
                     continue  # the conv a `fuse()` builds after folding the norm into it
-                bias = _bias_argument(conv)
+                bias = _bias_argument(conv, param, position)
                 if bias is not None and _literal(bias.value) is not True:
                     continue
                 published = ctx.published_weights(conv)
                 if published is not None:
                     why = f"the weights are published ({published})"
-                    yield self.note(conv, f"nn.{conv_class} keeps its bias before nn.{norm}: {why}")
+                    yield self.note(conv, f"{conv_class} keeps its bias before nn.{norm}: {why}")
                     continue
-                yield self.report(conv, fix=self._fix(conv, bias), conv=conv_class, norm=norm)
+                yield self.report(
+                    conv, fix=self._fix(conv, bias, param), conv=conv_class, norm=norm, param=param
+                )
 
     @staticmethod
     def _neighbours(node: cst.Call, ctx: Context) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
@@ -488,10 +589,10 @@ class ConvBiasBeforeBatchnorm(Rule):
         return classes[0] if all(classes) else None
 
     @staticmethod
-    def _fix(conv: cst.Call, bias: cst.Arg | None) -> Fix:
+    def _fix(conv: cst.Call, bias: cst.Arg | None, param: str) -> Fix:
         false = cst.Name("False")
         if bias is None:
-            new = add_keyword(conv, "bias", false)
+            new = add_keyword(conv, param, false)
         else:
             new = conv.with_changes(args=[a.with_changes(value=false) if a is bias else a for a in conv.args])
-        return Fix.replace(conv, new, Safety.UNSAFE, "pass bias=False")
+        return Fix.replace(conv, new, Safety.UNSAFE, f"pass {param}=False")
