@@ -25,7 +25,7 @@ import libcst as cst
 from ..syntax.walker import Binding, FileFacts, dotted_name
 from .hotpath import HotPaths
 from .names import Names
-from .vocabulary import OFF_HOST_METHODS, SCALAR_METHODS, builds_host_array, maps_a_file
+from .vocabulary import builds_host_array, keeps_host_array, maps_a_file
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)
 _CONSTANT_NAMES = frozenset({"True", "False", "None"})
@@ -232,7 +232,7 @@ class HostConstants:
             return True  # a project function whose every return is host data (`corpus.get_data(path)`)
         func = call.func
         if isinstance(func, cst.Attribute) and not qualified:
-            return func.attr.value not in OFF_HOST_METHODS | SCALAR_METHODS and self._holds_array(func.value)
+            return keeps_host_array(func.attr.value) and self._holds_array(func.value)
         return False
 
     def reads_a_file_map(self, expr: cst.BaseExpression, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
@@ -248,7 +248,8 @@ class HostConstants:
                 return True
             if isinstance(expr.func, cst.Attribute) and not qualified:  # `tokens.astype(np.int64)`
                 return self.reads_a_file_map(expr.func.value, seen)
-            return any(a.keyword is None and self.reads_a_file_map(a.value, seen) for a in expr.args[:1])
+            first = expr.args[0] if expr.args else None  # `torch.from_numpy(tokens)`
+            return first is not None and first.keyword is None and self.reads_a_file_map(first.value, seen)
         if isinstance(expr, cst.Name) and expr not in seen:
             return any(
                 b.kind == "assign"

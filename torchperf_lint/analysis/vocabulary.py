@@ -373,11 +373,18 @@ LEGACY_CPU_TYPES = frozenset(
     """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor
     IntTensor LongTensor BoolTensor""".split()
 )
-# Methods that take an array off the host; any other (`a.astype(np.float32)`, `t.view(n, -1)`)
-# keeps it there.
-OFF_HOST_METHODS = frozenset({"to", "cuda", "type_as", "new_tensor", "pin_memory"})
-# Methods whose result is one number, not an array.
-SCALAR_METHODS = frozenset({"item", "size", "dim", "numel", "sum", "mean", "max", "min"})
+# Methods whose result is no longer an array of host data: those that take it off the host, and
+# those that reduce it to one number.
+_NOT_HOST_ARRAY_METHODS = frozenset(
+    {"to", "cuda", "type_as", "new_tensor", "pin_memory"}
+    | {"item", "size", "dim", "numel", "sum", "mean", "max", "min"}
+)
+
+
+def keeps_host_array(method: str) -> bool:
+    """A method of a host array whose result is still one (`a.astype(np.float32)`,
+    `t.view(n, -1)`), not a copy off the host (`.cuda()`) or one number (`.item()`, `.sum()`)."""
+    return method not in _NOT_HOST_ARRAY_METHODS
 
 
 def builds_host_array(qualified: str, names_device: bool) -> bool:
@@ -394,3 +401,21 @@ def maps_a_file(qualified: str, keywords: Iterable[str]) -> bool:
     """`np.memmap(path)` or `np.load(path, mmap_mode=...)`: an array read from disk as it is used,
     which may not fit in memory, let alone on a device (nanoGPT's token files)."""
     return qualified == "numpy.memmap" or (qualified == "numpy.load" and "mmap_mode" in keywords)
+
+
+# -- torch.nn classes, read by both passes ------------------------------------------------------------
+NN_CONVS = frozenset(f"Conv{n}d" for n in (1, 2, 3)) | frozenset(f"ConvTranspose{n}d" for n in (1, 2, 3))
+_NN_MODULES = (
+    "torch.nn",
+    "torch.nn.modules",
+    "torch.nn.modules.conv",
+    "torch.nn.modules.batchnorm",
+    "torch.nn.modules.instancenorm",
+)
+
+
+def nn_class_name(qualified: str, names: frozenset[str]) -> Optional[str]:
+    """The `torch.nn` class among `names` that `qualified` names (`torch.nn.modules.conv.Conv2d`:
+    `Conv2d`), or None."""
+    module, _, cls = qualified.rpartition(".")
+    return cls if module in _NN_MODULES and cls in names else None

@@ -19,9 +19,11 @@ from ..analysis.vocabulary import (
     DISTRIBUTED_DATA_PARALLEL,
     GRADIENT_SYNC_WRAPPERS,
     MODULE_ENTRY_POINTS,
+    NN_CONVS,
     STEP_HOOKS,
     extra_entry_points,
     is_module_base,
+    nn_class_name,
 )
 from .arguments import Sites, Values, argument_values, bound_self, guarded_off, slot_parameter
 from .checkpoints import published_functions
@@ -1055,10 +1057,9 @@ class Project:
                 continue
             callee, param, position = cls.info.conv_wrapper
             conv = self.resolve_dotted(cls.module, callee)
-            if isinstance(conv, External):
-                where, _, name = conv.qualified.rpartition(".")
-                if where.startswith("torch.nn") and name.startswith("Conv") and name.endswith("d"):
-                    found.add((written, param, int(position), name))
+            name = nn_class_name(conv.qualified, NN_CONVS) if isinstance(conv, External) else None
+            if name is not None:
+                found.add((written, param, int(position), name))
         return tuple(sorted(found))
 
     def own_call_classes(self, module: Module) -> frozenset[str]:

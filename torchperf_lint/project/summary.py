@@ -46,8 +46,6 @@ from ..analysis.vocabulary import (
     ITERATION_WRAPPERS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
-    OFF_HOST_METHODS,
-    SCALAR_METHODS,
     builds_host_array,
     cuda_prefixes,
     is_cudnn_decision,
@@ -56,6 +54,7 @@ from ..analysis.vocabulary import (
     is_model_name,
     is_optimizer_class,
     is_optimizer_name,
+    keeps_host_array,
     maps_a_file,
     names_rpc_device_map,
     prepares_dataset,
@@ -1979,7 +1978,7 @@ class _Summarizer:
             if maps_a_file(qualified, keywords):
                 return False  # read from disk as it is used: not held in memory
             return builds_host_array(qualified, "device" in keywords or "**" in keywords)
-        if isinstance(func, ast.Attribute) and func.attr not in OFF_HOST_METHODS | SCALAR_METHODS:
+        if isinstance(func, ast.Attribute) and keeps_host_array(func.attr):
             return self._holds_host_data(func.value, local, seen)
         return False
 

@@ -6,12 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ...analysis.vocabulary import NN_CONVS
 from ...engine.context import Context
 from ...engine.edits import add_keyword, keyword
 from ...engine.findings import Fix, Report, Safety
 from ...syntax.walker import dotted_name
 from ..base import Rule
-from .common import CONVS, nn_class
+from .common import nn_class
 
 # Norms that subtract a per-channel mean, which cancels a per-channel bias added before them.
 _MEAN_NORMS = frozenset(
@@ -32,7 +33,7 @@ def _convolution(call: cst.Call, ctx: Context) -> tuple[str, str, int] | None:
     """(how the message names it, the parameter that turns its bias off, that parameter's
     position) for an `nn.Conv*d` call, or a call of a project module that is one convolution
     under another name (tacotron2's `ConvNorm(..., bias=True)`: EntryFacts.conv_wrappers)."""
-    conv_class = nn_class(call, ctx, CONVS)
+    conv_class = nn_class(call, ctx, NN_CONVS)
     if conv_class is not None:
         return f"nn.{conv_class}", "bias", _BIAS_POSITION
     written = dotted_name(call.func)

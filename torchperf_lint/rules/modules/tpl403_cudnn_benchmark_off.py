@@ -6,11 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ...analysis.vocabulary import NN_CONVS
 from ...engine.context import Context
 from ...engine.edits import insert_after_imports
 from ...engine.findings import Fix, Report, Safety
 from ..base import Rule
-from .common import CONVS, nn_class
+from .common import nn_class
 
 # Settings that show cuDNN's algorithm choice was thought about (benchmark on or off, determinism).
 _CUDNN_DECISIONS = frozenset(
@@ -265,7 +266,7 @@ class CudnnBenchmarkOff(Rule):
             assert isinstance(call, cst.Call)
             if ctx.qualified_name(call) in _CUDNN_DECISION_CALLS:
                 return
-        first = next((c for c in calls if isinstance(c, cst.Call) and nn_class(c, ctx, CONVS)), None)
+        first = next((c for c in calls if isinstance(c, cst.Call) and nn_class(c, ctx, NN_CONVS)), None)
         if first is None:
             return
         alias, needs_import = ctx.torch_name()

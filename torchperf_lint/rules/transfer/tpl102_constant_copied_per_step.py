@@ -57,6 +57,25 @@ def _device_keyword(call: cst.Call) -> Optional[cst.BaseExpression]:
     return None
 
 
+# a host-data constructor's (qualified name, data, the call that puts it on an accelerator, by device=)
+ConstructedCopy = tuple[str, cst.BaseExpression, Optional[cst.Call], bool]
+
+
+def _constructed_copy(node: cst.Call, ctx: Context) -> Optional[ConstructedCopy]:
+    """For a host-data constructor (`torch.tensor(data, ...)`): its qualified name, the data, the
+    call that puts the result on an accelerator (itself with `device=`, or the `.to()`/`.cuda()`
+    after its conversions; None when none does), and whether that is its own `device=`."""
+    qualified = ctx.qualified_name(node)
+    if qualified is None or not _is_host_constructor(qualified) or not node.args:
+        return None
+    data = node.args[0].value
+    device = _device_keyword(node)
+    if device is not None:
+        return qualified, data, node if names_accelerator(device, ctx) else None, True
+    move = _move_after_conversions(node, ctx)
+    return qualified, data, move if move is not None and to_accelerator(move, ctx) else None, False
+
+
 def _moved_host_tensor(move: cst.Call, ctx: Context) -> Optional[cst.BaseExpression]:
     """The host tensor built once that `move` copies to the device: `self.table.to(d)`, or
     `self.table[t].cuda()` looked up with a device tensor `t` (the index comes back to the host
@@ -540,12 +559,13 @@ class ConstantCopiedPerStep(Rule):
         reason = ctx.hot_reason(node)
         if reason is None:
             return
-        found = self._constructor(node, ctx) or self._move(node, ctx)
+        copy = _constructed_copy(node, ctx)
+        found = self._constructor(node, copy, ctx) or self._move(node, ctx)
         if found is not None:
             where, source, _ = found
             copies, remedy = "copies the same host values", _remedy(node, ctx)
         else:
-            read = self._batch_read(node, ctx)
+            read = self._batch_read(node, copy, ctx)
             if read is None:
                 return
             where, source, array = read
@@ -556,19 +576,15 @@ class ConstantCopiedPerStep(Rule):
         )
 
     @staticmethod
-    def _batch_read(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, str]]:
+    def _batch_read(
+        node: cst.Call, copy: Optional[ConstructedCopy], ctx: Context
+    ) -> Optional[tuple[cst.Call, str, str]]:
         """A per-step slice or item of a host array built once, copied to the device: `torch.Tensor(
         images[i]).to(dev)`, `ids[:, i : i + n].to(device)`. Not a memory-mapped file (it need not
         fit on the device), nor a lookup with a device index (`_move`'s table lookup)."""
-        qualified = ctx.qualified_name(node)
-        if qualified is not None and _is_host_constructor(qualified) and node.args:
-            read, source = node.args[0].value, f"{qualified}()"
-            device = _device_keyword(node)
-            if device is not None:
-                where: Optional[cst.Call] = node if names_accelerator(device, ctx) else None
-            else:
-                where = _move_after_conversions(node, ctx)
-                where = where if where is not None and to_accelerator(where, ctx) else None
+        if copy is not None:
+            qualified, read, where, _ = copy
+            source = f"{qualified}()"
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda"):
             read, where = node.func.value, node if to_accelerator(node, ctx) else None
             source = f"{ctx.module.code_for_node(read)}.{node.func.attr.value}()"
@@ -586,29 +602,24 @@ class ConstantCopiedPerStep(Rule):
         return where, source, ctx.module.code_for_node(array)
 
     @staticmethod
-    def _constructor(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, bool]]:
+    def _constructor(
+        node: cst.Call, copy: Optional[ConstructedCopy], ctx: Context
+    ) -> Optional[tuple[cst.Call, str, bool]]:
         """`torch.tensor(values).to(d)` of step-invariant values, or `torch.tensor(array,
         device=d)` of a host array built once."""
-        qualified = ctx.qualified_name(node)
-        if qualified is None or not _is_host_constructor(qualified) or not node.args:
+        if copy is None:
             return None
-        data = node.args[0].value
-        if holds_no_values(data):
+        qualified, data, where, by_keyword = copy
+        if where is None or holds_no_values(data):
             return None
         # a list written out is a constant; a name or attribute bound to host data is an array
         literal = isinstance(data, (cst.List, cst.Tuple))
-        device = _device_keyword(node)
-        if device is not None:
+        if by_keyword:
             # host data only: a scalar (`torch.tensor(0.0, device=d)`) is a 4-byte write
-            if ctx.is_host_array(data) and names_accelerator(device, ctx):
-                return node, f"{qualified}()", not literal
-            return None
-        move = _move_after_conversions(node, ctx)
-        if move is None or not to_accelerator(move, ctx):
-            return None
+            return (node, f"{qualified}()", not literal) if ctx.is_host_array(data) else None
         if not all(ctx.is_step_invariant(arg.value) for arg in node.args):
             return None
-        return move, f"{qualified}()", not literal and ctx.is_host_array(data)
+        return where, f"{qualified}()", not literal and ctx.is_host_array(data)
 
     @staticmethod
     def _move(node: cst.Call, ctx: Context) -> Optional[tuple[cst.Call, str, bool]]:
