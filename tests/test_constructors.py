@@ -53,6 +53,38 @@ def test_attribute_resolves_to_every_constructor_in_the_class_and_its_bases() ->
     ]
 
 
+def test_attributes_assigned_in_parallel_take_their_own_values() -> None:
+    ctx = _context(
+        """
+        import torch.nn as nn
+        class Trainer:
+            def __init__(self, width):
+                model, optimizer = nn.Conv2d(3, width, 3), None
+                self.model, self.optimizer = model, optimizer
+                self.head, *self.rest = nn.Linear(2, 2), nn.Linear(3, 3)
+            def step(self, x):
+                return self.model(x), self.head(x)
+        """
+    )
+    graph = ctx.module_graph
+    assert graph.constructor_calls(_call(ctx, "self.model").func) is None  # `model` was unpacked: unknown
+    assert graph.constructor_calls(_call(ctx, "self.head").func) is None  # a starred target: not paired
+    ctx = _context(
+        """
+        import torch.nn as nn
+        class Trainer:
+            def __init__(self, width):
+                model = nn.Conv2d(3, width, 3)
+                self.model, self.width = model, width
+            def step(self, x):
+                return self.model(x)
+        """
+    )
+    assert _codes(ctx, ctx.module_graph.constructor_calls(_call(ctx, "self.model").func)) == [
+        "nn.Conv2d(3, width, 3)"
+    ]
+
+
 def test_attribute_with_an_unresolvable_value_is_unknown() -> None:
     ctx = _context(
         """

@@ -106,6 +106,33 @@ def test_a_transformer_classifier_in_another_module_is_no_convnet(tmp_path: Path
     assert finding_lines(root, "train.py", "TPL404") == []
 
 
+def test_a_weight_initialiser_that_tests_for_convolutions_builds_none(tmp_path: Path) -> None:
+    """`isinstance(m, nn.Conv2d)` in `_init_weights` names a layer class; it builds no layer."""
+    vit = """
+        import torch.nn as nn
+
+        class ViT(nn.Module):
+            def __init__(self, d=384):
+                super().__init__()
+                self.patch = nn.Conv2d(3, d, 16, 16)
+                self.head = nn.Linear(d, 1000)
+                self.apply(self._init_weights)
+
+            def _init_weights(self, m):
+                if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
+                    nn.init.kaiming_normal_(m.weight)
+                elif isinstance(m, nn.Conv2d) or issubclass(type(m), nn.Conv2d):
+                    nn.init.zeros_(m.bias)
+
+        def resnet18():
+            return ViT()
+        """
+    summary = summarize(textwrap.dedent(vit))
+    assert summary is not None and summary.classes[0].builds.count("nn.Conv2d") == 1
+    root = write_project(tmp_path, {"models/__init__.py": "", "models/resnet.py": vit, "train.py": TRAIN})
+    assert finding_lines(root, "train.py", "TPL404") == []
+
+
 def test_the_summary_records_what_classes_and_factories_build() -> None:
     summary = summarize(textwrap.dedent(RESNET))
     assert summary is not None

@@ -763,6 +763,82 @@ def test_a_registry_whose_default_member_is_not_a_convnet_stays_silent(
     assert routes(capsys, root, "trainer.py", "TPL404") == []
 
 
+# facebookresearch/simsiam: the registry class is handed uncalled to a wrapper in another module,
+# whose `__init__` calls it to build the encoder; SyncBatchNorm conversion keeps the model
+SIMSIAM_BUILDER = """
+import torch.nn as nn
+
+class SimSiam(nn.Module):
+    def __init__(self, base_encoder, dim=2048, pred_dim=512):
+        super().__init__()
+        self.encoder = base_encoder(num_classes=dim, zero_init_residual=True)
+        self.predictor = nn.Sequential(nn.Linear(dim, pred_dim), nn.ReLU(), nn.Linear(pred_dim, dim))
+
+    def forward(self, x1, x2):
+        return self.predictor(self.encoder(x1)), self.encoder(x2).detach()
+"""
+SIMSIAM_MAIN = """
+import argparse
+import torch
+import torchvision.models as models
+import simsiam.builder
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-a", "--arch", default="resnet50")
+
+def main(loader):
+    args = parser.parse_args()
+    model = simsiam.builder.SimSiam(models.__dict__[args.arch], 2048, pred_dim=512)
+    model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    model.cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    for x1, x2 in loader:
+        p, z = model(x1.cuda(), x2.cuda())
+        loss = -torch.nn.functional.cosine_similarity(p, z).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_registry_class_handed_to_a_wrapper_that_builds_with_it_is_judged_by_its_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(
+        tmp_path, {"simsiam/__init__.py": "", "simsiam/builder.py": SIMSIAM_BUILDER, "main.py": SIMSIAM_MAIN}
+    )
+    assert routes(capsys, root, "main.py", "TPL404") == [13]
+    message = next(
+        f.message
+        for f in lint_source((root / "main.py").read_text(), str(root / "main.py"))
+        if f.code == "TPL404"
+    )
+    assert "resnet50 assumed: the default of --arch" in message
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ('default="resnet50"', 'default="vit_b_16"'),  # the default is no convnet
+        ("models.__dict__[args.arch], 2048", "torch.nn.Identity, 2048"),  # handed no registry member
+        ("self.encoder = base_encoder(", "self.encoder = nn.Linear(dim, dim)  # base_encoder("),
+    ],
+    ids=["vit-default", "not-a-registry-member", "never-called-in-init"],
+)
+def test_a_wrapper_handed_no_convnet_stays_silent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str]
+) -> None:
+    main_py, builder = SIMSIAM_MAIN, SIMSIAM_BUILDER
+    if change[0] in main_py:
+        main_py = main_py.replace(*change)
+    else:
+        builder = builder.replace(*change)
+    root = write_project(
+        tmp_path, {"simsiam/__init__.py": "", "simsiam/builder.py": builder, "main.py": main_py}
+    )
+    assert routes(capsys, root, "main.py", "TPL404") == []
+
+
 # -- DataLoaders iterated again and again through a returned tuple or a per-call helper ------------
 # tacotron2's train.py: `train_loader, valset, collate_fn = prepare_dataloaders(hparams)`, then an
 # epoch loop over it; Pytorch-UNet's `evaluate(model, val_loader, ...)` called from its step loop

@@ -150,6 +150,18 @@ def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:
     return last if isinstance(last, (cst.Return, cst.Raise, cst.Break)) else None
 
 
+def fails_after(ancestors: Iterator[cst.CSTNode]) -> bool:
+    """A block around the node (given its ancestors, innermost first) ends by `raise`, with no
+    loop or function between: what the node does runs only on the way to an error (simsiam's
+    `elif args.gpu is not None: model = model.cuda(args.gpu); raise NotImplementedError(...)`)."""
+    for ancestor in ancestors:
+        if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(ancestor, cst.IndentedBlock) and isinstance(final_statement(ancestor), cst.Raise):
+            return True
+    return False
+
+
 def _always_leaves(body: cst.BaseSuite) -> bool:
     """The block ends by leaving it: `return`, `raise`, `continue` or `break`."""
     return isinstance(final_statement(body), (cst.Return, cst.Raise, cst.Continue, cst.Break))

@@ -74,6 +74,9 @@ class EntryFacts:
     # project classes built here, as written, that are one torch.nn convolution under another name:
     # (callee, bias parameter, its position, the convolution's class) (project/conv_wrappers.py)
     conv_wrappers: tuple[tuple[str, str, int, str], ...] = ()
+    # project classes built here, as written, that are 2-D convnets when the class one parameter
+    # names (called in `__init__`) is a library convnet: (callee, parameter, its position)
+    encoder_wrappers: tuple[tuple[str, str, int], ...] = ()
     # classes, as written here, whose instances run a `__call__` of the project's own, not a
     # module's forward (ultralytics' `YOLO(...)(image)` predicts): what that call does is not known
     own_call_classes: frozenset[str] = frozenset()
@@ -180,9 +183,14 @@ class EntryFacts:
                 (str(name), str(param), int(position), str(conv))
                 for name, param, position, conv in data.get("conv_wrappers", ())
             ),
+            encoder_wrappers=tuple(
+                (str(name), str(param), int(position))
+                for name, param, position in data.get("encoder_wrappers", ())
+            ),
             own_call_classes=frozenset(map(str, data.get("own_call_classes", ()))),
             handed_back=tuple(
-                (str(name), int(position), str(param)) for name, position, param in data.get("handed_back", ())
+                (str(name), int(position), str(param))
+                for name, position, param in data.get("handed_back", ())
             ),
             host_data_builders=frozenset(map(str, data.get("host_data_builders", ()))),
             model_precision=_text(data.get("model_precision")),

@@ -32,22 +32,26 @@ class Registries:
 
     def member(self, call: cst.Call) -> Optional[RegistryMember]:
         """The member `call` builds when it calls a registry lookup of an imported module, else None."""
-        func = call.func
-        if isinstance(func, cst.Subscript) and len(func.slice) == 1:
-            registry = func.value
-            index = func.slice[0].slice
+        return self.looked_up(call.func)
+
+    def looked_up(self, expr: cst.BaseExpression) -> Optional[RegistryMember]:
+        """The member a registry lookup of an imported module selects (`models.__dict__[args.arch]`,
+        `getattr(models, name)`), called or handed on uncalled; None for any other expression."""
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+            registry = expr.value
+            index = expr.slice[0].slice
             if not (isinstance(registry, cst.Attribute) and registry.attr.value == "__dict__"):
                 return None
             if not isinstance(index, cst.Index):
                 return None
             return self._member(registry.value, index.value)
         if (
-            isinstance(func, cst.Call)
-            and self._names.qualified_name(func) == "builtins.getattr"
-            and len(func.args) == 2
-            and all(a.keyword is None and not a.star for a in func.args)
+            isinstance(expr, cst.Call)
+            and self._names.qualified_name(expr) == "builtins.getattr"
+            and len(expr.args) == 2
+            and all(a.keyword is None and not a.star for a in expr.args)
         ):
-            return self._member(func.args[0].value, func.args[1].value)
+            return self._member(expr.args[0].value, expr.args[1].value)
         return None
 
     def _member(self, module: cst.BaseExpression, key: cst.BaseExpression) -> Optional[RegistryMember]:

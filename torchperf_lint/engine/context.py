@@ -77,6 +77,10 @@ class Context:
         literal names, or the argparse default of the option, said to be assumed."""
         return self._registries.member(call)
 
+    def registry_lookup(self, expr: cst.BaseExpression) -> Optional[RegistryMember]:
+        """What a registry lookup handed on uncalled selects (`SimSiam(models.__dict__[args.arch])`)."""
+        return self._registries.looked_up(expr)
+
     def under_option_defaults(self, test: cst.BaseExpression) -> Optional[bool]:
         """What an `if` test on command-line options gives under their defaults, or None."""
         return self._registries.under_defaults(test)

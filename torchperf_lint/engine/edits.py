@@ -14,6 +14,15 @@ def keyword(call: cst.Call, name: str) -> cst.Arg | None:
     return None
 
 
+def passed_argument(call: cst.Call, param: str, position: int) -> cst.Arg | None:
+    """The argument `call` passes for `param`, by keyword or at `position` (-1: keyword only)."""
+    found = keyword(call, param)
+    if found is not None:
+        return found
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position] if 0 <= position < len(positional) else None
+
+
 def has_star_kwargs(call: cst.Call) -> bool:
     """`**kwargs` could supply any keyword."""
     return any(arg.star == "**" for arg in call.args)

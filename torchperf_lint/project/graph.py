@@ -1043,8 +1043,22 @@ class Project:
             # the module's own top level
             names = [f.name for f in registry.summary.functions if f.qualname == f.name]
             names += [c.name for c in registry.summary.classes if c.qualname == c.name]
-            found.update(f"{written}.{name}" for name in names if self.layers.builds_2d_convnet(registry, name))
+            found.update(
+                f"{written}.{name}" for name in names if self.layers.builds_2d_convnet(registry, name)
+            )
         return frozenset(found)
+
+    def encoder_wrappers(self, module: Module) -> tuple[tuple[str, str, int], ...]:
+        """The project classes `module` builds, as it writes them, that are 2-D convnets when the
+        class one parameter names, which `__init__` calls, is a library convnet (SimSiam and MoCo
+        handed `models.__dict__[args.arch]`): (callee, parameter, its position after `self`)."""
+        found: set[tuple[str, str, int]] = set()
+        for written in _written_callees(module):
+            cls = self.resolve_dotted(module, written)
+            handed = self.layers.convnet_when_handed_one(cls) if isinstance(cls, ClassRef) else None
+            if handed is not None:
+                found.add((written, *handed))
+        return tuple(sorted(found))
 
     def conv_wrappers(self, module: Module) -> tuple[tuple[str, str, int, str], ...]:
         """The project classes `module` builds, as it writes them, that are one `torch.nn`
@@ -1151,7 +1165,9 @@ class Project:
             seen: dict[tuple[int, int], set[str]] = {}
             given: dict[tuple[int, int], set[str]] = {}
             for caller, call, callee in edges:
-                batches = [slot for slot, param in call.batches.items() if param in plain.get(caller.key(), ())]
+                batches = [
+                    slot for slot, param in call.batches.items() if param in plain.get(caller.key(), ())
+                ]
                 passed, omitted = _host_parameter_names(
                     call, callee.info, host.get(caller.key(), frozenset()), batches
                 )
@@ -1478,9 +1494,7 @@ class Project:
             grad_free_functions=self.grad_free(module),
             host_parameters=host,
             module_parameters=tuple(
-                sorted(
-                    _of_module(self.module_parameters(), self._modules_by_module).get(key, ()), key=_first
-                )
+                sorted(_of_module(self.module_parameters(), self._modules_by_module).get(key, ()), key=_first)
             ),
             host_read_keys=self.host_read_keys(module),
             runs_on_cuda=self.cuda_reasons().get(key),
@@ -1500,6 +1514,7 @@ class Project:
             convnet_constructors=self.convnet_constructors(module),
             registry_convnets=self.registry_convnets(module),
             conv_wrappers=self.conv_wrappers(module),
+            encoder_wrappers=self.encoder_wrappers(module),
             own_call_classes=self.own_call_classes(module),
             handed_back=self.handed_back(module),
             host_data_builders=self.host_data_builders(module),

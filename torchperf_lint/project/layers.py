@@ -12,6 +12,8 @@ from ..analysis.layers import LayerCounts, is_library_convnet, library_layer
 from .refs import ClassRef, External, FunctionRef, Module, ProjectView
 
 _MAX_DEPTH = 16  # nesting of classes and factories followed
+# what one call of a library convnet handed in as a class (`models.resnet50`) adds to a profile
+_HANDED_CONVNET = library_layer("torchvision.models.resnet50") or LayerCounts()
 
 
 class LayerProfiles:
@@ -67,6 +69,29 @@ class LayerProfiles:
             if counts is not None:
                 total.add(counts)
         return total
+
+    def convnet_when_handed_one(self, cls: ClassRef) -> Optional[tuple[str, int]]:
+        """(the parameter, its position after `self`, -1 for keyword-only) of a class whose
+        `__init__` calls one of its parameters to build a part (SimSiam's `self.encoder =
+        base_encoder(num_classes=dim)`), when the class is a 2-D convnet once that part is a library
+        convnet (a ResNet under a projection head); None for any other class."""
+        index = cls.info.methods.get("__init__")
+        if index is None:
+            return None
+        init = cls.module.summary.functions[index]
+        params = init.params[1:]
+        called = [p for p in params if p in cls.info.builds]
+        if len(called) != 1:
+            return None
+        total = LayerCounts()
+        total.add(self.of_class(cls))
+        for written in cls.info.builds:
+            if written == called[0]:
+                total.add(_HANDED_CONVNET)
+        if not total.is_2d_convnet:
+            return None
+        position = params.index(called[0])
+        return called[0], position if position < init.positional - 1 else -1
 
     def builds_2d_convnet(self, module: Module, written: str) -> bool:
         """A call of `written` in `module` builds a 2-D convnet: a project model whose layers

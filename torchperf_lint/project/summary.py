@@ -536,6 +536,8 @@ def built(call: ast.Call) -> list[str]:
     `groups=` other than 1, `nn.Conv2d#folded` for a `(k, 1)`/`(1, k)` kernel), then the classes it is handed (`ResNet(Bottleneck, [3, 4, 6, 3])`,
     `self._make_layer(BasicBlock, 64)`): CapWords names, which a project pass resolves."""
     callee = dotted(call.func)
+    if callee in ("isinstance", "issubclass"):
+        return []  # `isinstance(m, nn.Conv2d)` in a weight initialiser tests layers, builds none
     found = []
     if callee:
         groups = next((k.value for k in call.keywords if k.arg == "groups"), None)

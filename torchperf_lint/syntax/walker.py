@@ -257,6 +257,19 @@ def all_params(params: cst.Parameters) -> list[cst.Param]:
     return every
 
 
+def _paired(
+    target: cst.Tuple | cst.List, value: cst.BaseExpression
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """The element pairs of `a, b = x, y`; none where either side has a starred element or the
+    lengths differ."""
+    if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(target.elements):
+        return []
+    pairs = list(zip(target.elements, value.elements, strict=True))
+    if any(isinstance(e, cst.StarredElement) for pair in pairs for e in pair):
+        return []
+    return [(t.value, v.value) for t, v in pairs]
+
+
 def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.Name):
         return [target]
@@ -380,6 +393,9 @@ class Walker:
         elif isinstance(target, (cst.Tuple, cst.List)):
             for name in _target_names(target):
                 self._bind(name.value, "unpack", value)
+            for element, given in _paired(target, value):
+                if isinstance(element, cst.Attribute):  # `self.model, self.optimizer = model, optimizer`
+                    self._record_target(element, given)
         elif (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ...analysis.vocabulary import NN_CONVS
 from ...engine.context import Context
-from ...engine.edits import add_keyword, keyword
+from ...engine.edits import add_keyword, passed_argument
 from ...engine.findings import Fix, Report, Safety
 from ...syntax.walker import dotted_name
 from ..base import Rule
@@ -19,14 +19,6 @@ _MEAN_NORMS = frozenset(
     f"{kind}Norm{n}d" for kind in ("Batch", "LazyBatch", "Instance", "LazyInstance") for n in (1, 2, 3)
 ) | {"SyncBatchNorm"}
 _BIAS_POSITION = 7  # Conv*d(in, out, kernel, stride, padding, dilation, groups, bias)
-
-
-def _bias_argument(call: cst.Call, param: str = "bias", position: int = _BIAS_POSITION) -> cst.Arg | None:
-    found = keyword(call, param)
-    if found is not None:
-        return found
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    return positional[position] if len(positional) > position else None
 
 
 def _convolution(call: cst.Call, ctx: Context) -> tuple[str, str, int] | None:
@@ -556,7 +548,7 @@ class ConvBiasBeforeBatchnorm(Rule):
                     continue
                 if graph.folded_away(conv, second):
                     continue  # the conv a `fuse()` builds after folding the norm into it
-                bias = _bias_argument(conv, param, position)
+                bias = passed_argument(conv, param, position)
                 if bias is not None and _literal(bias.value) is not True:
                     continue
                 published = ctx.published_weights(conv)

@@ -6,10 +6,11 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ...analysis.cold import off_cuda_sides
+from ...analysis.cold import fails_after, off_cuda_sides
 from ...analysis.layers import is_library_convnet
+from ...analysis.registries import RegistryMember
 from ...engine.context import Context
-from ...engine.edits import add_keyword, has_star_kwargs, keyword, torch_attribute
+from ...engine.edits import add_keyword, has_star_kwargs, keyword, passed_argument, torch_attribute
 from ...engine.findings import Fix, Report, Safety
 from ...syntax.walker import dotted_name, visit
 from ..base import Rule
@@ -62,7 +63,13 @@ class ConvnetWithoutChannelsLast(Rule):
     folded into 2-D (a period discriminator that reshapes a waveform by its period), which count as
     1-D convolutions. A model built from a registry by an option (`models.__dict__[args.arch]()`) is
     judged by the option's default, which the message names; its moves in a branch that default never
-    takes (`if args.arch.startswith("vgg"):`) stay silent.
+    takes (`if args.arch.startswith("vgg"):`) stay silent. So is a project class handed such a lookup
+    uncalled, whose `__init__` calls it to build the model's convolutional part
+    (`SimSiam(models.__dict__[args.arch], dim)`); handed anything else, it stays silent.
+    `SyncBatchNorm.convert_sync_batchnorm(model)` and the data-parallel wrappers hand back the
+    convolutions of the model they are given. A model kept on `self` (`self.model, self.optimizer =
+    model, optimizer`) counts as run where any method of its class runs it in a loop. A move in a
+    block that ends by raising stays silent: that path never trains.
     """
 
     code = "TPL404"
@@ -206,6 +213,60 @@ class ConvnetWithoutChannelsLast(Rule):
                 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                 for epoch in range(90):
                     train(loader, model, optimizer)
+            """,
+        # facebookresearch/simsiam: the class calls the registry member it is handed to build its encoder
+        "registry-member-handed-to-a-wrapper": """
+            import argparse
+
+            import torch
+            import torch.nn as nn
+            import torchvision.models as models
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-a", "--arch", default="resnet50")
+
+            class SimSiam(nn.Module):
+                def __init__(self, base_encoder, dim=2048):
+                    super().__init__()
+                    self.encoder = base_encoder(num_classes=dim, zero_init_residual=True)
+                    self.predictor = nn.Sequential(nn.Linear(dim, 512), nn.ReLU(), nn.Linear(512, dim))
+
+                def forward(self, x1, x2):
+                    return self.predictor(self.encoder(x1)), self.encoder(x2).detach()
+
+            def main(loader):
+                args = parser.parse_args()
+                model = SimSiam(models.__dict__[args.arch], 2048)
+                model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+                model.cuda()  # expect: TPL404
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+                for x1, x2 in loader:
+                    p, z = model(x1.cuda(non_blocking=True), x2.cuda(non_blocking=True))
+                    loss = -nn.functional.cosine_similarity(p, z).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        # jfzhang95/pytorch-deeplab-xception: a trainer's __init__ keeps and moves the model, a method steps it
+        "trainer-class-moves-the-model-it-keeps": """
+            import torch
+            import torchvision
+
+            class Trainer:
+                def __init__(self, loader):
+                    model = torchvision.models.resnet50()
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+                    self.model, self.optimizer, self.loader = model, optimizer, loader
+                    self.model = torch.nn.DataParallel(self.model)
+                    self.model = self.model.cuda()  # expect: TPL404
+
+                def training(self):
+                    self.model.train()
+                    for image, target in self.loader:
+                        loss = torch.nn.functional.cross_entropy(self.model(image.cuda()), target.cuda())
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
             """,
     }
     FIXED = {
@@ -443,6 +504,46 @@ class ConvnetWithoutChannelsLast(Rule):
                 for x, y in loader:
                     (model(x.cuda()).sum() + cnn(x.cuda()).sum()).backward()
             """,
+        # the same wrapper handed a registry member whose default is a ViT, or a class of its own
+        "wrapper-handed-a-vit-or-a-norm": """
+            import argparse
+
+            import torch
+            import torch.nn as nn
+            import torchvision.models as models
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-a", "--arch", default="vit_b_16")
+
+            class Encoder(nn.Module):
+                def __init__(self, base_encoder, dim=2048):
+                    super().__init__()
+                    self.encoder = base_encoder(num_classes=dim)
+                    self.head = nn.Linear(dim, dim)
+
+                def forward(self, x):
+                    return self.head(self.encoder(x))
+
+            def main(loader):
+                args = parser.parse_args()
+                model = Encoder(models.__dict__[args.arch]).cuda()
+                other = Encoder(nn.Identity).cuda()
+                for x in loader:
+                    (model(x.cuda()).sum() + other(x.cuda()).sum()).backward()
+            """,
+        # facebookresearch/simsiam: the single-GPU path moves the model, then refuses to run
+        "move-on-the-way-to-an-error": """
+            import torch
+            import torchvision
+
+            def main(args, loader):
+                model = torchvision.models.resnet50()
+                if args.gpu is not None:
+                    model = model.cuda(args.gpu)
+                    raise NotImplementedError("Only DistributedDataParallel is supported.")
+                for x, y in loader:
+                    model(x).sum().backward()
+            """,
         "dtype-cast-is-no-device-move": """
             import torch
             import torchvision
@@ -500,19 +601,22 @@ class ConvnetWithoutChannelsLast(Rule):
                 return self._constructors(wrapped, ctx)  # `DataParallel(model).cuda()` moves `model`
             return [expr] if isinstance(expr, cst.Call) and not _is_chain(expr) else None
         if isinstance(expr, cst.Attribute):
-            return ctx.module_graph.constructor_calls(expr)
-        if not isinstance(expr, cst.Name):
-            return None
-        bindings = ctx.bindings(expr.value, expr)
-        calls: list[cst.Call] = []
-        for binding in bindings:
-            if binding.kind != "assign" or not isinstance(binding.node, cst.Call):
+            # every value `self.model` is given in its class
+            values: Optional[list[cst.Call]] = ctx.module_graph.constructor_calls(expr)
+        elif isinstance(expr, cst.Name):
+            bindings = ctx.bindings(expr.value, expr)
+            if any(b.kind != "assign" or not isinstance(b.node, cst.Call) for b in bindings):
                 return None
-            value = _unchain(binding.node)
+            values = [b.node for b in bindings]  # type: ignore[misc]  # checked: calls
+        else:
+            return None
+        calls: list[cst.Call] = []
+        for call in values or ():
+            value = _unchain(call)
             if isinstance(value, cst.Call):
                 value = _wrapped_model(value, ctx) or value
-            if isinstance(value, cst.Name) and value.value == expr.value:
-                continue  # model = model.cuda(), model = DataParallel(model)
+            if dotted_name(value) == dotted_name(expr):
+                continue  # model = model.cuda(), self.model = DataParallel(self.model)
             if not isinstance(value, cst.Call) or _is_chain(value):
                 return None
             calls.append(value)
@@ -639,13 +743,16 @@ def _first_move_of_a_model_it_runs(move: cst.Call, model: str, ctx: Context) -> 
     """The move is not a move back inside a loop after an earlier one, and a loop there runs the model
     or hands it on (`for x in loader: model(x)`, `for epoch ...: train(model, ...)`), or the function
     returns it to its caller (a `build_model()`): a re-move after saving a checkpoint is the same
-    model, and a model moved to stylize one image is never stepped."""
+    model, and a model moved to stylize one image is never stepped. A model kept on `self` runs
+    wherever a method of its class runs it (a trainer's `__init__` moves it, `training()` loops)."""
     scope: cst.CSTNode = ctx.facts.enclosing_function(move) or ctx.facts.module
+    if model.startswith("self."):
+        scope = next((a for a in ctx.ancestors(move) if isinstance(a, cst.ClassDef)), scope)
     mentions = _Mentions(model, move)
     visit(scope, mentions)
     runs = mentions.in_loop or mentions.returned
     moved_again = mentions.moves[:1] != [move] and any(m is move for m in mentions.in_loop_moves)
-    return runs and not moved_again
+    return runs and not moved_again and not fails_after(ctx.ancestors(move))
 
 
 def _builds_a_model_stepped_elsewhere(move: cst.Call, ctx: Context) -> bool:
@@ -685,33 +792,58 @@ def _in_branch_the_defaults_skip(move: cst.Call, ctx: Context) -> bool:
     return False
 
 
-_PARALLEL_WRAPPERS = frozenset(
-    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel"}
+# Calls that hand back the model they are given, wrapped or with some layers swapped: moving or
+# running the result moves or runs those convolutions.
+_SAME_CONVOLUTIONS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+        "torch.nn.modules.batchnorm.SyncBatchNorm.convert_sync_batchnorm",
+    }
 )
 
 
 def _wrapped_model(call: cst.Call, ctx: Context) -> Optional[cst.BaseExpression]:
-    """`model` of `DataParallel(model)`: the wrapper moves and runs the model it holds."""
-    if ctx.qualified_name(call) in _PARALLEL_WRAPPERS and call.args and call.args[0].keyword is None:
+    """`model` of `DataParallel(model)`, `SyncBatchNorm.convert_sync_batchnorm(model)`: the result
+    moves and runs the convolutions of the model it is handed."""
+    if ctx.qualified_name(call) in _SAME_CONVOLUTIONS and call.args and call.args[0].keyword is None:
         return call.args[0].value
     return None
 
 
 def _builds_a_convnet(constructor: cst.Call, ctx: Context) -> bool:
     """A project or library convnet constructor, or a registry lookup whose member is a library
-    convnet or a project one (`resnet.__dict__[args.arch]()` over the project's resnet.py)."""
+    convnet or a project one (`resnet.__dict__[args.arch]()` over the project's resnet.py), called
+    or handed to a project class that is a convnet around it."""
     if dotted_name(constructor.func) in ctx.entry.convnet_constructors:
         return True
-    member = ctx.registry_member(constructor)
+    member = _registry_member(constructor, ctx)
     return member is not None and (
         is_library_convnet(member.qualified) or member.written in ctx.entry.registry_convnets
     )
 
 
+def _registry_member(constructor: cst.Call, ctx: Context) -> Optional[RegistryMember]:
+    """The registry member a constructor builds: it calls the lookup (`models.__dict__[arch]()`),
+    or hands it to a project class whose `__init__` calls it to build its convolutional part
+    (`SimSiam(models.__dict__[args.arch], dim)`: EntryFacts.encoder_wrappers)."""
+    member = ctx.registry_member(constructor)
+    if member is not None:
+        return member
+    written = dotted_name(constructor.func)
+    for callee, param, position in ctx.entry.encoder_wrappers:
+        if callee == written:
+            handed = passed_argument(constructor, param, position)
+            return ctx.registry_lookup(handed.value) if handed is not None else None
+    return None
+
+
 def _assumed(constructors: list[cst.Call], ctx: Context) -> str:
     """` (resnet18 assumed: the default of --arch)` when a registry lookup's member came from a default."""
     for constructor in constructors:
-        member = ctx.registry_member(constructor)
+        member = _registry_member(constructor, ctx)
         if member is not None and member.option is not None:
             return f" ({member.qualified.rsplit('.', 1)[-1]} assumed: the default of {member.option})"
     return ""
