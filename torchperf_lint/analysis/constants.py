@@ -12,13 +12,14 @@ handed to guided diffusion's `_extract_into_tensor(self.sqrt_alphas_cumprod, t, 
 
 A *host array built once* is a step-invariant value that holds host data: a NumPy array, a
 Python list or a CPU tensor (a torch factory or host-data constructor without `device=`), bound
-at set-up (RULES.md, TPL102's host arrays). Copying one to the device in hot code pays the same
-host-to-device copy at every call.
+at set-up (RULES.md, TPL102's host arrays), whose items no loop stores into (a rollout buffer
+refilled once per phase is storage the program keeps on the host, not data built once). Copying
+one to the device in hot code pays the same host-to-device copy at every call.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -130,9 +131,18 @@ class HostConstants:
     def _stored_per_step(self, read: cst.BaseExpression) -> bool:
         """Hot code stores into the items of what `read` names (`self.buffer_obs[idx] = obs` in the
         step of a replay buffer, `aux_obs[:, part] = obs.cpu()` per rollout): its values change."""
+        return self._items_stored(read, lambda store: not self._cold(store))
+
+    def _refilled(self, read: cst.BaseExpression) -> bool:
+        """A loop stores into the items of what `read` names, hot or not (cleanrl's PPG fills
+        `aux_obs[:, part] = obs.cpu()` once per rollout, then trains on it): a buffer the program
+        refills, which no code can build once and move."""
+        return self._items_stored(read, lambda store: bool(self._hot.loops_around(store)))
+
+    def _items_stored(self, read: cst.BaseExpression, counts: Callable[[cst.Subscript], bool]) -> bool:
         written = dotted_name(read)
         stores = self._facts.item_stores.get(written, ()) if written is not None else ()
-        hot = [store for store in stores if not self._cold(store)]
+        hot = [store for store in stores if counts(store)]
         if not hot:
             return False
         if isinstance(read, cst.Name):
@@ -190,7 +200,7 @@ class HostConstants:
     # -- host arrays ------------------------------------------------------------------
     def is_host_array(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a host array built once (see the module docstring)."""
-        return self._holds_array(expr) and self.is_step_invariant(expr)
+        return self._holds_array(expr) and self.is_step_invariant(expr) and not self._refilled(expr)
 
     def _holds_array(self, expr: cst.BaseExpression) -> bool:
         cached = self._arrays.get(expr)

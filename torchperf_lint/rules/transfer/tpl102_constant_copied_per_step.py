@@ -478,6 +478,23 @@ class ConstantCopiedPerStep(Rule):
                     optimizer.step()
                     obs = env.step(model.act(obs))
             """,
+        # vwxyzjn/cleanrl's ppg_procgen.py: a host buffer refilled once per rollout phase, then trained on
+        "rollout-buffer-refilled-per-phase": """
+            import torch
+
+            def train(envs, agent, optimizer, phases, rollouts, device):
+                aux_obs = torch.zeros((128, rollouts, 64, 64, 3), dtype=torch.uint8)
+                for phase in range(phases):
+                    for update in range(rollouts):
+                        obs = agent.collect(envs)
+                        aux_obs[:, update] = obs.cpu().to(torch.uint8)
+                    for start in range(0, rollouts, 4):
+                        m_aux_obs = aux_obs[:, start : start + 4].to(device)
+                        loss = agent.aux_loss(m_aux_obs)
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+            """,
         "host-array-kept-on-the-cpu": """
             import numpy as np
             import torch
