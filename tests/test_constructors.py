@@ -8,6 +8,7 @@ import libcst as cst
 
 from torchperf_lint.config import Settings
 from torchperf_lint.engine.context import Context
+from torchperf_lint.project.summary import summarize
 from torchperf_lint.syntax.walker import walk
 
 
@@ -83,6 +84,18 @@ def test_attributes_assigned_in_parallel_take_their_own_values() -> None:
     assert _codes(ctx, ctx.module_graph.constructor_calls(_call(ctx, "self.model").func)) == [
         "nn.Conv2d(3, width, 3)"
     ]
+
+
+def test_the_project_pass_pairs_attributes_assigned_in_parallel_as_the_file_pass_does() -> None:
+    summary = summarize(
+        "class Trainer:\n"
+        "    def __init__(self, make):\n"
+        "        self.model, self.optimizer = Net(), torch.optim.SGD([], lr=0.1)\n"
+        "        self.head, *self.rest = Head(), Tail()\n"
+        "        self.a, self.b = make()\n"
+    )
+    assert summary is not None
+    assert summary.classes[0].attributes == {"model": "Net", "optimizer": "torch.optim.SGD"}
 
 
 def test_attribute_with_an_unresolvable_value_is_unknown() -> None:

@@ -14,7 +14,7 @@ batch a batch; `.to(...)`/`.cuda()` results and shape attributes are not batches
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import libcst as cst
 
@@ -27,7 +27,9 @@ from ..syntax.walker import (
     descendants,
     dotted_name,
     returned_values,
+    unpacked_element,
 )
+from .casts import casts_only
 from .hotpath import HotPaths
 from .loop_targets import PASS_THROUGH, batch_names
 from .names import Names
@@ -211,7 +213,7 @@ class Batches:
 
     def _loop_of(self, expr: cst.BaseExpression) -> Optional[Source]:
         if isinstance(expr, cst.Name):
-            if self._moved_by_cuda(expr):
+            if self._rebound_by(expr, lambda call: call.func.attr.value == "cuda"):  # type: ignore[attr-defined]
                 return None
             for binding in self._names.lookup(expr.value, expr):
                 loop = self._binding(binding, expr.value)
@@ -225,23 +227,49 @@ class Batches:
                 return None
             return self.loop_of(expr.value)
         if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in HOST_CONVERSIONS:
+            if isinstance(expr.func, cst.Attribute) and (
+                expr.func.attr.value in HOST_CONVERSIONS
+                or (expr.func.attr.value == "to" and casts_only(expr, self._names, self._facts))
+            ):
                 return self.loop_of(expr.func.value)
             return self._drawn(expr)
         return None
 
-    def _moved_by_cuda(self, name: cst.Name) -> bool:
-        """Every binding that reaches `name` is `name = <...>.cuda(...)`: a batch moved and rebound
-        under its own name (MelGAN's `x_t = x_t.cuda()`) is on the device below, and `x_t.cuda()`
-        there copies nothing. (`.to(d)` may go anywhere, so only `.cuda()` decides.)"""
-        reaching = self._names.reaching(name)
-        return bool(reaching) and all(
-            b.kind == "assign"
-            and isinstance(b.node, cst.Call)
-            and isinstance(b.node.func, cst.Attribute)
-            and b.node.func.attr.value == "cuda"
-            for b in reaching
+    def moved_under_its_name(self, name: cst.Name) -> bool:
+        """Every binding that reaches `name` rebinds it to a move that is not a cast, to a device
+        not written as the CPU: `labels = labels.to(device, dtype=torch.long)` (DeepLabV3Plus's
+        validate()). Where the device is an accelerator, reading the batch below waits for the
+        device; `loop_of` still counts such a batch (the device may be the CPU), save after
+        `.cuda()`."""
+        return self._rebound_by(name, self._moves)
+
+    def _rebound_by(self, name: cst.Name, moves: Callable[[cst.Call], bool]) -> bool:
+        """Every binding that reaches `name` is `name = <...>.cuda(...)` or `<...>.to(...)` that
+        `moves` accepts: a batch moved and rebound under its own name (MelGAN's `x_t =
+        x_t.cuda()`) is on the device below, and `x_t.cuda()` there copies nothing."""
+        values: list[Optional[cst.CSTNode]] = []
+        for binding in self._names.reaching(name):
+            value = binding.node if binding.kind == "assign" else None
+            if binding.kind == "unpack" and isinstance(binding.node, cst.BaseExpression):
+                value = unpacked_element(binding.node, name.value, self._facts)  # `x, y = x.cuda(), y.cuda()`
+            values.append(value)
+        return bool(values) and all(
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("cuda", "to")
+            and moves(value)
+            for value in values
         )
+
+    def _moves(self, call: cst.Call) -> bool:
+        """`.cuda(...)`, or `.to(...)` with a device (not a CPU one written out) and not a cast alone."""
+        if call.func.attr.value == "cuda":  # type: ignore[attr-defined]  # an attribute call
+            return True
+        if casts_only(call, self._names, self._facts):
+            return False
+        target = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+        text = target.evaluated_value if isinstance(target, cst.SimpleString) else None
+        return target is not None and not (isinstance(text, str) and text.startswith(("cpu", "meta")))
 
     def _drawn(self, call: cst.Call) -> Optional[cst.Call]:
         """`next(it)` in a step loop, where `it` iterates a DataLoader's host batches."""

@@ -16,9 +16,11 @@ from ..syntax.walker import (
     dotted_name,
     registrations,
     returned_values,
+    unpacked_element,
     unpacked_position,
     visit,
 )
+from .casts import casts_only
 from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -42,7 +44,6 @@ _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
 # constructors never do).
 _FOLLOW_DEFAULT_DEVICE = frozenset({"tensor", "as_tensor", "asarray", "Tensor"})
 # Functions that return a dtype.
-_DTYPE_FUNCTIONS = frozenset({"torch.get_default_dtype", "torch.promote_types", "torch.result_type"})
 # torch namespaces whose functions compute where their tensor operands are (`F.interpolate`).
 _FOLLOW_OPERANDS = ("nn.functional.", "linalg.", "fft.", "special.")
 # Operators between masks: neither side is a plain number to leave out.
@@ -167,7 +168,11 @@ class HostTensors:
             return True  # a DataLoader collates its batches on the host
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.is_host_tensor(node)
-        if binding.kind == "augassign" and isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+        if (
+            binding.kind == "augassign"
+            and isinstance(node, cst.AugAssign)
+            and isinstance(node.target, cst.Name)
+        ):
             # An in-place update leaves a tensor where it was: the other bindings decide, and
             # one already being judged (`x -= a` then `x *= b`, each reaching the other) says yes.
             if node in self._in_progress:
@@ -184,7 +189,7 @@ class HostTensors:
             position = unpacked_position(node, name, self._facts.parents)
             return position is not None and self._returns_host(node, position)
         if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
-            element = _unpacked_element(node, name, self._facts)
+            element = unpacked_element(node, name, self._facts)
             return element is not None and self.is_host_tensor(element)
         if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
             # `for sigma in sigmas` over a host tensor: each element is a row of it, on the host
@@ -317,7 +322,7 @@ class HostTensors:
         if isinstance(call.func, cst.Attribute) and not qualified:
             method = call.func.attr.value
             if method == "to":
-                return self._casts_only(call) and self.is_host_tensor(call.func.value)
+                return casts_only(call, self._names, self._facts) and self.is_host_tensor(call.func.value)
             return method not in _MOVES and self.is_host_tensor(call.func.value)
         return False
 
@@ -426,39 +431,6 @@ class HostTensors:
         values = _returned_values(callees[0])
         return bool(values) and all(self._over_rpc(v, seen) for v in values)
 
-    def _casts_only(self, call: cst.Call) -> bool:
-        """`.to(torch.float64)`, `.to(dtype=torch.half)`, `.to(x.dtype)`: a cast on the same device."""
-        for arg in call.args:
-            if arg.star:
-                return False
-            if arg.keyword is not None:
-                if arg.keyword.value not in ("dtype", "copy", "memory_format", "non_blocking"):
-                    return False
-                continue
-            if not self._is_dtype(arg.value):
-                return False
-        return True
-
-    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
-        """`torch.float64`, `x.dtype`, `torch.get_default_dtype()`, `torch.promote_types(...)`, or a name bound only to those
-        (`device, dtype = x.device, x.dtype`); not `torch.device("cuda")`."""
-        if isinstance(expr, cst.Call):
-            return self._names.qualified_name(expr) in _DTYPE_FUNCTIONS
-        if isinstance(expr, cst.Name):
-            values = []
-            for binding in self._names.lookup(expr.value, expr):
-                node = binding.node if isinstance(binding.node, cst.BaseExpression) else None
-                if binding.kind == "unpack" and node is not None:
-                    node = _unpacked_element(node, expr.value, self._facts)
-                if binding.kind not in ("assign", "unpack") or node is None:
-                    break
-                values.append(node)
-            else:
-                if values and all(self._is_dtype(v) for v in values):
-                    return True
-        dtype = self._names.qualified_name(expr) or dotted_name(expr) or ""
-        return dtype.startswith("torch.") and dtype[6:].isidentifier() or dtype.endswith(".dtype")
-
     def _copies_a_device_tensor(self, call: cst.Call) -> bool:
         """`torch.tensor(x.sum())`: the data is certainly a tensor, not one on the host. A
         parameter or a batch may as well be a list or a host tensor (`torch.as_tensor(weights)`)."""
@@ -527,24 +499,6 @@ def _proxy(call: cst.Call) -> Optional[str]:
 
 def _names_device(call: cst.Call) -> bool:
     return any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
-
-
-def _unpacked_element(value: cst.BaseExpression, name: str, facts: FileFacts) -> Optional[cst.BaseExpression]:
-    """The element of `a, b = x.cpu(), y` that `name` takes, when both sides are plain tuples of
-    the same length."""
-    assign = facts.parents.get(value)
-    if not isinstance(assign, cst.Assign) or not isinstance(value, (cst.Tuple, cst.List)):
-        return None
-    for target in assign.targets:
-        names = target.target
-        if not isinstance(names, (cst.Tuple, cst.List)) or len(names.elements) != len(value.elements):
-            continue
-        for element, source in zip(names.elements, value.elements, strict=True):
-            if isinstance(element, cst.StarredElement) or isinstance(source, cst.StarredElement):
-                return None
-            if isinstance(element.value, cst.Name) and element.value.value == name:
-                return source.value
-    return None
 
 
 def _returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:

@@ -324,6 +324,11 @@ class Context:
         None when `expr` is not host batch data."""
         return self._batches.loop_of(expr)
 
+    def moved_under_its_name(self, name: cst.Name) -> bool:
+        """Every binding reaching `name` moves the value it had to a device and rebinds it
+        (`labels = labels.to(device)`): a batch there is no longer the loader's host batch."""
+        return self._batches.moved_under_its_name(name)
+
     def batch_loaders(self, source: Source) -> Optional[list[cst.Call]]:
         """The torch DataLoader calls of this file that the batches drawn at `source` (a
         `batch_loop` answer) may come from; None where any is unknown (analysis/batches.py)."""

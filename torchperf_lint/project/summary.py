@@ -478,6 +478,22 @@ def _strip_chain(node: ast.AST) -> ast.AST:
     return node
 
 
+def _paired_targets(targets: list[ast.expr], value: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """Each target with the value it takes: `a = b = v` gives both `v`; `self.m, self.o = M(), O()`
+    pairs the elements (the walker's _paired, for the file pass); other tuple targets take the whole."""
+    for target in targets:
+        if (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+        ):
+            elements = list(zip(target.elts, value.elts, strict=True))
+            if not any(isinstance(e, ast.Starred) for pair in elements for e in pair):
+                yield from elements
+                continue
+        yield target, value
+
+
 def _constructed(value: ast.AST) -> Optional[str]:
     """The dotted callee of `Callee(...)` (through `.cuda()`/`.to()` chains)."""
     value = _strip_chain(value)
@@ -1341,7 +1357,8 @@ class _Summarizer:
         ):
             elements = node.targets[0].elts
             self.unpacked_calls[id(node.value)] = [e.id if isinstance(e, ast.Name) else "" for e in elements]
-        for target in node.targets:
+        for target, value in _paired_targets(node.targets, node.value):
+            callee = _constructed(value)
             if (
                 isinstance(target, ast.Attribute)
                 and isinstance(target.value, ast.Name)

@@ -270,6 +270,21 @@ def _paired(
     return [(t.value, v.value) for t, v in pairs]
 
 
+def unpacked_element(value: cst.BaseExpression, name: str, facts: FileFacts) -> Optional[cst.BaseExpression]:
+    """The element of `a, b = x.cpu(), y` that `name` takes, when both sides are plain tuples of
+    the same length."""
+    assign = facts.parents.get(value)
+    if not isinstance(assign, cst.Assign) or not isinstance(value, (cst.Tuple, cst.List)):
+        return None
+    for target in assign.targets:
+        if not isinstance(target.target, (cst.Tuple, cst.List)):
+            continue
+        for element, given in _paired(target.target, value):
+            if isinstance(element, cst.Name) and element.value == name:
+                return given
+    return None
+
+
 def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.Name):
         return [target]

@@ -208,6 +208,18 @@ class SyncPerStep(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        # VainF/DeepLabV3Plus-Pytorch's validate(): the labels are moved, rebound, then copied back
+        "batch-moved-then-read-back": """
+            import torch
+
+            def validate(model, loader, device, metrics):
+                with torch.no_grad():
+                    for images, labels in loader:
+                        images = images.to(device, dtype=torch.float32)
+                        labels = labels.to(device, dtype=torch.long)
+                        preds = model(images).argmax(1)
+                        metrics.update(labels.cpu().numpy(), preds)  # expect: TPL107
+            """,
     }
     FIXED = {
         "sync-tested-before-its-debug-flag": """
@@ -284,6 +296,20 @@ class SyncPerStep(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        # a batch cast or copied on the host is still the loader's host batch
+        "host-batch-cast-or-cloned": """
+            import torch
+
+            def train(model, loader, optimizer, seen, device):
+                for x, y in loader:
+                    y = y.to(torch.long)
+                    x = x.clone()
+                    seen.extend(y.tolist())
+                    print(x.cpu())
+                    loss = model(x.to(device), y.to(device))
+                    loss.backward()
+                    optimizer.step()
+            """,
         "forward-code-is-tpl105s": """
             import torch
             from torch import nn
@@ -346,7 +372,11 @@ class SyncPerStep(Rule):
             return
         scalar = scalar_sync(node, ctx)
         if scalar is not None:
-            if on_error_path(node, ctx) or _runs_periodically(node, ctx) or in_a_syncing_branch(node, ctx, _syncs):
+            if (
+                on_error_path(node, ctx)
+                or _runs_periodically(node, ctx)
+                or in_a_syncing_branch(node, ctx, _syncs)
+            ):
                 return
             what, remedy = scalar
             yield self.report(
@@ -363,9 +393,13 @@ class SyncPerStep(Rule):
         sync = host_sync(node, ctx)
         if sync is None or on_error_path(node, ctx) or _runs_periodically(node, ctx):
             return
-        if isinstance(node.func, cst.Attribute) and ctx.batch_loop(node.func.value) is not None:
+        if isinstance(node.func, cst.Attribute) and _host_batch(node.func.value, ctx):
             return  # a batch from the DataLoader is still on the host
-        if in_a_syncing_branch(node, ctx, _syncs) or _after_synchronize(node, ctx) or _read_already(node, ctx):
+        if (
+            in_a_syncing_branch(node, ctx, _syncs)
+            or _after_synchronize(node, ctx)
+            or _read_already(node, ctx)
+        ):
             return
         yield self.report(
             node,
@@ -378,6 +412,15 @@ class SyncPerStep(Rule):
 
 
 _REMEDY = "keep running values on the device and read them every N steps"
+
+
+def _host_batch(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """A DataLoader batch not moved and rebound under its own name (`labels = labels.to(device)`)."""
+    base = expr
+    while isinstance(base, (cst.Subscript, cst.Attribute)):
+        base = base.value
+    moved = isinstance(base, cst.Name) and ctx.moved_under_its_name(base)
+    return not moved and ctx.batch_loop(expr) is not None
 
 
 def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
