@@ -330,6 +330,24 @@ def test_a_returned_loader_bound_to_a_name_iterated_every_epoch_restarts_its_wor
     assert routes(capsys, root, "utils.py", "TPL503") == [4]
 
 
+def test_a_returned_loader_of_a_builder_called_with_star_arguments_is_bound_as_well(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`**kwargs` in the call may fill any parameter, which leaves what each argument is handed
+    unknown; the loader the builder returns is bound by the caller all the same."""
+    main = """
+    from utils import get_training_dataloader
+
+    def main(net, epochs, **options):
+        loader = get_training_dataloader(None, **options)
+        for epoch in range(epochs):
+            for images in loader:
+                net(images).sum().backward()
+    """
+    root = write_project(tmp_path, {"utils.py": UTILS, "main.py": main})
+    assert routes(capsys, root, "utils.py", "TPL503") == [4]
+
+
 def test_a_returned_loader_bound_in_a_function_and_iterated_in_its_epoch_loop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,10 +28,11 @@ def reiterated_loaders(project: ProjectView) -> dict[int, frozenset[int]]:
     and again, as seen across modules."""
     found: dict[int, set[int]] = {}
     for caller, call in _calls(project):
-        if not (call.loaders or call.bound or call.unpacked) or call.star:
+        if not (call.loaders or call.bound or call.unpacked):
             continue
         for callee in project.resolve_call(caller, call):
-            for slot, line in call.loaders.items():
+            # `*args`/`**kwargs` in the call leave unknown which parameter takes which loader
+            for slot, line in () if call.star else call.loaders.items():
                 param = slot_parameter(call, callee.info, slot)
                 if param is not None and (
                     _iterated_in_nested_loop(callee, param, "param")
