@@ -348,6 +348,145 @@ def test_a_returned_loader_of_a_builder_called_with_star_arguments_is_bound_as_w
     assert routes(capsys, root, "utils.py", "TPL503") == [4]
 
 
+# jfzhang95/pytorch-deeplab-xception: the builder returns the loaders of the dataset asked for, each
+# branch its own; a trainer unpacks them into attributes that its methods walk, once per epoch
+XCEPTION_LOADERS = """
+from torch.utils.data import DataLoader
+
+def make_data_loader(args, train_set, val_set):
+    if args.dataset == "pascal":
+        train_loader = DataLoader(train_set, batch_size=8, shuffle=True, num_workers=4)
+        val_loader = DataLoader(val_set, batch_size=8, num_workers=4)
+        return train_loader, val_loader, None, 21
+    elif args.dataset == "coco":
+        train_loader = DataLoader(train_set, batch_size=8, shuffle=True, num_workers=4)
+        val_loader = DataLoader(val_set, batch_size=8, num_workers=4)
+        return train_loader, val_loader, None, 81
+    raise NotImplementedError
+"""
+XCEPTION_TRAIN = """
+from tqdm import tqdm
+from dataloaders import make_data_loader
+
+class Trainer:
+    def __init__(self, args, model, train_set, val_set):
+        self.model = model
+        self.train_loader, self.val_loader, self.test_loader, self.nclass = make_data_loader(
+            args, train_set, val_set
+        )
+
+    def training(self, epoch):
+        tbar = tqdm(self.train_loader)
+        for i, sample in enumerate(tbar):
+            self.model(sample["image"].cuda()).sum().backward()
+
+    def validation(self, epoch):
+        for sample in self.val_loader:
+            self.model(sample["image"].cuda())
+
+def main(args, model, train_set, val_set):
+    trainer = Trainer(args, model, train_set, val_set)
+    for epoch in range(args.epochs):
+        trainer.training(epoch)
+        if epoch % 2 == 0:
+            trainer.validation(epoch)
+"""
+
+
+def test_loaders_a_builder_returns_into_a_trainers_attributes_walked_every_epoch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_project(tmp_path, {"dataloaders.py": XCEPTION_LOADERS, "train.py": XCEPTION_TRAIN})
+    # the first branch's loaders: the tuple the project pass reads is the first one returned
+    assert routes(capsys, root, "dataloaders.py", "TPL503") == [5, 6]
+    once = XCEPTION_TRAIN.replace("    for epoch in range(args.epochs):\n", "    for epoch in [0]:\n")
+    once = once.replace("for epoch in [0]:", "if True:\n        epoch = 0")
+    root = write_project(tmp_path / "once", {"dataloaders.py": XCEPTION_LOADERS, "train.py": once})
+    assert routes(capsys, root, "dataloaders.py", "TPL503") == []
+
+
+# the same, with the worker count handed through the builder's `**kwargs` from a dict of the trainer
+XCEPTION_KWARGS_LOADERS = XCEPTION_LOADERS.replace(
+    "def make_data_loader(args, train_set, val_set):",
+    ("def make_data_loader(args, train_set, val_set, **kwargs):"),
+).replace(", num_workers=4)", ", **kwargs)")
+XCEPTION_KWARGS_TRAIN = XCEPTION_TRAIN.replace(
+    "        self.train_loader, self.val_loader, self.test_loader, self.nclass = make_data_loader(\n"
+    "            args, train_set, val_set\n",
+    "        kwargs = {'num_workers': args.workers, 'pin_memory': True}\n"
+    "        self.train_loader, self.val_loader, self.test_loader, self.nclass = make_data_loader(\n"
+    "            args, train_set, val_set, **kwargs\n",
+)
+
+
+def test_worker_counts_handed_through_a_builders_kwargs_are_read_from_its_callers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "**kwargs)" in XCEPTION_KWARGS_LOADERS and "**kwargs\n" in XCEPTION_KWARGS_TRAIN
+    root = write_project(
+        tmp_path, {"dataloaders.py": XCEPTION_KWARGS_LOADERS, "train.py": XCEPTION_KWARGS_TRAIN}
+    )
+    assert routes(capsys, root, "dataloaders.py", "TPL503") == [5, 6]
+    fixed = [
+        line
+        for line in lint_source((root / "dataloaders.py").read_text(), str(root / "dataloaders.py"))
+        if line.code == "TPL503" and line.fix is not None
+    ]
+    assert "persistent_workers=kwargs['num_workers'] > 0" in fixed[0].message
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("'pin_memory': True}", "'pin_memory': True, 'persistent_workers': False}"),  # written out
+        (
+            "'pin_memory': True}\n",
+            "'pin_memory': True}\n        kwargs[args.key] = args.value\n",
+        ),  # keys added
+        ("{'num_workers': args.workers, ", "{"),  # no workers
+    ],
+    ids=["persistent-workers-passed", "keys-added-by-the-caller", "no-workers"],
+)
+def test_a_builders_kwargs_that_may_hold_persistent_workers_or_no_workers_stay_silent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str]
+) -> None:
+    assert change[0] in XCEPTION_KWARGS_TRAIN
+    train = XCEPTION_KWARGS_TRAIN.replace(*change)
+    root = write_project(tmp_path, {"dataloaders.py": XCEPTION_KWARGS_LOADERS, "train.py": train})
+    assert routes(capsys, root, "dataloaders.py", "TPL503") == []
+
+
+def test_kwargs_of_a_method_a_call_of_unknown_target_may_reach_stay_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """imagen-pytorch: `add_train_dataset(self, ds, *, batch_size, **dl_kwargs)` builds
+    `DataLoader(ds, batch_size=batch_size, **dl_kwargs)`; its test calls it with nothing more, and
+    its CLI calls it on a trainer built by a helper the project pass does not follow."""
+    trainer = """
+    from torch.utils.data import DataLoader
+
+    class Trainer:
+        def add_train_dataset(self, ds, *, batch_size, **dl_kwargs):
+            self.dl = DataLoader(ds, batch_size=batch_size, **dl_kwargs)
+    """
+    cli = """
+    from loading import load_trainer
+
+    def main(ds, config):
+        trainer = load_trainer(config)
+        trainer.add_train_dataset(ds, batch_size=8, **config["dataset"])
+    """
+    test = """
+    from trainer import Trainer
+
+    def test_add(ds):
+        Trainer().add_train_dataset(ds, batch_size=8)
+    """
+    root = write_project(tmp_path, {"trainer.py": trainer, "cli.py": cli, "tests/test_trainer.py": test})
+    assert routes(capsys, root, "trainer.py", "TPL501") == []
+    assert routes(capsys, root, "trainer.py", "TPL502") == []
+
+
 def test_a_returned_loader_bound_in_a_function_and_iterated_in_its_epoch_loop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -99,6 +99,12 @@ class ModuleGraph:
         """The keys and values of a dict whose keys are all known, or None."""
         if isinstance(expr, cst.Name):
             bindings = self._names.lookup(expr.value, expr)
+            if (
+                len(bindings) == 1
+                and bindings[0].kind == "param"
+                and not self._mutated(expr.value, bindings[0])
+            ):
+                return self._handed_items(expr.value, bindings[0])
             if len(bindings) != 1 or bindings[0].kind != "assign" or self._mutated(expr.value, bindings[0]):
                 return None
             value = bindings[0].node
@@ -120,6 +126,21 @@ class ModuleGraph:
                 items[arg.keyword.value] = arg.value
             return items
         return None
+
+    def _handed_items(self, name: str, binding: Binding) -> dict[str, cst.BaseExpression] | None:
+        """The keys of a function's own `**name`, where every project call hands it the same ones
+        (EntryFacts.keyword_items), each read as `name["key"]`: what the function passes on."""
+        function = binding.scope.node
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        star = function.params.star_kwarg
+        index = self._hot.function_index(function)
+        if star is None or star.name.value != name or index is None:
+            return None
+        keys = self._hot.entry.keyword_items_of(index)
+        if keys is None:
+            return None
+        return {key: cst.parse_expression(f"{name}[{key!r}]") for key in keys}
 
     def _mutated(self, name: str, binding: Binding) -> bool:
         """The scope that binds `name` may add keys to it (`d.update(...)`, `d[k] = v`, `d |= ...`)."""

@@ -102,6 +102,9 @@ class EntryFacts:
     # parameters every project caller passes one for
     in_memory_datasets: frozenset[str] = frozenset()
     in_memory_parameters: tuple[tuple[int, frozenset[str]], ...] = ()
+    # per function with `**kwargs`, the keys every project call hands it, each with the token the
+    # calls agree on ("?" where they differ) (project/keyword_items.py)
+    keyword_items: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
     # the functions (-1: the top level) the project's own step and inference loops run, by evidence
     # (project/stepping.py); None where no project pass ran: then no code is known to be unstepped
     stepped_functions: Optional[frozenset[int]] = None
@@ -207,6 +210,10 @@ class EntryFacts:
                 (int(index), frozenset(map(str, names)))
                 for index, names in data.get("in_memory_parameters", ())
             ),
+            keyword_items=tuple(
+                (int(index), tuple((str(key), str(token)) for key, token in items))
+                for index, items in data.get("keyword_items", ())
+            ),
             stepped_functions=_optional_ints(data.get("stepped_functions")),
             bounded_loops=frozenset(_ints(data.get("bounded_loops", ()))),
             star_imports=tuple((str(name), str(target)) for name, target in data.get("star_imports", ())),
@@ -235,6 +242,11 @@ class EntryFacts:
 
     def wrapped_params_of(self, index: int) -> dict[str, str]:
         return dict(_row(self.wrapped_parameters, index) or ())
+
+    def keyword_items_of(self, index: int) -> Optional[dict[str, str]]:
+        """What every project call hands function `index`'s `**kwargs`: key -> token; None: unknown."""
+        items = _row(self.keyword_items, index)
+        return dict(items) if items is not None else None
 
     def in_memory_params_of(self, index: int) -> frozenset[str]:
         return _row(self.in_memory_parameters, index) or frozenset()

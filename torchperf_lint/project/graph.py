@@ -29,6 +29,7 @@ from .arguments import Sites, Values, argument_values, bound_self, guarded_off, 
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .grad_free import grad_free_functions
+from .keyword_items import keyword_items
 from .layers import LayerProfiles
 from .loaders import plain_loader_parameters, reiterated_loaders
 from .options import configured_names, flag_values, option_values
@@ -383,6 +384,23 @@ class Project:
             for caller, call in self._calls_by_name.get(function.info.name, ())
             if any(callee.key() == function.key() for callee in self.resolve_call(caller, call))
         ]
+
+    def every_caller(self, function: FunctionRef) -> Optional[list[tuple[FunctionRef, Call]]]:
+        """The calls outside test modules that run `function`, when they are all it has: None
+        where a call naming it resolves to nothing the project knows (`trainer.add_train_dataset(...)`
+        on a trainer built by a helper it does not follow: it may be this one) or its name is
+        handed on (a callback: its callers are not seen)."""
+        if function.index < 0 or function.info.name in self.handed_names():
+            return None
+        self.callers_of(function)  # builds the index of calls by name
+        found: list[tuple[FunctionRef, Call]] = []
+        for caller, call in (self._calls_by_name or {}).get(function.info.name, ()):
+            callees = self.resolve_call(caller, call)
+            if not callees:
+                return None
+            if any(c.key() == function.key() for c in callees) and not caller.module.is_test:
+                found.append((caller, call))
+        return found
 
     def _owner_class(self, function: FunctionRef) -> Optional[ClassRef]:
         if function.index < 0:
@@ -1060,6 +1078,16 @@ class Project:
                 found.add((written, *handed))
         return tuple(sorted(found))
 
+    def keyword_items(self, module: Module) -> tuple[tuple[int, tuple[tuple[str, str], ...]], ...]:
+        """Per function of `module` with `**kwargs`, the keys every project call hands it
+        (project/keyword_items.py)."""
+        found = []
+        for index, info in enumerate(module.summary.functions):
+            items = keyword_items(self, FunctionRef(module, index)) if info.varkw else None
+            if items is not None:
+                found.append((index, tuple(sorted(items.items()))))
+        return tuple(found)
+
     def conv_wrappers(self, module: Module) -> tuple[tuple[str, str, int, str], ...]:
         """The project classes `module` builds, as it writes them, that are one `torch.nn`
         convolution under another name (project/conv_wrappers.py): (callee, bias parameter, its
@@ -1534,6 +1562,7 @@ class Project:
                     _of_module(self.datasets.parameters(), self._datasets_by_module).get(key, ()), key=_first
                 )
             ),
+            keyword_items=self.keyword_items(module),
             stepped_functions=self.stepped(module),
             star_imports=tuple(sorted(self.star_imports(module).items())),
             reiterated_loaders=self.reiterated_loaders().get(key, frozenset()),

@@ -82,12 +82,32 @@ def _name_reiterated(project: ProjectView, binder: FunctionRef, name: str) -> bo
     """The name `binder` binds a loader to is iterated again and again: a local in a nested loop
     of its function; a module-level name in a nested loop at the top level or in a function of
     the module, or in a function of the module that a loop calls."""
+    if name.startswith("self."):
+        return _attribute_reiterated(project, binder, name)
     if binder.index >= 0:
         return _iterated_in_nested_loop(binder, name, "local")
     return any(
         loop.parent >= 0 or (loop.function >= 0 and _called_in_a_loop(project, binder.module, loop.function))
         for loop in binder.module.summary.loops
         if loop.iterated == name and loop.iterated_scope == "global"
+    )
+
+
+def _attribute_reiterated(project: ProjectView, binder: FunctionRef, name: str) -> bool:
+    """A `self.` attribute a method binds a loader to is iterated again and again by its class: in
+    a nested loop of a method, or by a method that a loop calls (deeplab-xception's Trainer keeps
+    `self.train_loader`, `training(epoch)` walks it once per call, the epoch loop calls it)."""
+    summary = binder.module.summary
+    cls = binder.info.cls
+    if cls < 0:
+        return False
+    return any(
+        loop.parent >= 0 or _called_in_a_loop(project, binder.module, loop.function)
+        for loop in summary.loops
+        if loop.iterated == name
+        and loop.iterated_scope == "self"
+        and loop.function >= 0
+        and summary.functions[loop.function].cls == cls
     )
 
 

@@ -124,6 +124,10 @@ class Call:
     # the `with` items around it in its own function, dotted as written (`torch.no_grad`): the
     # project pass learns which functions every caller runs without grad (project/grad_free.py)
     contexts: list[str] = dataclasses.field(default_factory=list)
+    # `f(args, **kwargs)`, its only unpacking a local bound once to a dict display or `dict(k=v)`
+    # of literal keys that the caller never adds to: each key -> the token of its value
+    # (project/keyword_items.py)
+    kwargs_items: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -366,9 +370,28 @@ def _call_slots(node: ast.Call) -> list[tuple[str, ast.expr]]:
     return slots
 
 
+def _unpacked_target(target: ast.expr) -> str:
+    """What `a, self.b = f(...)` binds at one position: `a`, `self.b`, or ""."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return f"self.{target.attr}"
+    return ""
+
+
 def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
-    """(the plain name a loop iterates through wrappers, its scope) or ("", "")."""
+    """(the plain name a loop iterates through wrappers, its scope) or ("", ""): a `self.`
+    attribute has the scope "self", also through a local bound once to a wrapper of it
+    (`tbar = tqdm(self.train_loader)`, then `for i, sample in enumerate(tbar)`)."""
     inner = _unwrapped(iterable)
+    if isinstance(inner, ast.Name) and in_function and inner.id not in local.params:
+        bound = local.bound_once(inner.id)
+        wrapped = _unwrapped(bound) if isinstance(bound, ast.Call) else None
+        if isinstance(wrapped, ast.Attribute) and wrapped is not bound:
+            inner = wrapped
+    if isinstance(inner, ast.Attribute) and in_function:
+        name = _unpacked_target(inner)
+        return (name, "self") if name else ("", "")
     if not isinstance(inner, ast.Name):
         return "", ""
     name = inner.id
@@ -377,6 +400,43 @@ def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tupl
     if name in local.params:
         return name, "param" if local.stores.get(name, 0) == 0 else ""
     return name, "local" if name in local.names else "global"
+
+
+def _adds_keys(function: Optional[FunctionNode], name: str) -> bool:
+    """`function` may add keys to the dict `name` holds: `name[k] = v`, `name |= ...`,
+    `name.update(...)`/`.setdefault(...)`, or hands it to a call that might."""
+    if function is None:
+        return True
+    for node in ast.walk(function):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and dotted(node.value) == name:
+            return True
+        if isinstance(node, ast.AugAssign) and dotted(node.target) == name:
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and dotted(node.func.value) == name
+        ):
+            if node.func.attr in ("update", "setdefault", "__setitem__"):
+                return True
+    return False
+
+
+def _assigned_before(value: ast.expr, statement: ast.stmt, block: list[ast.stmt]) -> ast.expr:
+    """What the last `NAME = ...` of `statement`'s own block before it gives the name `value` is
+    (`train_loader = DataLoader(...)` before `return train_loader, val_loader` in one branch of
+    several that each build their own); `value` itself when there is none."""
+    if not isinstance(value, ast.Name) or statement not in block:
+        return value
+    for earlier in reversed(block[: block.index(statement)]):
+        if (
+            isinstance(earlier, ast.Assign)
+            and len(earlier.targets) == 1
+            and isinstance(earlier.targets[0], ast.Name)
+            and earlier.targets[0].id == value.id
+        ):
+            return earlier.value
+    return value
 
 
 def _loader_line(value: ast.AST, local: _Locals) -> int:
@@ -1356,7 +1416,7 @@ class _Summarizer:
             and isinstance(node.value, ast.Call)
         ):
             elements = node.targets[0].elts
-            self.unpacked_calls[id(node.value)] = [e.id if isinstance(e, ast.Name) else "" for e in elements]
+            self.unpacked_calls[id(node.value)] = [_unpacked_target(e) for e in elements]
         for target, value in _paired_targets(node.targets, node.value):
             callee = _constructed(value)
             if (
@@ -1569,10 +1629,14 @@ class _Summarizer:
 
             self._later(loader)
         if self.function_stack and isinstance(value, ast.Tuple) and not function.returns_loader_items:
-            tuple_elements = value.elts
+            tuple_elements, block = value.elts, self.block
 
             def loader_items() -> None:
-                function.returns_loader_items = [_loader_line(e, local) for e in tuple_elements]
+                if function.returns_loader_items:
+                    return  # the first tuple returned, read after the walk like every other
+                function.returns_loader_items = [
+                    _loader_line(_assigned_before(e, node, block), local) for e in tuple_elements
+                ]
 
             self._later(loader_items)
         if (
@@ -1615,6 +1679,30 @@ class _Summarizer:
 
     def _is_device_call(self, value: ast.AST) -> bool:
         return isinstance(value, ast.Call) and self.qualify(dotted(value.func) or "") == "torch.device"
+
+    def _kwargs_items(self, node: ast.Call, local: _Locals) -> dict[str, str]:
+        """Call.kwargs_items: the keys and value tokens of the one `**NAME` `node` unpacks."""
+        unpacked = [k.value for k in node.keywords if k.arg is None]
+        if any(isinstance(a, ast.Starred) for a in node.args) or len(unpacked) != 1:
+            return {}
+        name = unpacked[0]
+        if not isinstance(name, ast.Name):
+            return {}
+        value = local.bound_once(name.id)
+        if value is None or _adds_keys(local.function, name.id):
+            return {}
+        items: dict[str, str] = {}
+        if isinstance(value, ast.Dict):
+            for key, item in zip(value.keys, value.values, strict=True):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    return {}
+                items[key.value] = self._token(item)
+        elif isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args:
+            for keyword in value.keywords:
+                if keyword.arg is None:
+                    return {}
+                items[keyword.arg] = self._token(keyword.value)
+        return items
 
     def _token(self, argument: ast.AST) -> str:
         """What a call passes: a literal's token, the caller's own parameter or option handed on
@@ -1819,6 +1907,7 @@ class _Summarizer:
                 call.spread = spread
                 if star:
                     call.forwards = _forwarding(node, scopes[0].function)
+                    call.kwargs_items = self._kwargs_items(node, scopes[0])
                 call.contexts = contexts
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)

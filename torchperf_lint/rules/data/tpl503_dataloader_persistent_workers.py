@@ -40,7 +40,9 @@ class DataloaderPersistentWorkers(Rule):
     ## When it stays silent
     No `num_workers` or `num_workers=0` (nothing to keep); `persistent_workers` written out, whatever
     its value; loaders iterated once (no enclosing loop), or created inside the loop that repeats the
-    iteration (each pass builds a new loader anyway); `**kwargs` or `*args` that could supply it;
+    iteration (each pass builds a new loader anyway); `**kwargs` or `*args` that could supply it (a
+    function's own `**kwargs` holds the keys every call of the project hands it, where those are
+    known: `make_data_loader(args, **kwargs)` with `kwargs = {'num_workers': ..., 'pin_memory': True}`);
     classes named `DataLoader` that are not torch's.
     """
 
