@@ -487,6 +487,33 @@ def test_kwargs_of_a_method_a_call_of_unknown_target_may_reach_stay_unknown(
     assert routes(capsys, root, "trainer.py", "TPL502") == []
 
 
+def test_kwargs_of_a_special_method_stay_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`__init__` runs from constructions (`Holder(ds, num_workers=4)`), which the calls by name do
+    not list: only the subclass's `super().__init__(ds)` would be seen, with no keys."""
+    holder = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    class Holder:
+        def __init__(self, ds, **kwargs):
+            self.dl = DataLoader(ds, batch_size=8, **kwargs)
+
+    class Small(Holder):
+        def __init__(self, ds):
+            super().__init__(ds)
+
+    def train(ds, model, optimizer):
+        holder = Holder(ds, num_workers=4, pin_memory=True)
+        for epoch in range(10):
+            for x, y in holder.dl:
+                torch.nn.functional.mse_loss(model(x.cuda()), y.cuda()).backward()
+                optimizer.step()
+    """
+    root = write_project(tmp_path, {"holder.py": holder})
+    assert routes(capsys, root, "holder.py", "TPL501") == []
+    assert routes(capsys, root, "holder.py", "TPL502") == []
+
+
 def test_a_returned_loader_bound_in_a_function_and_iterated_in_its_epoch_loop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -98,6 +98,7 @@ class Project:
         self._compiles: Optional[str] = None  # "" once found to be nowhere
         self._stepped: Optional[dict[int, frozenset[int]]] = None
         self._calls_by_name: Optional[dict[str, list[tuple[FunctionRef, Call]]]] = None
+        self._callers_memo: dict[str, tuple[dict[tuple[int, int], list[tuple[FunctionRef, Call]]], bool]] = {}
         self._configured: Optional[frozenset[str]] = None
 
     # -- modules and names ---------------------------------------------------------------
@@ -362,7 +363,41 @@ class Project:
     def callers_of(self, function: FunctionRef) -> list[tuple[FunctionRef, Call]]:
         """Every call in the project, hot or cold, that may run `function`, with the function
         making it. Calls are indexed by the name they call (`f`, `mod.f`, `self.f`, `obj|f`: `f`)
-        once, so that only those naming `function` are resolved."""
+        once, so that only those naming `function` are resolved, each once."""
+        if function.index < 0:
+            return []
+        return self._callers_named(function.info.name)[0].get(function.key(), [])
+
+    def every_caller(self, function: FunctionRef) -> Optional[list[tuple[FunctionRef, Call]]]:
+        """The calls outside test modules that run `function`, when they are all it has: None
+        where a call naming it resolves to nothing the project knows (`trainer.add_train_dataset(...)`
+        on a trainer built by a helper it does not follow: it may be this one) or its name is
+        handed on (a callback: its callers are not seen)."""
+        if function.index < 0 or function.info.name in self.handed_names():
+            return None
+        by_callee, unresolved = self._callers_named(function.info.name)
+        if unresolved:
+            return None
+        return [
+            (caller, call) for caller, call in by_callee.get(function.key(), []) if not caller.module.is_test
+        ]
+
+    def _callers_named(self, name: str) -> tuple[dict[tuple[int, int], list[tuple[FunctionRef, Call]]], bool]:
+        """The calls naming `name`, by the function each may run, and whether one resolves to none."""
+        known = self._callers_memo.get(name)
+        if known is not None:
+            return known
+        by_callee: dict[tuple[int, int], list[tuple[FunctionRef, Call]]] = {}
+        unresolved = False
+        for caller, call in self._calls_index().get(name, ()):
+            callees = self.resolve_call(caller, call)
+            unresolved = unresolved or not callees
+            for key in dict.fromkeys(callee.key() for callee in callees):
+                by_callee.setdefault(key, []).append((caller, call))
+        self._callers_memo[name] = (by_callee, unresolved)
+        return by_callee, unresolved
+
+    def _calls_index(self) -> dict[str, list[tuple[FunctionRef, Call]]]:
         if self._calls_by_name is None:
             index: dict[str, list[tuple[FunctionRef, Call]]] = {}
             for module in self.modules.values():
@@ -377,30 +412,7 @@ class Project:
                             name = call.target.replace("|", ".").rsplit(".", 1)[-1]
                         index.setdefault(name, []).append((caller, call))
             self._calls_by_name = index
-        if function.index < 0:
-            return []
-        return [
-            (caller, call)
-            for caller, call in self._calls_by_name.get(function.info.name, ())
-            if any(callee.key() == function.key() for callee in self.resolve_call(caller, call))
-        ]
-
-    def every_caller(self, function: FunctionRef) -> Optional[list[tuple[FunctionRef, Call]]]:
-        """The calls outside test modules that run `function`, when they are all it has: None
-        where a call naming it resolves to nothing the project knows (`trainer.add_train_dataset(...)`
-        on a trainer built by a helper it does not follow: it may be this one) or its name is
-        handed on (a callback: its callers are not seen)."""
-        if function.index < 0 or function.info.name in self.handed_names():
-            return None
-        self.callers_of(function)  # builds the index of calls by name
-        found: list[tuple[FunctionRef, Call]] = []
-        for caller, call in (self._calls_by_name or {}).get(function.info.name, ()):
-            callees = self.resolve_call(caller, call)
-            if not callees:
-                return None
-            if any(c.key() == function.key() for c in callees) and not caller.module.is_test:
-                found.append((caller, call))
-        return found
+        return self._calls_by_name
 
     def _owner_class(self, function: FunctionRef) -> Optional[ClassRef]:
         if function.index < 0:

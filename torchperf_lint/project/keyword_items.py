@@ -6,8 +6,9 @@ call agrees on ("?" where they differ). pytorch-deeplab-xception's train.py call
 True}`: the `DataLoader(train_set, ..., **kwargs)` inside gets `num_workers` and `pin_memory`, and
 no `persistent_workers`. A function no call of the project reaches, one a call the project cannot
 resolve may reach (a method called on an instance of unknown class), one handed on as a callback,
-or one call whose unpacking is not known, leaves its `**kwargs` unknown; calls in test modules do
-not count.
+or one call whose unpacking is not known, leaves its `**kwargs` unknown, and so does a special
+method (`__init__` runs from constructions, which the calls by name do not list); calls in test
+modules do not count.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from .refs import FunctionRef, ProjectView
 def keyword_items(project: ProjectView, function: FunctionRef) -> Optional[dict[str, str]]:
     """The keys (-> token) every project call hands `function`'s `**kwargs`, or None."""
     info = function.info
-    if not info.varkw:
+    # a special method runs from syntax (`Net(...)`, `net(x)`) that the index of calls by name misses
+    if not info.varkw or info.name.startswith("__"):
         return None
+    if not any(call.star for call in (*info.calls, *info.cold_calls)):
+        return None  # it hands its `**kwargs` to no call: nothing of the file pass reads them
     sites = project.every_caller(function)
     if not sites:
         return None
