@@ -262,14 +262,9 @@ class Batches:
         )
 
     def _moves(self, call: cst.Call) -> bool:
-        """`.cuda(...)`, or `.to(...)` with a device (not a CPU one written out) and not a cast alone."""
-        if call.func.attr.value == "cuda":  # type: ignore[attr-defined]  # an attribute call
-            return True
-        if casts_only(call, self._names, self._facts):
-            return False
-        target = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
-        text = target.evaluated_value if isinstance(target, cst.SimpleString) else None
-        return target is not None and not (isinstance(text, str) and text.startswith(("cpu", "meta")))
+        """A device move (`_is_device_move`) that is not a cast alone (`.to(x.dtype)`)."""
+        cuda = call.func.attr.value == "cuda"  # type: ignore[attr-defined]  # an attribute call
+        return _is_device_move(call) and (cuda or not casts_only(call, self._names, self._facts))
 
     def _drawn(self, call: cst.Call) -> Optional[cst.Call]:
         """`next(it)` in a step loop, where `it` iterates a DataLoader's host batches."""

@@ -142,14 +142,14 @@ class HostConstants:
     def _items_stored(self, read: cst.BaseExpression, counts: Callable[[cst.Subscript], bool]) -> bool:
         written = dotted_name(read)
         stores = self._facts.item_stores.get(written, ()) if written is not None else ()
-        hot = [store for store in stores if counts(store)]
-        if not hot:
+        counted = [store for store in stores if counts(store)]
+        if not counted:
             return False
         if isinstance(read, cst.Name):
             bindings = self._names.lookup(read.value, read)
-            return any(b in bindings for store in hot for b in self._names.lookup(read.value, store))
+            return any(b in bindings for store in counted for b in self._names.lookup(read.value, store))
         cls = self._hot.enclosing_class(read)
-        return any(self._hot.enclosing_class(store) == cls for store in hot)
+        return any(self._hot.enclosing_class(store) == cls for store in counted)
 
     def _binding(self, binding: Binding) -> bool:
         node = binding.node

@@ -129,7 +129,7 @@ class ModuleGraph:
 
     def _handed_items(self, name: str, binding: Binding) -> dict[str, cst.BaseExpression] | None:
         """The keys of a function's own `**name`, where every project call hands it the same ones
-        (EntryFacts.keyword_items), each read as `name["key"]`: what the function passes on."""
+        (EntryFacts.keyword_items), each read as `name['key']`: what the function passes on."""
         function = binding.scope.node
         if not isinstance(function, cst.FunctionDef):
             return None

@@ -1094,8 +1094,8 @@ class Project:
         """Per function of `module` with `**kwargs`, the keys every project call hands it
         (project/keyword_items.py)."""
         found = []
-        for index, info in enumerate(module.summary.functions):
-            items = keyword_items(self, FunctionRef(module, index)) if info.varkw else None
+        for index in range(len(module.summary.functions)):
+            items = keyword_items(self, FunctionRef(module, index))
             if items is not None:
                 found.append((index, tuple(sorted(items.items()))))
         return tuple(found)

@@ -404,7 +404,7 @@ def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tupl
 
 def _adds_keys(function: Optional[FunctionNode], name: str) -> bool:
     """`function` may add keys to the dict `name` holds: `name[k] = v`, `name |= ...`,
-    `name.update(...)`/`.setdefault(...)`, or hands it to a call that might."""
+    `name.update(...)`/`.setdefault(...)` (as analysis/constructors.py's `_mutated` reads the file)."""
     if function is None:
         return True
     for node in ast.walk(function):
@@ -1403,7 +1403,6 @@ class _Summarizer:
         if self.class_stack and not self.function_stack:
             self.children(node)
             return
-        callee = _constructed(node.value)
         if (
             len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
@@ -1432,7 +1431,7 @@ class _Summarizer:
             elif isinstance(target, ast.Name) and not self.function_stack and callee:
                 self.summary.globals.setdefault(target.id, ["call", callee])
             elif isinstance(target, ast.Name) and target.id == "__all__" and not self.function_stack:
-                self.summary.all_names = _literal_strings(node.value)
+                self.summary.all_names = _literal_strings(value)
         if self.function_stack and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.locals().values.setdefault(node.targets[0].id, []).append(node.value)
             if isinstance(node.value, ast.IfExp):
