@@ -129,3 +129,65 @@ def test_a_second_read_after_the_backward_and_the_step_waits_for_them() -> None:
         """
     ).lstrip("\n")
     assert [f.line for f in lint_source(source, path="t.py", select=["TPL107"])] == [6, 9]
+
+
+STEP = """
+import logging
+import torch
+
+log = logging.getLogger(__name__)
+
+def train(model, loader, optimizer, unet_number, dt):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        {line}
+"""
+
+
+def _step(line: str) -> list[int]:
+    source = textwrap.dedent(STEP).lstrip("\n").format(line=line)
+    return [f.line for f in lint_source(source, path="t.py", select=["TPL107"])]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "print(norm)",  # the norm clipping hands back lives on the device
+        "norm.item()",
+        'log.info(f"loss {loss:.3f}")',
+        'log.info("loss %.3f" % loss)',
+        'log.info("norm %.3f, loss %.3f" % (norm, loss))',
+        'log.info("loss {}".format(loss))',
+        'print("norm {:.6f}".format(norm))',
+        'print("loss %.3f" % loss.mean())',
+    ],
+)
+def test_each_way_of_reading_a_device_value_into_text_is_one_sync(line: str) -> None:
+    assert _step(line) == [12]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "print(step)",  # enumerate's counter is an int, not a batch
+        'log.info(f"step {step}")',
+        'log.info("optim%d" % (unet_number - 1))',  # a tensor only if the parameter were one
+        'log.info(f"{dt[-1]:10.2f} ms")',
+        'log.info("loss %s", loss)',  # formatted only when the record is emitted: not built here
+        'log.info("shape {}".format(tuple(x.shape)))',
+    ],
+)
+def test_host_values_in_text_read_nothing_back(line: str) -> None:
+    assert _step(line) == []
+
+
+def test_a_format_call_that_print_shows_is_reported_once() -> None:
+    (finding,) = lint_source(
+        textwrap.dedent(STEP).lstrip("\n").format(line='print("loss {:.3f}".format(loss))'),
+        path="t.py",
+        select=["TPL107"],
+    )
+    assert finding.message.startswith("print() of a tensor")

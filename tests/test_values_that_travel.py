@@ -1127,3 +1127,60 @@ def test_a_wrapper_that_does_more_than_its_convolution_is_not_one(
     layers = CONV_NORM.replace("return self.conv(signal)", "return torch.relu(self.conv(signal))")
     root = write_project(tmp_path, {"layers.py": layers, "model.py": POSTNET})
     assert routes(capsys, root, "model.py", "TPL401") == []
+
+
+# -- options kept in a namespace of keywords another module returns ----------------------------
+# NVIDIA/tacotron2: hparams.py's create_hparams() returns `HParams(fp16_run=False, ...)`, train.py
+# binds `hparams = create_hparams(...)` and hands it to train(); `if hparams.fp16_run:` is opt-in
+HPARAMS = """
+import tensorflow as tf
+
+def create_hparams(hparams_string=None):
+    hparams = tf.contrib.training.HParams(epochs=500, fp16_run={fp16}, grad_clip_thresh=1.0)
+    if hparams_string:
+        hparams.parse(hparams_string)
+    return hparams
+"""
+TACOTRON = """
+import argparse
+import math
+import torch
+from hparams import create_hparams
+
+def train(model, loader, optimizer, hparams):
+    for batch in loader:
+        loss = model(batch[0].cuda(non_blocking=True))
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), hparams.grad_clip_thresh)
+        if hparams.fp16_run:
+            is_overflow = math.isnan(grad_norm)
+        optimizer.step()
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hparams", type=str, required=False)
+    args = parser.parse_args()
+    hparams = create_hparams(args.hparams)
+    train(model, loader, optimizer, hparams)
+"""
+
+
+@pytest.mark.usefixtures("precision_off_rules_on")
+@pytest.mark.parametrize("fp16, lines", [("False", []), ("True", [12]), ("os.environ.get('FP16')", [12])])
+def test_a_namespace_of_keywords_another_module_returns_holds_the_defaults(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fp16: str, lines: list[int]
+) -> None:
+    root = write_project(tmp_path, {"hparams.py": HPARAMS.replace("{fp16}", fp16), "train.py": TACOTRON})
+    assert routes(capsys, root, "train.py", "TPL107") == lines
+
+
+@pytest.mark.usefixtures("precision_off_rules_on")
+def test_a_namespace_some_caller_builds_otherwise_stays_open(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    other = (
+        TACOTRON
+        + "\n\ndef tune(model, loader, optimizer, config):\n    train(model, loader, optimizer, config)\n"
+    )
+    root = write_project(tmp_path, {"hparams.py": HPARAMS.replace("{fp16}", "False"), "train.py": other})
+    assert routes(capsys, root, "train.py", "TPL107") == [12]

@@ -6,9 +6,12 @@ Read on CPython's `ast` for the project pass, one module at a time:
 - the defaults its parsers declare: `add_argument("--no-prefetcher", action="store_true")` gives
   `no_prefetcher` False, `add_argument("--metrics-avg", default=None)` None, `set_defaults(k=v)`
   v; a default that is not a literal, a required option and a positional one are unknown ("?");
+  the keywords of a namespace built from keywords alone are defaults too (tacotron2's
+  `hparams = HParams(fp16_run=False, ...)`, `SimpleNamespace(...)`);
 - the names that hold the parsed options in each scope: bound to `parser.parse_args()`, to the
-  first element of `parse_known_args()`, or to what a function of the module returns that holds
-  them (`args, args_text = _parse_args()`), and a module's such names seen from its functions;
+  first element of `parse_known_args()`, to such a namespace, or to what a function of the module
+  returns that holds them (`args, args_text = _parse_args()`), and a module's such names seen from
+  its functions;
 - what the code stores on an attribute of a plain name (`args.prefetcher = not args.no_prefetcher`),
   since a stored value replaces the default, and whether it stores on the options by a computed
   name (`setattr(args, k, v)`, `vars(args).update(cfg)`), after which no default is known.
@@ -24,6 +27,9 @@ from typing import Iterator, Optional, Union
 from .arguments import value_token
 
 UNKNOWN = "?"
+# Namespaces a configuration builds from keywords (`tf.contrib.training.HParams(fp16_run=False, ...)`,
+# `SimpleNamespace(...)`, `argparse.Namespace(...)`): their keywords are the defaults, as a parser's
+_NAMESPACES = frozenset({"HParams", "SimpleNamespace", "Namespace"})
 _PARSE = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args"})
 _KNOWN = frozenset({"parse_known_args", "parse_known_intermixed_args"})  # (namespace, the rest)
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
@@ -77,6 +83,15 @@ def _default(call: ast.Call, positional: bool) -> str:
     return UNKNOWN  # a custom action or BooleanOptionalAction without a default
 
 
+def _keyword_namespace(node: ast.AST) -> bool:
+    """`HParams(epochs=500, fp16_run=False)`: a namespace of options built from keywords alone."""
+    if not (isinstance(node, ast.Call) and node.keywords and not node.args):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in _NAMESPACES and all(k.arg is not None for k in node.keywords)
+
+
 def _join(defaults: dict[str, str], dest: str, token: str) -> None:
     known = defaults.get(dest)
     defaults[dest] = token if known is None or known == token else UNKNOWN
@@ -108,6 +123,8 @@ def parsed_position(value: ast.AST, returning: dict[str, int]) -> Optional[int]:
         return -1 if inner == value.slice.value else None
     if not isinstance(value, ast.Call):
         return None
+    if _keyword_namespace(value):
+        return -1
     func = value.func
     if isinstance(func, ast.Attribute) and func.attr in _PARSE:
         return 0 if func.attr in _KNOWN else -1
@@ -164,11 +181,12 @@ def module_options(tree: ast.Module, source: str, nodes: Optional[list[ast.AST]]
     has them."""
     found = ModuleOptions()
     nodes = list(ast.walk(tree)) if nodes is None else nodes
-    if "add_argument" in source or "set_defaults" in source:
+    namespaces = "Namespace(" in source or "HParams(" in source
+    if "add_argument" in source or "set_defaults" in source or namespaces:
         _declared(nodes, found.defaults)
         if "cuda" in source:
             _open_cuda_switches(nodes, found.defaults)
-    if "parse_" in source:
+    if "parse_" in source or namespaces:
         _find_holders(tree, nodes, found.holders, found.returning)
     holders_anywhere = {name for names in found.holders.values() for name in names}
     _stores(nodes, holders_anywhere, found)
@@ -177,6 +195,10 @@ def module_options(tree: ast.Module, source: str, nodes: Optional[list[ast.AST]]
 
 def _declared(nodes: list[ast.AST], defaults: dict[str, str]) -> None:
     for node in nodes:
+        if _keyword_namespace(node):
+            for keyword in node.keywords:  # type: ignore[attr-defined]  # a Call
+                _join(defaults, keyword.arg, value_token(keyword.value) or UNKNOWN)
+            continue
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr == "add_argument":

@@ -18,6 +18,7 @@ from typing import Optional
 import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values, visit
+from .cold import enumerate_counter
 from .dict_items import DictItems
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -75,9 +76,19 @@ _MODULE_NAME = re.compile(
 )
 
 
+# Functions outside torch's tensor namespaces that return a tensor: the total norm that gradient
+# clipping hands back lives on the gradients' device (`grad_norm = clip_grad_norm_(...)`).
+_TENSOR_UTILITIES = frozenset(
+    """torch.nn.utils.clip_grad_norm_ torch.nn.utils.clip_grad.clip_grad_norm_
+    torch.nn.utils.clip_grad_norm torch.nn.utils.get_total_norm torch.nn.utils.clip_grad.get_total_norm
+    torch.nn.utils.parameters_to_vector torch.nn.utils.convert_parameters.parameters_to_vector""".split()
+)
+
+
 def is_torch_tensor_function(qualified: str) -> bool:
-    """`torch.zeros`, `torch.nn.functional.relu`, `torch.FloatTensor`... but not `torch.device`."""
-    if qualified.startswith(_TENSOR_NAMESPACES):
+    """`torch.zeros`, `torch.nn.functional.relu`, `torch.FloatTensor`, `clip_grad_norm_`... but not
+    `torch.device`."""
+    if qualified.startswith(_TENSOR_NAMESPACES) or qualified in _TENSOR_UTILITIES:
         return True
     if not qualified.startswith("torch."):
         return False
@@ -155,6 +166,8 @@ class TensorInference:
                 return self._name(expr.value, narrow=False)
             return self.infer(expr.value)
         if isinstance(expr, cst.BinaryOperation):
+            if is_string_formatting(expr):
+                return Tensorness.NO  # `"loss %.3f" % loss` is a str
             return max(self.infer(expr.left), self.infer(expr.right))
         if isinstance(expr, cst.UnaryOperation):
             if isinstance(expr.operator, cst.Not):
@@ -211,6 +224,35 @@ class TensorInference:
             )
         return False
 
+    def is_computed(self, expr: cst.BaseExpression, seen: frozenset[cst.CSTNode] = frozenset()) -> bool:
+        """A tensor the code computes: a certain one (a torch result, a tensor method's), the
+        output of a model or loss call (`loss = criterion(out, y)`), or a part of one, through
+        names bound only to those. Not a value that is a tensor only if a parameter or a loop
+        target is one (`unet_number - 1`, `dt[-1]`)."""
+        if expr in seen:
+            return False
+        seen = seen | {expr}
+        if self.infer(expr) >= Tensorness.CERTAIN:
+            return True
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value not in NON_TENSOR_METHODS:
+                if self.is_computed(func.value, seen):
+                    return True
+            return self.is_module_value(func) and not self._given_numpy(expr)
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            if isinstance(expr, cst.Attribute) and expr.attr.value not in TENSOR_ATTRIBUTES:
+                return False
+            return self.infer(expr) >= Tensorness.LIKELY and self.is_computed(expr.value, seen)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_computed(expr.left, seen) or self.is_computed(expr.right, seen)
+        if isinstance(expr, cst.Name):
+            values = [b.node for b in self._names.reaching(expr)]
+            return bool(values) and all(
+                isinstance(v, cst.BaseExpression) and self.is_computed(v, seen) for v in values
+            )
+        return False
+
     def is_module_value(self, expr: cst.BaseExpression) -> bool:
         """`expr` holds an nn.Module: `self.fc` set to `nn.Linear(...)`, `model = Net()`, or a
         name that says so (`model`, `net`, `criterion`...)."""
@@ -233,7 +275,9 @@ class TensorInference:
     def runs_own_call(self, expr: cst.BaseExpression) -> bool:
         """`expr` holds, wherever it is set, an instance of a project class with a `__call__` of
         its own (EntryFacts.own_call_classes): calling it runs that method, not a forward."""
-        built = [v for v in self._assigned_values(expr) if not (isinstance(v, cst.Name) and v.value == "None")]
+        built = [
+            v for v in self._assigned_values(expr) if not (isinstance(v, cst.Name) and v.value == "None")
+        ]
         return bool(built) and all(
             isinstance(v, cst.Call) and dotted_name(v.func) in self._hot.entry.own_call_classes for v in built
         )
@@ -365,6 +409,8 @@ class TensorInference:
         if binding.kind == "param" and isinstance(node, cst.Param):
             return self._param(node, binding)
         if binding.kind == "for" and isinstance(node, cst.For):
+            if name == enumerate_counter(node):
+                return Tensorness.NO  # `step` of `for step, batch in enumerate(loader)` counts
             if self._hot.iterates_loader(node) is not None or name in self.parameters.tensor_targets(node):
                 return Tensorness.LIKELY
             return Tensorness.NO
@@ -531,3 +577,40 @@ def _sequence_annotation(annotation: cst.BaseExpression) -> bool:
         annotation = annotation.value
     name = dotted_name(annotation) or ""
     return name.rsplit(".", 1)[-1] in _SEQUENCE_ANNOTATIONS
+
+
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def is_string_formatting(expr: cst.BaseExpression) -> bool:
+    """`"loss %.3f" % loss`: printf-style formatting of a string literal."""
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Modulo)
+        and isinstance(expr.left, _STRINGS)
+    )
+
+
+def formatted_values(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a string expression formats, each read through `format()`, `str()` or `float()`
+    (a tensor's through its values): the fields of an f-string, the operands of `"..." % x`
+    (a tuple's elements, a dict's values) and the arguments of `"...".format(...)`."""
+    if isinstance(expr, cst.FormattedString):
+        return [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
+    if isinstance(expr, cst.ConcatenatedString):
+        return [*formatted_values(expr.left), *formatted_values(expr.right)]
+    if is_string_formatting(expr):
+        right = expr.right  # type: ignore[attr-defined]  # a BinaryOperation
+        if isinstance(right, cst.Tuple):
+            return [e.value for e in right.elements if not isinstance(e, cst.StarredElement)]
+        if isinstance(right, cst.Dict):
+            return [e.value for e in right.elements if isinstance(e, cst.DictElement)]
+        return [right]
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "format"
+        and isinstance(expr.func.value, _STRINGS)
+    ):
+        return [a.value for a in expr.args if not a.star]
+    return []

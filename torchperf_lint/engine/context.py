@@ -427,6 +427,10 @@ class Context:
         wanted = Tensorness.CERTAIN if certain else Tensorness.LIKELY
         return self.tensors.infer(expr) >= wanted
 
+    def is_computed_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor the code computes, not one only a parameter makes one (analysis/tensors.py)."""
+        return self.tensors.is_computed(expr)
+
     @functools.cached_property
     def _device_values(self) -> DeviceValues:
         tensors, names = self.tensors, self.names  # not self, nor its bound methods: see _host_tensors

@@ -8,9 +8,11 @@ that is off by default is cold). analysis/options.py reads each module; this joi
   file: `parser.set_defaults(**yaml_cfg)` or a launch script may set it), and every store on an
   attribute of that name (`args.prefetcher = not args.no_prefetcher`) gives a value the defaults
   decide; any store on the options by a computed name (`setattr(args, k, v)`) leaves them all open;
-- a name holds the options where its module binds it to them, and a parameter does when every
-  call of its function in the project passes it a name that does (a function handed on as a
-  callback has callers nobody sees: its parameters stay open).
+- a name holds the options where its module binds it to them, or to what a function of another
+  module returns that holds them (tacotron2's `hparams = create_hparams()`, a namespace of
+  keywords built in hparams.py), and a parameter does when every call of its function in the
+  project passes it a name that does (a function handed on as a callback has callers nobody
+  sees: its parameters stay open).
 Each function then knows `NAME.dest` for each name that holds the options there: the values that
 project/arguments.py hands to both walks, which decide a test on them (analysis/arguments.py).
 """
@@ -191,7 +193,11 @@ def _holders(project: ProjectView) -> Holders:
     for caller, info in owners:
         if info.namespaces:
             holders[caller.key()] = {name: id(caller.module) for name in info.namespaces}
-    passing = any(
+        for name, written in info.options_calls.items():
+            origin = _options_returned_by(project, caller.module, written)
+            if origin is not None:
+                holders.setdefault(caller.key(), {})[name] = origin
+    passing = any(info.options_calls for _, info in owners) or any(
         OPTIONS in call.args.values() for _, info in owners for call in [*info.calls, *info.cold_calls]
     )
     if not passing:
@@ -216,6 +222,15 @@ def _holders(project: ProjectView) -> Holders:
         if not changed:
             break
     return holders
+
+
+def _options_returned_by(project: ProjectView, module: Module, callee: str) -> Optional[int]:
+    """The module whose options `callee` (a function another module defines, as `module` writes
+    it) returns whole: tacotron2's `create_hparams()` in hparams.py."""
+    found = project.resolve_dotted(module, callee)
+    if not isinstance(found, FunctionRef) or found.index < 0 or found.info.parent >= 0 or found.info.cls >= 0:
+        return None
+    return id(found.module) if found.module.summary.options_returning.get(found.info.name) == -1 else None
 
 
 def _passed_options(

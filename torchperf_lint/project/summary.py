@@ -188,6 +188,10 @@ class Function:
     builds: list[str] = dataclasses.field(default_factory=list)
     # the names that hold the parsed command-line options here (analysis/options.py)
     namespaces: list[str] = dataclasses.field(default_factory=list)
+    # names it hands to a call, bound only to a call of a function another module defines
+    # (`hparams = create_hparams()`): they hold the options where that function returns them
+    # (project/options.py); name -> the callee as written
+    options_calls: dict[str, str] = dataclasses.field(default_factory=dict)
     # the line of the `DataLoader(...)` call it returns (`return loader` bound to one), 0 when none
     returns_loader: int = 0
     # per element of the tuple its first tuple `return` hands back: the line of the `DataLoader(...)`
@@ -295,6 +299,8 @@ class Summary:
     option_defaults: dict[str, str] = dataclasses.field(default_factory=dict)
     option_stores: dict[str, list[list[str]]] = dataclasses.field(default_factory=dict)
     option_computed_store: bool = False
+    # the module's functions that return the options: name -> -1 (the whole value) or a position
+    options_returning: dict[str, int] = dataclasses.field(default_factory=dict)
     # `__all__` at module level: the names `from this import *` binds (None: no `__all__`, so every
     # public name; [] when it is not a literal list of strings: none known)
     all_names: Optional[list[str]] = None
@@ -339,6 +345,7 @@ class Summary:
             option_defaults=data.get("option_defaults", {}),
             option_stores=data.get("option_stores", {}),
             option_computed_store=data.get("option_computed_store", False),
+            options_returning=data.get("options_returning", {}),
             all_names=data.get("all_names"),
             module_flags=data.get("module_flags", {}),
             execs=data.get("execs", False),
@@ -1733,7 +1740,32 @@ class _Summarizer:
             and not any(argument.id in shadow for shadow in self.lambda_params)
         ):
             return PARAM_PREFIX + argument.id
+        if isinstance(argument, ast.Name):
+            callee = self._imported_call(argument.id)
+            if callee is not None:
+                self.current().options_calls[argument.id] = callee
+                return (
+                    PARAM_PREFIX + argument.id
+                )  # its value is the caller's: options, if the callee returns them
         return "?"
+
+    def _imported_call(self, name: str) -> Optional[str]:
+        """The imported function (as written) every binding of `name` in the current scope calls:
+        `hparams = create_hparams(args.hparams)` with `from hparams import create_hparams`."""
+        local = self.locals()
+        values = local.values.get(name, ())
+        if (
+            not values
+            or name in local.params
+            or (self.function_stack and local.stores.get(name) != len(values))
+        ):
+            return None
+        callees = {v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
+        if len(callees) != 1 or not all(isinstance(v, ast.Call) for v in values):
+            return None
+        (callee,) = callees
+        imported = callee in self.summary.imports or callee in self.summary.local_imports
+        return callee if imported else None
 
     def _instance_of(self, name: str) -> Optional[str]:
         """The class (as written) every binding of `name` in the innermost scope binding it
@@ -2234,6 +2266,7 @@ def summarize(source: str) -> Optional[Summary]:
     summarizer.summary.option_defaults = options.defaults
     summarizer.summary.option_stores = options.stores
     summarizer.summary.option_computed_store = options.computed_store
+    summarizer.summary.options_returning = options.returning
     flags = module_flags(tree, source)
     summarizer.summary.module_flags = flags.flags
     summarizer.summary.execs = flags.execs

@@ -6,6 +6,7 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
+from ...analysis.tensors import formatted_values
 from ...engine.context import Context
 from ...engine.findings import Safety
 from ...syntax.walker import dotted_name, visit
@@ -129,16 +130,23 @@ def shown_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
     return ctx.is_tensor(expr) and not ctx.names.is_bare_parameter(expr) and ctx.batch_loop(expr) is None
 
 
-def printed(call: cst.Call) -> Iterator[cst.BaseExpression]:
+def formatted_tensor(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """A tensor whose values a string formats: one the code computes (a torch result, the norm
+    `clip_grad_norm_` returns, a model's or a loss's output), not a host one."""
+    return ctx.is_computed_tensor(expr) and not ctx.is_host_tensor(expr)
+
+
+def _prints_a_tensor(call: cst.Call, ctx: Context) -> bool:
+    """`print(loss)`, or print() of a string that formats one (`print(f"loss {loss}")`)."""
     for arg in call.args:
         if arg.keyword is not None:
             continue
-        if isinstance(arg.value, cst.FormattedString):
-            for part in arg.value.parts:
-                if isinstance(part, cst.FormattedStringExpression):
-                    yield part.expression
-        else:
-            yield arg.value
+        formatted = formatted_values(arg.value)
+        if any(formatted_tensor(e, ctx) for e in formatted) or (
+            not formatted and shown_tensor(arg.value, ctx)
+        ):
+            return True
+    return False
 
 
 def on_device(expr: cst.BaseExpression, ctx: Context, certain: bool = False) -> bool:
@@ -164,8 +172,27 @@ def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
             return f"{qualified[len('builtins.') :]}() of a tensor"
     if qualified in SYNC_MATH and len(call.args) == 1 and shown_tensor(call.args[0].value, ctx):
         return f"{qualified}() of a tensor"
-    if qualified == "builtins.print" and any(shown_tensor(e, ctx) for e in printed(call)):
-        return "print() of a tensor"
+    if qualified == "builtins.print":
+        return "print() of a tensor" if _prints_a_tensor(call, ctx) else None
+    return _formats_a_tensor(call, ctx)
+
+
+def _formats_a_tensor(call: cst.Call, ctx: Context) -> Optional[str]:
+    """`"{:.3f}".format(loss)`, or a call handed a tensor formatted into a string (`pbar.set_description(
+    f"loss {loss:.3f}")`, `log.info("%f" % loss)`): the string is built, values and all, before the
+    call runs, at whatever level the logger is set. A format call that print() shows is print's."""
+    if formatted_values(call):
+        parent = ctx.parent(call)
+        grandparent = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+        shown = isinstance(grandparent, cst.Call) and ctx.qualified_name(grandparent) == "builtins.print"
+        if not shown and any(formatted_tensor(e, ctx) for e in formatted_values(call)):
+            return "str.format() of a tensor"
+        return None
+    for arg in call.args:
+        if not isinstance(arg.value, cst.Call) and any(
+            formatted_tensor(e, ctx) for e in formatted_values(arg.value)
+        ):
+            return "a tensor formatted into a string"
     return None
 
 

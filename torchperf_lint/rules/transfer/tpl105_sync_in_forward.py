@@ -26,8 +26,9 @@ class SyncInForward(Rule):
     """## What it does
     Flags, in forward and loss code (`forward` of a module, Lightning step hooks, and the
     functions they call), what copies tensor values to the host: `.item()`, `.tolist()`,
-    `.cpu()`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `print(t)`, `torch.nonzero(t)` /
-    `t.nonzero()`, and `if t:` / `while t:` on a tensor computed in the function.
+    `.cpu()`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `print(t)`, a tensor formatted into a
+    string (`log.info(f"{t:.3f}")`), `torch.nonzero(t)` / `t.nonzero()`, and `if t:` / `while t:`
+    on a tensor computed in the function.
 
     It also flags a 0-dim device tensor (`t.sum()`, `t.max()` without a dimension, an element of
     a 1-D device tensor or of a buffer registered from one, `torch.tensor(n, device=d)`, arithmetic

@@ -52,9 +52,11 @@ def _runs_periodically(node: cst.CSTNode, ctx: Context) -> bool:
 class SyncPerStep(Rule):
     """## What it does
     Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`,
-    `math.isfinite(t)`, `print(loss)` and an `if`/`while` on a device tensor
-    (`if torch.min(out) < -1.0:`) that run at every iteration of a step loop (in its body or in
-    a function called from it), and a 0-dim device tensor used where Python needs a number (a
+    `math.isfinite(t)`, `print(loss)`, a tensor formatted into a string (`f"loss {loss:.3f}"`
+    handed to a progress bar or a logger, `"{:.6f}".format(grad_norm)`, `"%f" % loss`: the
+    string is built before the call runs, whatever the log level) and an `if`/`while` on a
+    device tensor (`if torch.min(out) < -1.0:`) that run at every iteration of a step loop (in
+    its body or in a function called from it), and a 0-dim device tensor used where Python needs a number (a
     slice bound, `range()`, a size, a `clamp_` bound beside a number: TPL105 lists them), with
     the host value to use instead. Off by default.
 
@@ -87,7 +89,8 @@ class SyncPerStep(Rule):
     host (`print(loss.item())` after `value = loss.item()`): the host waited for them once, and
     that first read is the finding;
     what the body of an `if` whose test syncs does (the `if` is reported); a read right after an
-    explicit `torch.cuda.synchronize()` in the same block (the host already waited: a timer).
+    explicit `torch.cuda.synchronize()` in the same block, or in the CUDA branch of a device test
+    there (the host already waited: a timer).
     """
 
     code = "TPL107"
@@ -210,6 +213,36 @@ class SyncPerStep(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        # NVIDIA/tacotron2's train(): the norm clipping hands back is a device tensor, formatted
+        "grad-norm-formatted-every-step": """
+            import torch
+
+            def train(model, loader, optimizer, rank):
+                for x, y in loader:
+                    loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                    loss.backward()
+                    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    if rank == 0:
+                        print("Grad Norm {:.6f}".format(grad_norm))  # expect: TPL107
+            """,
+        "loss-formatted-for-a-progress-bar-and-a-logger": """
+            import logging
+            import torch
+            from torch.nn.utils import clip_grad_norm_
+
+            log = logging.getLogger(__name__)
+
+            def train(model, loader, optimizer, bar):
+                for x, y in loader:
+                    loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                    loss.backward()
+                    norm = clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    bar.set_description(f"loss {loss:.4f}")  # expect: TPL107
+                    log.debug("grad norm %.3f" % norm)  # expect: TPL107
+                    log.debug("loss {}".format(loss))  # expect: TPL107
+            """,
         # VainF/DeepLabV3Plus-Pytorch's validate(): the labels are moved, rebound, then copied back
         "batch-moved-then-read-back": """
             import torch
@@ -263,6 +296,25 @@ class SyncPerStep(Rule):
                     torch.cuda.synchronize()
                     elapsed = time.perf_counter() - start
                     log.append((elapsed, loss.item()))
+            """,
+        # karpathy/llm.c's train_gpt2.py: the timer waits in the CUDA branch of a device test
+        "formatted-after-a-synchronize-on-cuda": """
+            import time
+            import torch
+
+            def train(model, loader, optimizer, device):
+                for x, y in loader:
+                    t0 = time.time()
+                    loss = model(x.to(device), y.to(device))
+                    loss.backward()
+                    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    if device == "mps":
+                        torch.mps.synchronize()
+                    elif device == "cuda":
+                        torch.cuda.synchronize()
+                    t1 = time.time()
+                    print(f"norm {norm:.4f} | {(t1 - t0) * 1000:.2f} ms")
             """,
         "periodic-logging": """
             import torch
@@ -334,6 +386,27 @@ class SyncPerStep(Rule):
                         break
                     loss.backward()
                     optimizer.step()
+            """,
+        # the same strings, made of host values: numbers, shapes, a loss read every N steps
+        "host-values-formatted": """
+            import logging
+            import torch
+
+            log = logging.getLogger(__name__)
+
+            def train(model, loader, optimizer, bar, epoch):
+                running = 0.0
+                for step, (x, y) in enumerate(loader):
+                    x = x.cuda(non_blocking=True)
+                    loss = model(x, y.cuda(non_blocking=True))
+                    loss.backward()
+                    optimizer.step()
+                    bar.set_description(f"epoch {epoch} step {step} batch {x.shape[0]}")
+                    log.debug("step %d of epoch %d" % (step, epoch))
+                    log.debug("input {}".format(tuple(x.shape)))
+                    if step % 100 == 0:
+                        running = loss.item()
+                        print("loss {:.4f}".format(running))
             """,
         "python-numbers": """
             import torch
@@ -455,20 +528,38 @@ def _statement_in_block(
 
 def _after_synchronize(node: cst.CSTNode, ctx: Context) -> bool:
     """An earlier statement of the same block calls `torch.cuda.synchronize()`, with only simple
-    statements between (a timer read, a log line): the host waited for the device already."""
+    statements between (a timer read, a log line): the host waited for the device already. The
+    call may stand in the CUDA branch of a device test (llm.c's `elif device == "cuda":
+    torch.cuda.synchronize()`): the other branches run where no CUDA work waits."""
     found = _statement_in_block(node, ctx)
     if found is None:
         return False
     statement, block = found
     index = next(i for i, s in enumerate(block) if s is statement)
     for earlier in reversed(block[:index]):
+        if isinstance(earlier, cst.If):
+            return _synchronizes_on_cuda(earlier, ctx)
         if not isinstance(earlier, cst.SimpleStatementLine):
             return False
-        if any(
-            isinstance(n, cst.Call) and ctx.qualified_name(n) == "torch.cuda.synchronize"
-            for n in descendants(earlier)
-        ):
+        if _synchronizes(earlier, ctx):
             return True
+    return False
+
+
+def _synchronizes(node: cst.CSTNode, ctx: Context) -> bool:
+    return any(
+        isinstance(n, cst.Call) and ctx.qualified_name(n) == "torch.cuda.synchronize"
+        for n in descendants(node)
+    )
+
+
+def _synchronizes_on_cuda(branch: cst.If, ctx: Context) -> bool:
+    """A branch of the `if`/`elif` chain that tests for CUDA calls `torch.cuda.synchronize()`."""
+    current: Optional[cst.CSTNode] = branch
+    while isinstance(current, cst.If):
+        if "cuda" in ctx.code(current.test) and _synchronizes(current.body, ctx):
+            return True
+        current = current.orelse
     return False
 
 
