@@ -1184,3 +1184,86 @@ def test_a_namespace_some_caller_builds_otherwise_stays_open(
     )
     root = write_project(tmp_path, {"hparams.py": HPARAMS.replace("{fp16}", "False"), "train.py": other})
     assert routes(capsys, root, "train.py", "TPL107") == [12]
+
+
+# -- a model that helpers hand back is still the model its builder made --------------------------
+# NVIDIA/tacotron2: load_model() builds Tacotron2 and wraps it (apply_gradient_allreduce returns it),
+# train() may rebind it through load_checkpoint(path, model, optimizer); model.parse_batch() per step
+NET = """
+import torch
+from torch import nn
+
+def to_gpu(x):
+    return x.cuda(non_blocking=True)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def parse_batch(self, batch):
+        x, lengths = batch
+        lengths = to_gpu(lengths).long()
+        max_len = torch.max(lengths.data).item()
+        return to_gpu(x), lengths
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+LOADER = """
+import torch
+from net import Net
+
+def wrap(model):
+    return model
+
+def load_model():
+    model = Net().cuda()
+    model = wrap(model)
+    return model
+
+def load_checkpoint(path, model, optimizer):
+    model.load_state_dict(torch.load(path))
+    return model, optimizer, 0
+
+def train(loader, path):
+    model = load_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if path is not None:
+        model, optimizer, start = load_checkpoint(path, model, optimizer)
+    for batch in loader:
+        x, lengths = model.parse_batch(batch)
+        loss = model(x).mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.usefixtures("precision_off_rules_on")
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), [15]),
+        # a second object the name may hold: which class's parse_batch runs is not known
+        (("    model = wrap(model)\n", "    model = make_other()\n"), []),
+        (
+            (
+                "    model = wrap(model)\n",
+                "    model = wrap(model) if torch.cuda.device_count() > 1 else Other()\n",
+            ),
+            [],
+        ),
+        (
+            (
+                "model, optimizer, start = load_checkpoint(path, model, optimizer)",
+                "model, start = torch.load(path)",
+            ),
+            [],
+        ),
+    ],
+)
+def test_a_model_helpers_hand_back_keeps_its_class(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    root = write_project(tmp_path, {"net.py": NET, "train.py": LOADER.replace(*variant)})
+    assert routes(capsys, root, "net.py", "TPL107") == lines

@@ -569,6 +569,17 @@ def _constructed(value: ast.AST) -> Optional[str]:
     return None
 
 
+def _hands_back(value: ast.AST, name: str) -> bool:
+    """`value` may be the object `name` holds: `name.cuda()`, or a call handed `name` itself."""
+    stripped = _strip_chain(value)
+    if isinstance(stripped, ast.Name):
+        return stripped.id == name
+    return isinstance(value, ast.Call) and any(
+        isinstance(argument, ast.Name) and argument.id == name
+        for argument in [*value.args, *(k.value for k in value.keywords)]
+    )
+
+
 def _bound_once(value: ast.AST, local: _Locals) -> ast.AST:
     """What a local name stands for where the function binds it once (`net = WideResNet(...)`,
     then `return net`); the value itself otherwise."""
@@ -789,6 +800,23 @@ class _Locals:
         """The value `name` holds where the function binds it once, by a plain assignment."""
         values = self.values.get(name, ())
         return values[0] if len(values) == 1 and self.stores.get(name, 0) == 1 else None
+
+    def origin(self, name: str) -> Optional[ast.AST]:
+        """The one value the function binds `name` to where each other binding hands that object
+        back: tacotron2's `model = Tacotron2(hparams).cuda()`, then `model =
+        apply_gradient_allreduce(model)`, or `model, optimizer, lr, it = load_checkpoint(path,
+        model, optimizer)` (a call handed the object itself), or `model = model.eval()`."""
+        values, unpacked = self.values.get(name, ()), self.unpacked.get(name, ())
+        if (
+            self.function is None
+            or name in self.params
+            or self.stores.get(name, 0) != len(values) + len(unpacked)
+        ):
+            return None
+        if not all(_hands_back(call, name) for call, _ in unpacked):
+            return None
+        origins = [value for value in values if not _hands_back(value, name)]
+        return origins[0] if len(origins) == 1 else None
 
     def empty_sides(self, test: ast.expr) -> Optional[tuple[bool, bool]]:
         """The side of `test` that runs only while an accumulator is empty (analysis/accumulators.py);
@@ -1617,7 +1645,10 @@ class _Summarizer:
         if self.function_stack:
             # either side of `return A(self) if c else B(self)` is a value it returns
             for side in _returned_sides(value):
-                stripped = _strip_chain(_bound_once(side, local))
+                bound = _bound_once(side, local)
+                if isinstance(bound, ast.Name):
+                    bound = local.origin(bound.id) or bound  # `return model` after it was wrapped
+                stripped = _strip_chain(bound)
                 if isinstance(stripped, ast.Call):
                     # `return VGG(make_layers(cfg))`: the layers a factory builds and hands in count
                     handed = [
@@ -2035,6 +2066,10 @@ class _Summarizer:
     def _instance(name: str, method: str, scope: _Locals) -> Optional[tuple[str, str]]:
         values = scope.values.get(name, ())
         callees = {_constructed(v) for v in values}
+        others = scope.function is not None and scope.stores.get(name, 0) != len(values)  # `a, b = f()`
+        if len(callees) > 1 or others:
+            origin = scope.origin(name)  # `model = load_model(h)`, then helpers hand it back
+            callees = {_constructed(origin)} if origin is not None else set()
         if len(callees) == 1:
             (callee,) = callees
             if callee:
