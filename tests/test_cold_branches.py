@@ -382,7 +382,9 @@ def test_the_code_after_a_gate_on_a_mark_it_moves_runs_once_per_interval(gate: s
         ("tick_start = step", "tick_start = tick_start * 2"),  # the mark moves, but not to the counter
     ],
 )
-def test_a_gate_whose_mark_stays_or_that_does_not_leave_keeps_what_follows_hot(variant: tuple[str, str]) -> None:
+def test_a_gate_whose_mark_stays_or_that_does_not_leave_keeps_what_follows_hot(
+    variant: tuple[str, str],
+) -> None:
     assert lint(TICK_GATE.replace(*variant)) == [11]
 
 
@@ -436,3 +438,42 @@ def test_a_counter_moved_after_its_own_limit_check_is_not_a_mark() -> None:
         return x
         """
     assert lint(body) == [10]
+
+
+def test_a_block_that_ends_by_raising_is_on_the_way_to_an_error() -> None:
+    # kornia's image stitching: the bad index is read only to name it in the error
+    body = """
+        outside = x[x < 0]
+        if outside.numel() > 0:
+            bad = int(outside[0].item())
+            raise RuntimeError(f"index {bad} is negative")
+        return x
+    """
+    assert lint(body) == []
+    assert lint(body.replace('raise RuntimeError(f"index {bad} is negative")', "x = x + bad")) == [8]
+    assert lint(body.replace('RuntimeError(f"index {bad} is negative")', "SystemExit(bad)")) == [8]
+
+
+def test_the_project_pass_reads_a_failing_block_as_the_file_does(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "helpers.py").write_text("def first(x):\n    return int(x[0].item())\n")
+    model = (
+        "import torch\nfrom torch import nn\nfrom helpers import first\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        if x.numel() > 4:\n            bad = first(x)\n"
+        "            raise ValueError(bad)\n        return x\n"
+    )
+    (tmp_path / "model.py").write_text(model)
+    path = tmp_path / "helpers.py"
+    assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == []
+    (tmp_path / "model.py").write_text(model.replace("raise ValueError(bad)", "x = x * bad"))
+    assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == [2]
+
+
+def test_a_dispatch_that_returns_before_its_final_raise_stays_hot() -> None:
+    # torch-geometric's maybe_num_nodes: each branch returns; only the fall-through raises
+    body = """
+        if x.dim() == 2:
+            return int(x.max()) + 1
+        raise ValueError("unsupported input")
+    """
+    assert lint(body) == [7]

@@ -184,6 +184,7 @@ _facts_strategy = st.builds(
     counts=st.tuples(_ints, _ints, _ints),
     host_data_builders=st.frozensets(_names),
     registry_convnets=st.frozensets(_names),
+    project_classes=st.frozensets(_names),
     keyword_items=st.lists(st.tuples(_ints, st.lists(st.tuples(_names, _names)).map(tuple))).map(tuple),
     encoder_wrappers=st.lists(st.tuples(_names, _names, st.integers(min_value=-1, max_value=10))).map(tuple),
 )

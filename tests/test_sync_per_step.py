@@ -4,6 +4,7 @@ message and the fix that swaps the operands (RULES.md, TPL107)."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +192,52 @@ def test_a_format_call_that_print_shows_is_reported_once() -> None:
         select=["TPL107"],
     )
     assert finding.message.startswith("print() of a tensor")
+
+
+VALIDATION = """
+import torch
+from metrics import Evaluator
+
+class Trainer:
+    def __init__(self, model, loader, args):
+        self.model, self.loader, self.args = model, loader, args
+        self.evaluator = Evaluator(21)
+
+    def validation(self):
+        for i, sample in enumerate(self.loader):
+            image, target = sample["image"], sample["label"]
+            if self.args.cuda:
+                image, target = image.cuda(), target.cuda()
+            with torch.no_grad():
+                output = self.model(image)
+            pred = output.data.cpu().numpy()
+            target = target.cpu().numpy()
+            self.evaluator.add_batch(target, pred)
+"""
+
+
+def test_a_batch_moved_under_a_cuda_switch_is_read_back_from_the_device(tmp_path: Path) -> None:
+    # pytorch-deeplab-xception's validation(): a CUDA run takes the branch that moves the batch, so
+    # target.cpu() copies it back, and the evaluator is the project's own class, not a runtime
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "metrics.py").write_text(
+        "class Evaluator:\n    def add_batch(self, gt, pred):\n        pass\n"
+    )
+    path = tmp_path / "trainer.py"
+    path.write_text(VALIDATION.lstrip("\n"))
+
+    def lines() -> list[int]:
+        return [f.line for f in lint_source(path.read_text(), str(path), select=["TPL107"])]
+
+    assert lines() == [16, 17]
+    # the move outside a device switch may not run: the batch read may be the host one
+    path.write_text(VALIDATION.lstrip("\n").replace("if self.args.cuda:", "if i % 2:"))
+    assert lines() == [16]
+    # an else branch that binds the batch anew: the host batch reaches the read
+    path.write_text(
+        VALIDATION.lstrip("\n").replace(
+            "image.cuda(), target.cuda()\n",
+            "image.cuda(), target.cuda()\n            else:\n                target = sample['label']\n",
+        )
+    )
+    assert lines() == [18]

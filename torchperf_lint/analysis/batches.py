@@ -247,19 +247,58 @@ class Batches:
         """Every binding that reaches `name` is `name = <...>.cuda(...)` or `<...>.to(...)` that
         `moves` accepts: a batch moved and rebound under its own name (MelGAN's `x_t =
         x_t.cuda()`) is on the device below, and `x_t.cuda()` there copies nothing."""
-        values: list[Optional[cst.CSTNode]] = []
-        for binding in self._names.reaching(name):
-            value = binding.node if binding.kind == "assign" else None
-            if binding.kind == "unpack" and isinstance(binding.node, cst.BaseExpression):
-                value = unpacked_element(binding.node, name.value, self._facts)  # `x, y = x.cuda(), y.cuda()`
-            values.append(value)
-        return bool(values) and all(
+        reaching = self._names.reaching(name)
+        moved = bool(reaching) and all(self._moved_by(binding, name.value, moves) for binding in reaching)
+        return moved or self._moved_past_cuda_switch(name, moves)
+
+    def _moved_by(self, binding: Binding, name: str, moves: Callable[[cst.Call], bool]) -> bool:
+        """`binding` gives `name` a device move `moves` accepts (`x, y = x.cuda(), y.cuda()` too)."""
+        value = binding.node if binding.kind == "assign" else None
+        if binding.kind == "unpack" and isinstance(binding.node, cst.BaseExpression):
+            value = unpacked_element(binding.node, name, self._facts)
+        return (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Attribute)
             and value.func.attr.value in ("cuda", "to")
             and moves(value)
-            for value in values
         )
+
+    def _moved_past_cuda_switch(self, name: cst.Name, moves: Callable[[cst.Call], bool]) -> bool:
+        """Between the read and the last statement of its block that binds the name, only an `if`
+        without `else` that tests for CUDA (`if self.args.cuda:`, `if use_gpu:`) binds it, to a
+        move: a CUDA run takes that branch, so the batch read is the one it moved
+        (pytorch-deeplab-xception's validation reads `target.cpu()` after `if self.args.cuda:
+        image, target = image.cuda(), target.cuda()`)."""
+        child: cst.CSTNode = name
+        for ancestor in self._facts.ancestors(name):
+            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                break
+            child = ancestor
+        else:
+            return False
+        statements: list[cst.CSTNode] = list(ancestor.body)
+        bindings = self._names.lookup(name.value, name)
+        switched = False
+        for earlier in reversed(statements[: statements.index(child)] if child in statements else []):
+            inside = [
+                b for b in bindings if b.node is earlier or earlier in set(self._facts.ancestors(b.node))
+            ]
+            if not inside:
+                continue
+            if (
+                not isinstance(earlier, cst.If)
+                or earlier.orelse is not None
+                or not self._tests_cuda(earlier.test)
+            ):
+                return switched and isinstance(earlier, cst.SimpleStatementLine)
+            if not all(self._moved_by(b, name.value, moves) for b in inside):
+                return False
+            switched = True
+        return False
+
+    def _tests_cuda(self, test: cst.BaseExpression) -> bool:
+        code = self._facts.module.code_for_node(test).lower()
+        return "cuda" in code or "gpu" in code
 
     def _moves(self, call: cst.Call) -> bool:
         """A device move (`_is_device_move`) that is not a cast alone (`.to(x.dtype)`)."""

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 import libcst as cst
 
 from ..syntax.ast_view import as_ast
-from ..syntax.walker import descendants, final_statement
+from ..syntax.walker import descendants, dotted_name, final_statement
 from . import branch_sides, cache_misses
 from .arguments import decided_sides
 from .branch_sides import Sides
@@ -150,6 +150,30 @@ def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:
     return last if isinstance(last, (cst.Return, cst.Raise, cst.Break)) else None
 
 
+_LEAVING = (cst.Return, cst.Break, cst.Continue, cst.Yield)
+_OWN_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+def fails_at_end(block: cst.BaseSuite) -> bool:
+    """The block ends by raising an error (not `raise SystemExit(...)`, which ends a program that
+    ran) and nothing before leaves it (`if a: return x` ... `raise ValueError(...)` dispatches):
+    what it does runs only on the way to the error."""
+    last = final_statement(block)
+    if not isinstance(last, cst.Raise):
+        return False
+    raised = last.exc.func if isinstance(last.exc, cst.Call) else last.exc
+    if raised is not None and dotted_name(raised) == "SystemExit":
+        return False
+    todo: list[cst.CSTNode] = list(block.body[:-1]) if isinstance(block, cst.IndentedBlock) else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _LEAVING):
+            return False
+        if not isinstance(node, _OWN_SCOPES):
+            todo.extend(node.children)
+    return True
+
+
 def fails_after(ancestors: Iterator[cst.CSTNode]) -> bool:
     """A block around the node (given its ancestors, innermost first) ends by `raise`, with no
     loop or function between: what the node does runs only on the way to an error (simsiam's
@@ -157,7 +181,7 @@ def fails_after(ancestors: Iterator[cst.CSTNode]) -> bool:
     for ancestor in ancestors:
         if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)):
             return False
-        if isinstance(ancestor, cst.IndentedBlock) and isinstance(final_statement(ancestor), cst.Raise):
+        if isinstance(ancestor, cst.IndentedBlock) and fails_at_end(ancestor):
             return True
     return False
 

@@ -80,6 +80,9 @@ class EntryFacts:
     # classes, as written here, whose instances run a `__call__` of the project's own, not a
     # module's forward (ultralytics' `YOLO(...)(image)` predicts): what that call does is not known
     own_call_classes: frozenset[str] = frozenset()
+    # the callees, as written here, that build an instance of a class the project defines: an
+    # object held from one runs the project's own code, not another framework's runtime
+    project_classes: frozenset[str] = frozenset()
     # project functions, as written here, that may return an argument as it was given: callee ->
     # (position, parameter) of each such argument (`reduce_loss_dict(losses)` on one GPU)
     handed_back: tuple[tuple[str, int, str], ...] = ()
@@ -191,6 +194,7 @@ class EntryFacts:
                 for name, param, position in data.get("encoder_wrappers", ())
             ),
             own_call_classes=frozenset(map(str, data.get("own_call_classes", ()))),
+            project_classes=frozenset(map(str, data.get("project_classes", ()))),
             handed_back=tuple(
                 (str(name), int(position), str(param))
                 for name, position, param in data.get("handed_back", ())

@@ -23,6 +23,7 @@ from .cold import (
     compared_counter,
     crosses_cold_branch,
     enumerate_counter,
+    fails_at_end,
     fills_looked_up_cache,
     leaving_statement,
     special_mode_sides,
@@ -551,8 +552,10 @@ class HotPaths:
         if crosses is None:
             values = self._arguments_around(parent)
             if isinstance(parent, cst.IndentedBlock):
-                # after a guard that leaves in every step: the block's statements from there on
+                # after a guard that leaves in every step: the block's statements from there on;
+                # all of them in a block that ends by raising, on the way to an error
                 start = cold_from(parent.body, lambda test: argument_sides(test, values))
+                start = 0 if fails_at_end(parent) else start
                 for index, statement in enumerate(parent.body):
                     self._cold_edges[(statement, parent)] = index >= start
                 crosses = self._cold_edges.get(key, False)

@@ -77,6 +77,7 @@ class Names:
         loops = {id(n) for n in ancestors(name, parents) if isinstance(n, (cst.For, cst.While))}
         enclosing = set(ancestors(name, parents))
         before: list[Binding] = []
+        later: list[Binding] = []  # bindings after the read in a loop around it
         for binding in bindings:
             if binding.kind in ("assign", "unpack") and binding.node in enclosing:
                 placed: Optional[bool] = False  # `w = w.to(dtype)`: the read runs before its own binding
@@ -96,17 +97,25 @@ class Names:
             if placed:
                 before.append(binding)
             elif any(id(n) in loops for n in ancestors(binding.node, parents)):
-                return bindings  # a later binding in a loop around the read comes round to it
+                later.append(binding)
         if not before:
             return bindings
+        # the last binding before the read that runs on every path to it: what came earlier, and
+        # what a later binding brings round the loops it shares with it, stops there
+        unconditional = [b for b in before if _statement_in(b.node, around, parents)]
+        killer = max(unconditional, key=lambda b: b.order) if unconditional else None
+        if later and (killer is None or not all(_rebinds_first(killer, b, loops, parents) for b in later)):
+            return bindings  # a later binding in a loop around the read comes round to it
         last = max(before, key=lambda b: b.order)
-        statement = _statement_of(last.node, parents)
-        if statement is not None and id(statement[0]) in around:
+        if last is killer:
             return [last]
         branches = _branching_statement(last.node, around, parents)
         if branches is not None and _every_branch_binds(branches, before, parents):
             # `if ...: a = f() else: a = g()`: one of the branches' bindings reaches the read
             return [b for b in before if branches in ancestors(b.node, parents)]
+        if killer is not None:
+            # `x = batch["x"]`, then `if use_cuda: x = x.cuda()`: the last of these, or the first
+            return [b for b in before if b.order >= killer.order]
         return bindings  # inside a branch: it may not run
 
     def is_bare_parameter(self, expr: cst.BaseExpression) -> bool:
@@ -159,6 +168,23 @@ class Names:
 
 
 _BLOCKS = (cst.IndentedBlock, cst.Module)
+
+
+def _statement_in(
+    node: cst.CSTNode, around: dict[int, cst.CSTNode], parents: dict[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """`node` is (in) a statement of one of the blocks around the read: it runs on every path there."""
+    statement = _statement_of(node, parents)
+    return statement is not None and id(statement[0]) in around
+
+
+def _rebinds_first(
+    killer: Binding, later: Binding, loops: set[int], parents: dict[cst.CSTNode, cst.CSTNode]
+) -> bool:
+    """Every loop that holds both the read and `later` also holds `killer`: each pass rebinds the
+    name there before the read, so what `later` gave it never comes round."""
+    killer_loops = {id(n) for n in ancestors(killer.node, parents)}
+    return all(id(n) in killer_loops for n in ancestors(later.node, parents) if id(n) in loops)
 
 
 def annotated_parameter(bindings: list[Binding], annotation: Callable[[cst.BaseExpression], bool]) -> bool:

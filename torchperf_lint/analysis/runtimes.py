@@ -6,8 +6,9 @@ sync in the middle of torch work: nothing on the torch side can keep the value o
 
 An object the module holds is reached through `self`: `self.A.m(...)`, or `self.A(...)` where A
 is none of the class's own methods nor a framework hook (`self.log`). A NumPy function
-(`np.lexsort(x.cpu().numpy())`) or a function of the project is not another runtime: there the
-host copy feeds a host algorithm the code could move to the device.
+(`np.lexsort(x.cpu().numpy())`), a function of the project or an object of a class it defines
+(`self.evaluator = Evaluator(n)`) is not another runtime: there the host copy feeds a host
+algorithm the code could move to the device.
 """
 
 from __future__ import annotations
@@ -115,12 +116,25 @@ class Runtimes:
         if len(parts) < 2 or parts[0] != "self":
             return False
         if len(parts) > 2:
-            # self.session.run(...), self.net.setInput(...); not a container the module keeps
-            return parts[-1] not in _CONTAINER_METHODS
+            # self.session.run(...), self.net.setInput(...); not a container the module keeps, nor
+            # an object of the project's own (deeplab-xception's `self.evaluator.add_batch(target,
+            # pred)`: a host algorithm the project could run on the device)
+            return parts[-1] not in _CONTAINER_METHODS and not self._holds_project_object(call, parts[1])
         attribute = parts[1]
         cls = self._hot.enclosing_class(call)
         methods = {m for c in self._hot.lineage(cls) for m in c.methods} if cls is not None else set()
         return attribute not in methods and attribute not in _FRAMEWORK_HOOKS
+
+    def _holds_project_object(self, call: cst.Call, attribute: str) -> bool:
+        """Every value the class sets `self.<attribute>` to builds an instance of a project class."""
+        cls = self._hot.enclosing_class(call)
+        values = self._hot.attribute_values(cls, attribute) if cls is not None else []
+        built = self._hot.entry.project_classes
+        return bool(values) and all(
+            isinstance(v, cst.Call)
+            and (dotted_name(v.func) in built or self._hot.local_class(v.func) is not None)
+            for v in values
+        )
 
     def _back_in_torch(self, value: cst.BaseExpression) -> bool:
         """`value` calls torch: what it makes is torch's, not the runtime's input."""

@@ -1126,6 +1126,14 @@ class Project:
             if isinstance(cls := self.resolve_dotted(module, written), ClassRef) and self._own_call(cls)
         )
 
+    def project_classes(self, module: Module) -> frozenset[str]:
+        """The callees, as `module` writes them, that build an instance of a project class."""
+        return frozenset(
+            written
+            for written in _written_callees(module)
+            if isinstance(self.resolve_dotted(module, written), ClassRef)
+        )
+
     def handed_back(self, module: Module) -> tuple[tuple[str, int, str], ...]:
         """The plain project functions `module` calls, as it writes them, that hand back one of
         their parameters as it came in on some path: (callee, position, parameter)."""
@@ -1556,6 +1564,7 @@ class Project:
             conv_wrappers=self.conv_wrappers(module),
             encoder_wrappers=self.encoder_wrappers(module),
             own_call_classes=self.own_call_classes(module),
+            project_classes=self.project_classes(module),
             handed_back=self.handed_back(module),
             host_data_builders=self.host_data_builders(module),
             model_precision=self.model_precision(module),

@@ -738,6 +738,25 @@ def fills_looked_up_cache(branch: ast.If, block: list[ast.stmt]) -> bool:
     return cache_misses.fills_looked_up_cache(lookup, branch.test, body, later)
 
 
+def _fails(nodes: list[ast.stmt]) -> bool:
+    """The block ends by raising an error, and nothing before leaves it (analysis/cold.py's
+    fails_at_end): not `raise SystemExit(main())`, which ends a program that ran."""
+    last = nodes[-1] if nodes else None
+    if not isinstance(last, ast.Raise):
+        return False
+    raised = last.exc.func if isinstance(last.exc, ast.Call) else last.exc
+    if raised is not None and dotted(raised) == "SystemExit":
+        return False
+    todo: list[ast.AST] = list(nodes[:-1])
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
+            return False
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return True
+
+
 def _leaves(body: list[ast.stmt]) -> bool:
     return isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
@@ -1306,7 +1325,10 @@ class _Summarizer:
         """A block's statements; those after a guard that leaves in every training step are
         cold (`if x.device.type != "cpu": return`), as analysis/cold.py's cold_from says; those
         after `if flag: return` run only when the flag is off."""
-        cold = False
+        # a block that ends by raising runs only on the way to an error (analysis/cold.py's
+        # fails_after): `if outside.numel() > 0: bad = int(outside[0]); raise ...`
+        cold = _fails(nodes)
+        self.cold += cold
         guards = len(self.guards)
         for index, statement in enumerate(nodes):
             self.block = nodes

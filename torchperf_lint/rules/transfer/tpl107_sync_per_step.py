@@ -84,7 +84,8 @@ class SyncPerStep(Rule):
     ## When it stays silent
     Code under `if step % N == 0:` inside the loop; batches straight from the DataLoader, which
     are still on the host (a batch moved and rebound under its own name, `labels =
-    labels.to(device)`, is not: reading it back waits for the device); code after the loop;
+    labels.to(device)`, is not, nor one moved under a CUDA switch, `if args.cuda: x = x.cuda()`,
+    which a GPU run takes: reading it back waits for the device); code after the loop;
     forward and loss code (TPL105's); a second read of values the same step already read on the
     host (`print(loss.item())` after `value = loss.item()`): the host waited for them once, and
     that first read is the finding;
