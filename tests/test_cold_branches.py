@@ -172,18 +172,41 @@ def test_the_code_after_a_try_that_returns_runs_only_after_an_error() -> None:
     assert lint(body.replace("return self.attempt(x)", "y = self.attempt(x)")) == [11]
 
 
-def test_the_project_pass_reads_an_error_fallback_as_the_file_does(tmp_path: Path) -> None:
+_CALLED_FROM_FORWARD = (
+    "import torch\nfrom torch import nn\nfrom helpers import {helper}\n\nclass Net(nn.Module):\n"
+)
+
+
+@pytest.mark.parametrize(
+    "helper, forward, variant",
+    [
+        # the code after a try that returns runs only after an error
+        (
+            "def fallback(x):\n    return x.sum().item()\n",
+            "        try:\n            return self.attempt(x)\n        except RuntimeError:\n            pass\n"
+            "        return fallback(x)\n",
+            ("return self.attempt(x)", "x = self.attempt(x)"),
+        ),
+        # a block that ends by raising runs only on the way to the error
+        (
+            "def first(x):\n    return int(x[0].item())\n",
+            "        if x.numel() > 4:\n            bad = first(x)\n            raise ValueError(bad)\n        return x\n",
+            ("raise ValueError(bad)", "x = x * bad"),
+        ),
+    ],
+)
+def test_the_project_pass_reads_an_error_path_as_the_file_does(
+    tmp_path: Path, helper: str, forward: str, variant: tuple[str, str]
+) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "helpers.py").write_text("def fallback(x):\n    return x.sum().item()\n")
+    (tmp_path / "helpers.py").write_text(helper)
     model = (
-        "import torch\nfrom torch import nn\nfrom helpers import fallback\n\nclass Net(nn.Module):\n"
-        "    def forward(self, x):\n        try:\n            return self.attempt(x)\n"
-        "        except RuntimeError:\n            pass\n        return fallback(x)\n"
+        _CALLED_FROM_FORWARD.format(helper=helper.split("(")[0][4:]) + "    def forward(self, x):\n" + forward
     )
     (tmp_path / "model.py").write_text(model)
     path = tmp_path / "helpers.py"
     assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == []
-    (tmp_path / "model.py").write_text(model.replace("return self.attempt(x)", "x = self.attempt(x)"))
+    (tmp_path / "model.py").write_text(model.replace(*variant))
     assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == [2]
 
 
@@ -452,21 +475,6 @@ def test_a_block_that_ends_by_raising_is_on_the_way_to_an_error() -> None:
     assert lint(body) == []
     assert lint(body.replace('raise RuntimeError(f"index {bad} is negative")', "x = x + bad")) == [8]
     assert lint(body.replace('RuntimeError(f"index {bad} is negative")', "SystemExit(bad)")) == [8]
-
-
-def test_the_project_pass_reads_a_failing_block_as_the_file_does(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "helpers.py").write_text("def first(x):\n    return int(x[0].item())\n")
-    model = (
-        "import torch\nfrom torch import nn\nfrom helpers import first\n\nclass Net(nn.Module):\n"
-        "    def forward(self, x):\n        if x.numel() > 4:\n            bad = first(x)\n"
-        "            raise ValueError(bad)\n        return x\n"
-    )
-    (tmp_path / "model.py").write_text(model)
-    path = tmp_path / "helpers.py"
-    assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == []
-    (tmp_path / "model.py").write_text(model.replace("raise ValueError(bad)", "x = x * bad"))
-    assert [f.line for f in lint_source(path.read_text(), str(path), select=[SYNC])] == [2]
 
 
 def test_a_dispatch_that_returns_before_its_final_raise_stays_hot() -> None:
