@@ -1175,6 +1175,18 @@ def test_a_namespace_of_keywords_another_module_returns_holds_the_defaults(
 
 
 @pytest.mark.usefixtures("precision_off_rules_on")
+def test_a_namespace_bound_again_by_another_call_stays_open(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rebound = TACOTRON.replace(
+        "    hparams = create_hparams(args.hparams)\n",
+        "    hparams = create_hparams(args.hparams)\n    if args.hparams:\n        hparams = tuner.suggest()\n",
+    )
+    root = write_project(tmp_path, {"hparams.py": HPARAMS.replace("{fp16}", "False"), "train.py": rebound})
+    assert routes(capsys, root, "train.py", "TPL107") == [12]
+
+
+@pytest.mark.usefixtures("precision_off_rules_on")
 def test_a_namespace_some_caller_builds_otherwise_stays_open(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

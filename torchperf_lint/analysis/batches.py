@@ -24,15 +24,15 @@ from ..syntax.walker import (
     ClassInfo,
     FileFacts,
     all_params,
+    bound_value,
     descendants,
     dotted_name,
     returned_values,
-    unpacked_element,
 )
 from .casts import casts_only
 from .hotpath import HotPaths
 from .loop_targets import PASS_THROUGH, batch_names
-from .names import Names
+from .names import Names, statement_of
 from .tensors import NON_TENSOR_ATTRIBUTES
 from .vocabulary import DATASET_BASES
 
@@ -253,9 +253,7 @@ class Batches:
 
     def _moved_by(self, binding: Binding, name: str, moves: Callable[[cst.Call], bool]) -> bool:
         """`binding` gives `name` a device move `moves` accepts (`x, y = x.cuda(), y.cuda()` too)."""
-        value = binding.node if binding.kind == "assign" else None
-        if binding.kind == "unpack" and isinstance(binding.node, cst.BaseExpression):
-            value = unpacked_element(binding.node, name, self._facts)
+        value = bound_value(binding, name, self._facts)
         return (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Attribute)
@@ -269,19 +267,18 @@ class Batches:
         move: a CUDA run takes that branch, so the batch read is the one it moved
         (pytorch-deeplab-xception's validation reads `target.cpu()` after `if self.args.cuda:
         image, target = image.cuda(), target.cuda()`)."""
-        child: cst.CSTNode = name
-        for ancestor in self._facts.ancestors(name):
-            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-                break
-            child = ancestor
-        else:
+        found = statement_of(name, self._facts.parents)
+        if found is None:
             return False
-        statements: list[cst.CSTNode] = list(ancestor.body)
+        block, read = found
+        statements: list[cst.CSTNode] = list(getattr(block, "body", ()))
         bindings = self._names.lookup(name.value, name)
         switched = False
-        for earlier in reversed(statements[: statements.index(child)] if child in statements else []):
+        for earlier in reversed(statements[: statements.index(read)] if read in statements else []):
             inside = [
-                b for b in bindings if b.node is earlier or earlier in set(self._facts.ancestors(b.node))
+                b
+                for b in bindings
+                if b.node is earlier or any(a is earlier for a in self._facts.ancestors(b.node))
             ]
             if not inside:
                 continue

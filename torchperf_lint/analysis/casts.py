@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, dotted_name, unpacked_element
+from ..syntax.walker import FileFacts, bound_value, dotted_name
 from .names import Names
 
 _DTYPE_FUNCTIONS = frozenset({"torch.get_default_dtype", "torch.promote_types", "torch.result_type"})
@@ -35,10 +35,8 @@ def is_dtype(expr: cst.BaseExpression, names: Names, facts: FileFacts) -> bool:
     if isinstance(expr, cst.Name):
         values = []
         for binding in names.lookup(expr.value, expr):
-            node = binding.node if isinstance(binding.node, cst.BaseExpression) else None
-            if binding.kind == "unpack" and node is not None:
-                node = unpacked_element(node, expr.value, facts)
-            if binding.kind not in ("assign", "unpack") or node is None:
+            node = bound_value(binding, expr.value, facts)
+            if node is None:
                 break
             values.append(node)
         else:

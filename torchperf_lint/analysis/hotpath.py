@@ -554,8 +554,11 @@ class HotPaths:
             if isinstance(parent, cst.IndentedBlock):
                 # after a guard that leaves in every step: the block's statements from there on;
                 # all of them in a block that ends by raising, on the way to an error
-                start = cold_from(parent.body, lambda test: argument_sides(test, values))
-                start = 0 if fails_at_end(parent) else start
+                start = (
+                    0
+                    if fails_at_end(parent)
+                    else cold_from(parent.body, lambda test: argument_sides(test, values))
+                )
                 for index, statement in enumerate(parent.body):
                     self._cold_edges[(statement, parent)] = index >= start
                 crosses = self._cold_edges.get(key, False)

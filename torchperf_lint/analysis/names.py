@@ -174,7 +174,7 @@ def _statement_in(
     node: cst.CSTNode, around: dict[int, cst.CSTNode], parents: dict[cst.CSTNode, cst.CSTNode]
 ) -> bool:
     """`node` is (in) a statement of one of the blocks around the read: it runs on every path there."""
-    statement = _statement_of(node, parents)
+    statement = statement_of(node, parents)
     return statement is not None and id(statement[0]) in around
 
 
@@ -215,7 +215,7 @@ def _every_branch_binds(
 ) -> bool:
     """Each branch of the `if`/`elif`/`else` chain binds one of `bindings` in its own block, or
     leaves (`return`, `raise`); a chain without `else` may bind nothing."""
-    blocks = {id(s[0]) for s in (_statement_of(b.node, parents) for b in bindings) if s is not None}
+    blocks = {id(s[0]) for s in (statement_of(b.node, parents) for b in bindings) if s is not None}
     current: Optional[cst.BaseSuite | cst.If | cst.Else] = branch
     while isinstance(current, cst.If):
         if id(current.body) not in blocks and not _leaves(current.body):
@@ -232,7 +232,7 @@ def _leaves(block: cst.BaseSuite) -> bool:
     )
 
 
-def _statement_of(
+def statement_of(
     node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]
 ) -> Optional[tuple[cst.CSTNode, cst.CSTNode]]:
     """The block and the statement of it that hold `node`."""

@@ -17,7 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import Binding, FileFacts, dotted_name, returned_values, unpacked_element, visit
+from ..syntax.walker import Binding, FileFacts, bound_value, dotted_name, returned_values, visit
 from .cold import enumerate_counter
 from .dict_items import DictItems
 from .hotpath import HotPaths
@@ -402,11 +402,9 @@ class TensorInference:
         if binding in self._backpropagated:
             return Tensorness.CERTAIN
         node = binding.node
-        if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
+        if binding.kind in ("assign", "unpack") and isinstance(node, cst.BaseExpression):
             # `image, target = sample["image"], sample["label"]`: the element the name takes
-            return self.infer(unpacked_element(node, name, self._facts) or node)
-        if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
-            return self.infer(node)
+            return self.infer(bound_value(binding, name, self._facts) or node)
         if binding.kind == "augassign" and isinstance(node, cst.AugAssign):
             return self.infer(node.value)
         if binding.kind == "param" and isinstance(node, cst.Param):

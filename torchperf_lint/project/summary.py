@@ -1796,10 +1796,9 @@ class _Summarizer:
         if isinstance(argument, ast.Name):
             callee = self._imported_call(argument.id)
             if callee is not None:
+                # its value is the caller's: the options, where the callee returns them
                 self.current().options_calls[argument.id] = callee
-                return (
-                    PARAM_PREFIX + argument.id
-                )  # its value is the caller's: options, if the callee returns them
+                return PARAM_PREFIX + argument.id
         return "?"
 
     def _imported_call(self, name: str) -> Optional[str]:
@@ -1813,10 +1812,14 @@ class _Summarizer:
             or (self.function_stack and local.stores.get(name) != len(values))
         ):
             return None
-        callees = {v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
-        if len(callees) != 1 or not all(isinstance(v, ast.Call) for v in values):
+        callees = {
+            v.func.id if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else None for v in values
+        }
+        if len(callees) != 1:
             return None
         (callee,) = callees
+        if callee is None:
+            return None  # a binding that is not a call of a plain name: `h = cfg.load()`
         imported = callee in self.summary.imports or callee in self.summary.local_imports
         return callee if imported else None
 

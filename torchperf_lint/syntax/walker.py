@@ -285,6 +285,17 @@ def unpacked_element(value: cst.BaseExpression, name: str, facts: FileFacts) -> 
     return None
 
 
+def bound_value(binding: Binding, name: str, facts: FileFacts) -> Optional[cst.BaseExpression]:
+    """What an assignment gives `name`: the value of `name = v`, or the element of `a, b = x, y`
+    it takes; None for other bindings and for unpacking anything but a plain tuple."""
+    node = binding.node
+    if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
+        return node
+    if binding.kind == "unpack" and isinstance(node, cst.BaseExpression):
+        return unpacked_element(node, name, facts)
+    return None
+
+
 def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.Name):
         return [target]

@@ -181,11 +181,12 @@ def _formats_a_tensor(call: cst.Call, ctx: Context) -> Optional[str]:
     """`"{:.3f}".format(loss)`, or a call handed a tensor formatted into a string (`pbar.set_description(
     f"loss {loss:.3f}")`, `log.info("%f" % loss)`): the string is built, values and all, before the
     call runs, at whatever level the logger is set. A format call that print() shows is print's."""
-    if formatted_values(call):
+    formatted = formatted_values(call)
+    if formatted:
         parent = ctx.parent(call)
         grandparent = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
         shown = isinstance(grandparent, cst.Call) and ctx.qualified_name(grandparent) == "builtins.print"
-        if not shown and any(formatted_tensor(e, ctx) for e in formatted_values(call)):
+        if not shown and any(formatted_tensor(e, ctx) for e in formatted):
             return "str.format() of a tensor"
         return None
     for arg in call.args:
