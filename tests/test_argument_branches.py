@@ -370,7 +370,11 @@ def test_an_assert_in_init_decides_the_attribute_whatever_the_constructions_pass
     assert finding_lines(root, "model.py", SYNC) == hot
 
 
-def test_a_class_a_package_exports_is_built_by_its_users_so_its_attributes_stay_open(tmp_path: Path) -> None:
+def test_a_class_a_package_exports_is_built_by_its_users_in_their_default_configuration(
+    tmp_path: Path,
+) -> None:
+    """A user who passes `remap` opts in (RULES.md: a branch only an opt-in option takes is
+    cold); a construction of the project that may pass it keeps the branch."""
     model = """
         from torch import nn
         from .quantizer import Quantizer
@@ -388,6 +392,8 @@ def test_a_class_a_package_exports_is_built_by_its_users_so_its_attributes_stay_
     root = write_project(tmp_path, files)
     assert finding_lines(root, "pkg/quantizer.py", SYNC) == []
     write_project(tmp_path, {"pkg/__init__.py": "from .quantizer import Quantizer\n"})
+    assert finding_lines(root, "pkg/quantizer.py", SYNC) == []
+    write_project(tmp_path, {"pkg/model.py": model.replace("Quantizer(8)", "Quantizer(8, remap=path)")})
     assert finding_lines(root, "pkg/quantizer.py", SYNC) == [11]
 
 

@@ -222,7 +222,6 @@ def test_a_subclass_nothing_builds_hands_on_nothing_through_its_unpackings(tmp_p
         {
             "configs/model.yaml": "model:\n  target: model.Net\n  params:\n    cond_steps: 4\n"
         },  # a config names it
-        {"__init__.py": "from .model import Net\n"},  # exported: its users build it
         {"registry.py": "from model import Net\n\nMODELS = {'net': Net}\n"},  # handed on by name
     ],
 )
@@ -249,3 +248,86 @@ def test_a_class_built_only_through_a_subclass_the_project_builds_keeps_what_it_
         WIDE = Wide()
     """
     assert _unbuilt(tmp_path, "not self.given", {"wide.py": wide}) == []
+
+
+# -- a class a package exports: its users build it, in their default configuration -------------
+
+_EXPORTED = {"__init__.py": "from .model import Net\n"}
+
+
+def test_an_exported_class_takes_the_defaults_that_leave_an_option_off(tmp_path: Path) -> None:
+    """imagen-pytorch's `ImagenTrainer(checkpoint_path=None)`: a user who checkpoints opts in."""
+    assert _unbuilt(tmp_path, "self.shorten", _EXPORTED) == []
+    assert _unbuilt(tmp_path, "self.steps < 10", _EXPORTED) == [28]  # a setting, not an option
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        "def make():\n        return Net(cond_steps=4)",  # the project passes it itself
+        "def make(**kwargs):\n        return Net(**kwargs)",  # its callers' keywords, not known
+        "def make(path):\n        kw = json.load(open(path))\n        kw['cond_steps'] = 4\n"
+        "        return Net(**kw)",  # a config the code adds to
+    ],
+)
+def test_an_exported_class_keeps_an_option_its_project_may_pass(tmp_path: Path, caller: str) -> None:
+    main = f"\n    import json\n    from model import Net\n\n\n    {caller}\n"
+    assert _unbuilt(tmp_path, "self.shorten", {**_EXPORTED, "main.py": main}) == [28]
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        "def make(path):\n        config = json.load(open(path))\n        return Net(**config['net'])",
+        "def make(config):\n        kwargs = config.dict()\n        return Net(**kwargs)",  # pydantic
+    ],
+)
+def test_an_exported_class_built_from_a_configuration_takes_what_no_config_names(
+    tmp_path: Path, caller: str
+) -> None:
+    """`ImagenTrainer(imagen, **config_data["trainer"])` with `config_data = json.loads(...)`:
+    a key no shipped config sets is off; one a shipped config names is not known."""
+    main = f"\n    import json\n    from model import Net\n\n\n    {caller}\n"
+    assert _unbuilt(tmp_path, "self.shorten", {**_EXPORTED, "main.py": main}) == []
+    named = {**_EXPORTED, "main.py": main, "configs/net.yaml": "net:\n  cond_steps: 4\n"}
+    assert _unbuilt(tmp_path, "self.shorten", named) == [28]
+
+
+def test_a_class_variable_read_hands_the_class_on_to_no_one(tmp_path: Path) -> None:
+    """`ImagenTrainer.locked` in the class's own module reads a class variable; `Net.build`, a
+    method, may build one (in another module, where the class's methods are not known, any read
+    hands it on)."""
+    model = _MODEL.replace("{test}", "self.shorten").replace(
+        "class Net(Base):\n", "class Net(Base):\n        locked = False\n\n"
+    )
+    assert _unbuilt(tmp_path, "self.shorten", {"model.py": model + "\n\n    LOCKED = Net.locked\n"}) == []
+    factory = (
+        model + "\n        @classmethod\n        def build(cls):\n            return cls(cond_steps=4)\n"
+    )
+    assert _unbuilt(tmp_path, "self.shorten", {"model.py": factory + "\n\n    NET = Net.build\n"}) == [30]
+
+
+@pytest.mark.parametrize(
+    ("test", "reported"),
+    [
+        ("self.every > 0 and self.flag_on", []),  # `every=0` leaves the option off
+        ("exists(self.path)", []),  # a helper that tests against None decides it
+        ("exists(self.path) or self.every", []),
+        ("not exists(self.path)", [31]),  # decided, and taken
+        ("present(self.path)", [31]),  # a helper of another shape decides nothing
+    ],
+)
+def test_an_option_left_off_by_zero_or_tested_by_a_helper_is_cold(
+    tmp_path: Path, test: str, reported: list[int]
+) -> None:
+    model = (
+        _MODEL.replace("{test}", test)
+        .replace("from util import default", "from util import default, exists, present")
+        .replace(
+            "def __init__(self, cond_steps=None, flag=None, *args, **kwargs):\n",
+            "def __init__(self, cond_steps=None, flag=None, every=0, path=None, *args, **kwargs):\n"
+            "            self.every = every\n            self.path = path\n            self.flag_on = True\n",
+        )
+    )
+    util = _UTIL + "\n\n    def present(x):\n        return bool(x)\n"
+    assert _unbuilt(tmp_path, test, {"model.py": model, "util.py": util}) == reported

@@ -288,3 +288,38 @@ _BUFFERS = """
 )
 def test_the_elements_of_a_one_dimensional_buffer_are_device_scalars(pad: str, lines: list) -> None:
     assert _lint(_BUFFERS.replace("{pad}", pad)) == lines
+
+
+_QUEUE = """
+    import torch
+    from torch import nn
+
+    class Queue(nn.Module):
+        def __init__(self, size):
+            super().__init__()
+            self.register_buffer("queue", torch.randn(128, size))
+            {ptr}
+
+        def forward(self, keys):
+            ptr = int(self.queue_ptr)
+            self.queue[:, ptr : ptr + keys.shape[0]] = keys.T
+            self.queue_ptr[0] = (ptr + keys.shape[0]) % self.queue.shape[1]
+            return self.queue
+
+    model = Queue(4096).cuda()
+"""
+
+
+@pytest.mark.parametrize(
+    "ptr, lines",
+    [
+        # MoCo's pointer: a registered buffer is a tensor, on the module's device; assigning it
+        # anything but a tensor or None raises
+        ('self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))', [(11, "TPL105")]),
+        ("self.queue_ptr = [0]", []),  # a Python list of ints
+        ('self.register_buffer("queue_ptr", None)', []),  # registered empty: not known
+        ('self.register_buffer("queue_ptr", make_pointer())', []),  # what it holds is not known
+    ],
+)
+def test_a_buffer_registered_from_a_tensor_is_a_device_tensor(ptr: str, lines: list) -> None:
+    assert _lint(_QUEUE.replace("{ptr}", ptr)) == lines

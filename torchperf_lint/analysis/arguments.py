@@ -15,7 +15,7 @@ import ast
 import functools
 import json
 from operator import ge, gt, le, lt
-from typing import Mapping, Optional
+from typing import Mapping, Optional, cast
 
 NOT_NONE = "!None"
 # an object known to be true, not only not None: a project module built in `__init__`
@@ -24,6 +24,9 @@ TRUTHY = "!truthy"
 # a `self.` attribute nothing sets on the step path (project/arguments.py): `hasattr(self, "A")`
 # is False there, `getattr(self, "A", d)` is d; reading `self.A` itself is not decided
 ABSENT = "!absent"
+# a value key `NAME()` whose token this is: the module's NAME is a project helper that tests its one
+# argument against None (`def exists(val): return val is not None`), project/arguments.py
+NOT_NONE_TEST = "!tests-not-none"
 # what a call passes when it hands on its caller's own parameter (`g(x, size)` in `f(x, size)`):
 # the project pass replaces it by the caller's value for that parameter, when it has one
 PARAM_PREFIX = "@"
@@ -167,6 +170,11 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
     probed = _probe(test, values)
     if probed is not None:
         return bool(probed[0])
+    if _tests_not_none(test, values):
+        token = operand_token(cast(ast.Call, test).args[0], values)
+        if token == "None":
+            return False
+        return True if token in (NOT_NONE, TRUTHY) or (token is not None and _literal(token)[0]) else None
     name = _read(test)
     if name is not None:
         token = values.get(name)
@@ -250,6 +258,17 @@ def fallback_result(first: Optional[str], second: Optional[str], calls_second: b
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _tests_not_none(node: ast.AST, values: Mapping[str, str]) -> bool:
+    """`exists(x)`, with `exists` a helper that tests its argument against None (NOT_NONE_TEST)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and len(node.args) == 1
+        and not node.keywords
+        and values.get(f"{node.func.id}()") == NOT_NONE_TEST
+    )
 
 
 def _probe(node: ast.AST, values: Mapping[str, str]) -> Optional[tuple[object]]:

@@ -31,6 +31,7 @@ from ..analysis.arguments import (
     CHOSEN_PREFIX,
     INSTANCE_PREFIX,
     NOT_NONE,
+    NOT_NONE_TEST,
     PARAM_PREFIX,
     TRUTHY,
     chosen_sides,
@@ -45,6 +46,7 @@ from .construction import (
     default_classes,
     default_construction,
     derived_token,
+    exported_sites,
 )
 from .refs import ClassRef, FunctionRef, ProjectView
 from .summary import Call, Function
@@ -196,12 +198,39 @@ def argument_values(
     instances: dict[str, Values] = {}
     found = _handed_on(decided, project, options, outer, instances)
     _instance_attributes(found, instances)
-    for cls, init, values in _constructions(project, handed | members | exported, options):
+    for cls, init, values in _constructions(project, handed | members, exported, options):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
             found.setdefault(method.key(), {})[f"self.{attribute}"] = token
     for function, attribute in _absent_attributes(project, {*sites, *roots}):
         found.setdefault(function.key(), {})[f"self.{attribute}"] = ABSENT
+    _name_not_none_tests(project, found)
     return found
+
+
+def _key(resolved: object) -> Optional[tuple[int, int]]:
+    return resolved.key() if isinstance(resolved, FunctionRef) else None
+
+
+def _name_not_none_tests(project: ProjectView, found: dict[tuple[int, int], Values]) -> None:
+    """Give each function with known values the helpers its module can call that test their
+    argument against None (`exists(self.checkpoint_path)`), as `NAME()` -> NOT_NONE_TEST."""
+    helpers: dict[str, set[tuple[int, int]]] = {}
+    for module in project.modules.values():
+        for index, info in enumerate(module.summary.functions):
+            if info.tests_not_none and info.cls < 0:
+                helpers.setdefault(info.name, set()).add((id(module), index))
+    if not helpers:
+        return
+    for module in project.modules.values():
+        named = {
+            f"{name}()": NOT_NONE_TEST
+            for name, keys in helpers.items()
+            if _key(project.resolve_dotted(module, name)) in keys
+        }
+        for index in range(-1, len(module.summary.functions)):
+            values = found.get((id(module), index)) if named else None
+            if values:
+                values.update(named)
 
 
 def _own_step_sites(project: ProjectView, sites: Sites, roots: set[tuple[int, int]]) -> Sites:
@@ -335,17 +364,18 @@ def _instance_attributes(found: dict[tuple[int, int], Values], instances: dict[s
 
 
 def _constructions(
-    project: ProjectView, handed: set[str], options: dict[tuple[int, int], Values]
+    project: ProjectView, handed: set[str], exported: set[str], options: dict[tuple[int, int], Values]
 ) -> Iterable[tuple[ClassRef, FunctionRef, Values]]:
     """Each class of the project with the values every construction passes its `__init__`
-    (an option the caller holds counts as its default, `UNet(n_classes=args.classes)`)."""
+    (an option the caller holds counts as its default, `UNet(n_classes=args.classes)`); a class
+    a package exports is built by its users too (construction.exported_sites)."""
 
     calls: dict[tuple[int, int], tuple[ClassRef, FunctionRef, list[tuple[Call, bool, Handed]]]] = {}
     # the sites as they run in the default configuration, for constructors only it reaches
     configured_sites: dict[tuple[int, int], list[tuple[Call, bool, Handed]]] = {}
     reached: set[tuple[int, int]] = set()  # constructors some other construction reaches
-    defaults = default_classes(project, handed)
-    configured = project.configured_names() if defaults else frozenset()
+    defaults = default_classes(project, handed | exported)
+    configured = project.configured_names() if defaults or exported else frozenset()
     for module in project.modules.values():
         owners = [module.summary.toplevel, *module.summary.functions]
         for offset, info in enumerate(owners):
@@ -378,6 +408,16 @@ def _constructions(
     for key, sites in configured_sites.items():
         if key not in reached:
             calls[key][2][:] = sites
+    for module in project.modules.values():
+        for index, cls_info in enumerate(module.summary.classes):
+            init = (
+                project.find_method(ClassRef(module, index), "__init__")
+                if cls_info.name in exported
+                else None
+            )
+            if init is not None and init.info.cls == index and init.module is module:
+                entry = calls.setdefault(init.key(), (ClassRef(module, index), init, []))
+                entry[2][:] = exported_sites(init, entry[2], configured)
     for cls, init, sites in calls.values():
         if cls.info.name in handed:
             continue

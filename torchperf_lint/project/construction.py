@@ -15,7 +15,11 @@
   in that configuration hands on nothing through its unpackings. Defaults decide only a
   constructor that no other construction reaches: a class built only through its subclasses
   (ultralytics' `SegmentationHead`, whose subclass passes `use_encoder_inputs=True`) keeps
-  what they pass.
+  what they pass;
+- a class a package exports is built by its users too, in their default configuration: a
+  keyword whose default leaves an option off (None, False, 0) holds it unless a construction of
+  the project may pass it, where one that unpacks a configuration read from a file or a config
+  object passes only the keys a shipped config names (`exported_sites`).
 """
 
 from __future__ import annotations
@@ -125,9 +129,9 @@ def default_classes(project: ProjectView, handed: set[str]) -> dict[tuple[int, i
 Handed = Callable[[str, str], Optional[str]]
 
 
-# the defaults that leave an option off: a value a config file passes for another parameter
-# (a size, a rate, a mode) is a setting the defaults say nothing of
-_OFF = frozenset({"None", "False"})
+# the defaults that leave an option off (`reset_every=0`): a value a config file passes for
+# another parameter (a size, a rate, a mode) is a setting the defaults say nothing of
+_OFF = frozenset({"None", "False", "0"})
 
 
 def _taken(defaults: Mapping[str, str], param: str, configured: frozenset[str]) -> Optional[str]:
@@ -167,18 +171,45 @@ def configured_construction(
         return None
     if call.forwards >= 0:
         args = {s: t for s, t in call.args.items() if not s.isdigit() or int(s) < call.forwards}
-        given = {s for s in args if not s.isdigit()}
-        given.update(callee.info.params[1 : 1 + call.forwards])
-        for param in callee.info.params[1:]:
-            if param not in given and _taken(callee.info.defaults, param, configured) is None:
-                args[param] = "?"
-        call = dataclasses.replace(call, star=False, args=args)
+        call = _writing_only(call, args, callee, call.forwards, configured)
     info = caller.info
 
     def handed(param: str, into: str) -> Optional[str]:
         return None if param in info.rebinds else _taken(info.defaults, param, configured)
 
     return call, handed
+
+
+def exported_sites(
+    init: FunctionRef, sites: list[tuple[Call, bool, Handed]], configured: frozenset[str]
+) -> list[tuple[Call, bool, Handed]]:
+    """The constructions of a class a package exports, which code the project does not hold may
+    build: the project's own, where one that unpacks a configuration (Call.config_unpack) passes
+    what it writes and, of the rest, only the keys a config file names; and a user's that passes
+    nothing (default_construction). A keyword only a user's code or config sets is opt-in
+    (RULES.md): imagen-pytorch's `ImagenTrainer(imagen, **config["trainer"])` leaves
+    `checkpoint_path` at its default, None."""
+    found: list[tuple[Call, bool, Handed]] = []
+    for call, bound, handed in sites:
+        if call.config_unpack:
+            positional = sum(1 for slot in call.args if slot.isdigit())
+            call = _writing_only(call, dict(call.args), init, positional, configured)
+        found.append((call, bound, handed))
+    found.append(default_construction(init, configured))
+    return found
+
+
+def _writing_only(
+    call: Call, args: dict[str, str], callee: FunctionRef, positional: int, configured: frozenset[str]
+) -> Call:
+    """`call` passing `args` (of which `positional` plain positional arguments) and nothing
+    through its unpackings: a parameter it leaves out holds its default where `_taken` knows it."""
+    given = {s for s in args if not s.isdigit()}
+    given.update(callee.info.params[1 : 1 + positional])
+    for param in callee.info.params[1:]:
+        if param not in given and _taken(callee.info.defaults, param, configured) is None:
+            args[param] = "?"
+    return dataclasses.replace(call, star=False, args=args)
 
 
 def _nothing(param: str, into: str) -> Optional[str]:

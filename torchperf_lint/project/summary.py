@@ -128,6 +128,9 @@ class Call:
     # of literal keys that the caller never adds to: each key -> the token of its value
     # (project/keyword_items.py)
     kwargs_items: dict[str, str] = dataclasses.field(default_factory=dict)
+    # `Trainer(model, **config["trainer"])`, its only unpacking a mapping read from configuration
+    # (`_CONFIG_READS`): it sets only the keys a config file names (project/construction.py)
+    config_unpack: bool = False
 
 
 @dataclasses.dataclass
@@ -407,6 +410,48 @@ def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tupl
     if name in local.params:
         return name, "param" if local.stores.get(name, 0) == 0 else ""
     return name, "local" if name in local.names else "global"
+
+
+# what reads a configuration into a mapping: a file's parsed contents, or a config object's fields
+# (pydantic's `.dict()`/`.model_dump()`, a dataclass's `asdict`, OmegaConf's container)
+_CONFIG_READS = frozenset(
+    {
+        "json.load",
+        "json.loads",
+        "yaml.load",
+        "yaml.safe_load",
+        "yaml.full_load",
+        "toml.load",
+        "toml.loads",
+        "tomllib.load",
+        "tomllib.loads",
+        "dataclasses.asdict",
+        "asdict",
+        "OmegaConf.to_container",
+        "OmegaConf.load",
+    }
+)
+_CONFIG_METHODS = frozenset({"dict", "model_dump"})
+
+
+def _unpacks_configuration(node: ast.Call, local: _Locals) -> bool:
+    """Call.config_unpack: `node`'s one unpacking is `**m` or `**m[key]...`, `m` a local bound once
+    to a configuration read (`_CONFIG_READS`, `self.dict()`) that the caller never adds keys to."""
+    unpacked = [k.value for k in node.keywords if k.arg is None]
+    if any(isinstance(a, ast.Starred) for a in node.args) or len(unpacked) != 1:
+        return False
+    root = unpacked[0]
+    while isinstance(root, ast.Subscript):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id in local.params:
+        return False
+    value = local.bound_once(root.id)
+    if not isinstance(value, ast.Call) or _adds_keys(local.function, root.id):
+        return False
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in _CONFIG_METHODS and not value.args:
+        return True
+    return dotted(func) in _CONFIG_READS
 
 
 def _adds_keys(function: Optional[FunctionNode], name: str) -> bool:
@@ -982,6 +1027,8 @@ class _Summarizer:
         self.leaving: list[int] = []  # per enclosing block that ends by leaving loops: the outermost
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
+        # `NAME.attr` read: (NAME, attr), handed on unless a class variable (_hands_bases)
+        self.attribute_bases: list[tuple[str, str]] = []
         self.handed_members: set[str] = set()
         self.handed_imported: set[tuple[str, str]] = set()
         self.global_objects: set[str] = set()  # bound at module level (`nd, ok = optional_import(...)`)
@@ -1535,6 +1582,10 @@ class _Summarizer:
     def _Attribute(self, node: ast.Attribute) -> None:
         if "channels_last" in node.attr:
             self.summary.channels_last = True
+        base = node.value
+        if isinstance(base, ast.Name) and isinstance(base.ctx, ast.Load) and id(base) not in self.not_handed:
+            self.not_handed.add(id(base))  # decided once the module's classes are known
+            self.attribute_bases.append((base.id, node.attr))
         if isinstance(node.ctx, ast.Load):
             if id(node) not in self.not_handed:
                 self._hand_attribute(node)
@@ -1995,6 +2046,7 @@ class _Summarizer:
                 if star:
                     call.forwards = _forwarding(node, scopes[0].function)
                     call.kwargs_items = self._kwargs_items(node, scopes[0])
+                    call.config_unpack = _unpacks_configuration(node, scopes[0])
                 call.contexts = contexts
                 if not star:
                     call.param_args = self._param_args(node, scopes[0], function)
@@ -2343,13 +2395,24 @@ def summarize(source: str) -> Optional[Summary]:
         return None
     summarizer.item_counted_builds()
     summary = summarizer.summary
-    summary.handed = sorted(summarizer.handed)
+    summary.handed = sorted(summarizer.handed | _handed_bases(summary, summarizer.attribute_bases))
     summary.handed_imported = sorted([base, attr] for base, attr in summarizer.handed_imported)
     summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
     summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
     summary.rpc_device_map = names_rpc_device_map(source)
     return summary
+
+
+def _handed_bases(summary: Summary, bases: list[tuple[str, str]]) -> set[str]:
+    """The names of `NAME.attr` reads that may hand NAME on: all but a class of the module read
+    for a class variable (`ImagenTrainer.locked`), which builds nothing; a method of it (a
+    factory such as `Cls.from_config(...)`) may build the class with any arguments."""
+    methods: dict[str, set[str]] = {info.name: set() for info in summary.classes}
+    for function in summary.functions:
+        if function.cls >= 0:
+            methods.setdefault(summary.classes[function.cls].name, set()).add(function.name)
+    return {name for name, attr in bases if name not in methods or attr in methods[name]}
 
 
 def _steps_an_optimizer(block: list[ast.stmt]) -> bool:

@@ -7,6 +7,7 @@ from typing import Iterator, Optional, Sequence
 import libcst as cst
 
 from ...analysis.cold import cold_sides
+from ...analysis.names import statement_of
 from ...engine.context import Context
 from ...engine.findings import Fix, Report, Safety
 from ...syntax.walker import Loop, descendants, dotted_name
@@ -515,27 +516,16 @@ def _syncs(test: cst.BaseExpression, ctx: Context) -> bool:
     return any(isinstance(n, cst.Call) and host_sync(n, ctx) is not None for n in descendants(test))
 
 
-def _statement_in_block(
-    node: cst.CSTNode, ctx: Context
-) -> Optional[tuple[cst.BaseStatement, Sequence[cst.BaseStatement]]]:
-    """The statement holding `node` and the statements of the block it is in."""
-    child = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
-            return child, ancestor.body
-        child = ancestor
-    return None
-
-
 def _after_synchronize(node: cst.CSTNode, ctx: Context) -> bool:
     """An earlier statement of the same block calls `torch.cuda.synchronize()`, with only simple
     statements between (a timer read, a log line): the host waited for the device already. The
     call may stand in the CUDA branch of a device test (llm.c's `elif device == "cuda":
     torch.cuda.synchronize()`): the other branches run where no CUDA work waits."""
-    found = _statement_in_block(node, ctx)
+    found = statement_of(node, ctx.facts.parents)
     if found is None:
         return False
-    statement, block = found
+    holder, statement = found
+    block: Sequence[cst.CSTNode] = holder.body if isinstance(holder, (cst.IndentedBlock, cst.Module)) else ()
     index = next(i for i, s in enumerate(block) if s is statement)
     for earlier in reversed(block[:index]):
         if isinstance(earlier, cst.If):
