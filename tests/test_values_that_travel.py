@@ -1279,3 +1279,74 @@ def test_a_model_helpers_hand_back_keeps_its_class(
 ) -> None:
     root = write_project(tmp_path, {"net.py": NET, "train.py": LOADER.replace(*variant)})
     assert routes(capsys, root, "net.py", "TPL107") == lines
+
+
+# -- a bound method a builder hands back, kept on an attribute and called per step --------------
+# pytorch-deeplab-xception: `self.criterion = SegmentationLosses(...).build_loss(mode=args.loss_type)`
+# returns `self.CrossEntropyLoss`, which builds `nn.CrossEntropyLoss` at every call
+LOSSES = """
+import torch.nn as nn
+
+
+class Losses:
+    def __init__(self, weight=None):
+        self.weight = weight
+
+    def build(self, mode="ce"):
+        if mode == "ce":
+            return self.ce
+        elif mode == "focal":
+            return self.focal
+        raise NotImplementedError
+
+    def ce(self, logit, target):
+        criterion = nn.CrossEntropyLoss(weight=self.weight)
+        return criterion(logit, target)
+
+    def focal(self, logit, target):
+        criterion = nn.CrossEntropyLoss(weight=self.weight)
+        return criterion(logit, target) ** 2
+"""
+TRAINER = """
+import argparse
+
+import torch
+from losses import Losses
+
+
+class Trainer:
+    def __init__(self, args, model, loader):
+        self.model, self.loader = model.cuda(), loader
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.criterion = Losses(weight=None).build(mode=args.loss_type)
+
+    def training(self):
+        for x, y in self.loader:
+            loss = self.criterion(self.model(x.cuda()), y.cuda())
+            loss.backward()
+            self.optimizer.step()
+
+
+def main(model, loader):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--loss-type", default="ce", choices=["ce", "focal"])
+    args = parser.parse_args()
+    Trainer(args, model, loader).training()
+"""
+
+
+@pytest.mark.usefixtures("precision_off_rules_on")
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), [16]),  # the default, "ce"
+        (('default="ce"', 'default="focal"'), [20]),
+        (("mode=args.loss_type", "mode=pick()"), [16, 20]),  # not known: either may run
+        (("self.criterion(", "self.loss_of("), []),  # the step calls something else
+    ],
+)
+def test_a_bound_method_a_builder_hands_back_runs_where_its_attribute_is_called(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    root = write_project(tmp_path, {"losses.py": LOSSES, "train.py": TRAINER.replace(*variant)})
+    assert routes(capsys, root, "losses.py", "TPL302") == lines

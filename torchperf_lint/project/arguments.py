@@ -233,6 +233,16 @@ def _name_not_none_tests(project: ProjectView, found: dict[tuple[int, int], Valu
                 values.update(named)
 
 
+def handed_methods(call: Call, builder: FunctionRef, options: Values) -> list[str]:
+    """The methods of `self` that `builder`, called by `call` (whose caller holds `options`), may
+    hand back: each `return self.NAME` whose guards the values the call passes do not rule out
+    (deeplab-xception's `build_loss(mode=args.loss_type)`, 'ce' by default: `CrossEntropyLoss`,
+    not `FocalLoss`)."""
+    passed = passed_tokens(call, builder.info, True, _held_options(options))
+    values = {param: token for param, token in passed.items() if token is not None and param != "self"}
+    return [name for name, guards in builder.info.returned_methods if not guarded_off(guards, values)]
+
+
 def _own_step_sites(project: ProjectView, sites: Sites, roots: set[tuple[int, int]]) -> Sites:
     """Every project call of each function that runs a step or inference loop of its own and
     that no call made per step reaches (`evaluate(net, loader)` called every N steps, a

@@ -25,7 +25,15 @@ from ..analysis.vocabulary import (
     is_module_base,
     nn_class_name,
 )
-from .arguments import Sites, Values, argument_values, bound_self, guarded_off, slot_parameter
+from .arguments import (
+    Sites,
+    Values,
+    argument_values,
+    bound_self,
+    guarded_off,
+    handed_methods,
+    slot_parameter,
+)
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .grad_free import grad_free_functions
@@ -100,6 +108,7 @@ class Project:
         self._calls_by_name: Optional[dict[str, list[tuple[FunctionRef, Call]]]] = None
         self._callers_memo: dict[str, tuple[dict[tuple[int, int], list[tuple[FunctionRef, Call]]], bool]] = {}
         self._configured: Optional[frozenset[str]] = None
+        self._option_tokens: Optional[dict[tuple[int, int], Values]] = None
 
     # -- modules and names ---------------------------------------------------------------
     def module_at(self, path: Path) -> Optional[Module]:
@@ -283,6 +292,33 @@ class Project:
                 return self._built_by(cls, current.module, callee)
         return []
 
+    def attribute_methods(self, cls: ClassRef, attribute: str) -> list[FunctionRef]:
+        """The bound methods `self.<attribute>` may hold: those a method of the class or a base
+        stores there from a builder that returns them (`self.criterion = SegmentationLosses(
+        ...).build_loss(mode=args.loss_type)`, which returns `self.CrossEntropyLoss`)."""
+        found: dict[tuple[int, int], FunctionRef] = {}
+        for current in self.lineage(cls):
+            for index in current.info.methods.values():
+                function = FunctionRef(current.module, index)
+                for call in [*function.info.calls, *function.info.cold_calls]:
+                    if call.stored != attribute:
+                        continue
+                    options = self.option_tokens().get(function.key(), {})
+                    for builder in self.resolve_call(function, call):
+                        owner = ClassRef(builder.module, builder.info.cls)
+                        for name in handed_methods(call, builder, options) if builder.info.cls >= 0 else ():
+                            found.update((m.key(), m) for m in self._dispatch(owner, name))
+        return list(found.values())
+
+    def option_tokens(self) -> dict[tuple[int, int], Values]:
+        """Per function, the options the default run decides (project/options.py), read once."""
+        if self._option_tokens is None:
+            # working them out follows calls, which may ask again: meanwhile no option is known
+            self._option_tokens = {}
+            configured = self.configured_names() if self._reads_configuration() else frozenset()
+            self._option_tokens = option_values(self, configured)
+        return self._option_tokens
+
     def _built_by(self, cls: ClassRef, module: Module, callee: str) -> list[ClassRef]:
         """What `callee(...)`, written in `module` in a method of `cls`, builds: a class, or the
         project classes its function returns (`return Loss(self)`, `-> LMModel`); a method
@@ -442,9 +478,10 @@ class Project:
             methods = self._dispatch(cls, target)
             if methods:
                 return methods
-            return [
+            called = [
                 m for held in self.attribute_classes(cls, target) for m in self._method_of(held, "__call__")
             ]
+            return called or self.attribute_methods(cls, target)
         if kind == "super":
             for base in self.bases(cls):
                 if isinstance(base, ClassRef):
@@ -779,7 +816,7 @@ class Project:
             sites: Sites = {}
             self._spread_hot({}, sites)
             configured = self.configured_names() if self._reads_configuration() else frozenset()
-            option_tokens = option_values(self, configured)
+            option_tokens = self.option_tokens()
             self._arguments = argument_values(self, sites, option_tokens)
             for key, options in [*option_tokens.items(), *flag_values(self, configured).items()]:
                 values = self._arguments.setdefault(key, {})

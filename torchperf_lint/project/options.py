@@ -28,7 +28,7 @@ from typing import Optional
 from ..analysis.arguments import OPTIONS, truth, value_token
 from ..analysis.options import UNKNOWN
 from .arguments import Values, bound_self, passed_tokens
-from .refs import FunctionRef, Module, ProjectView
+from .refs import ClassRef, FunctionRef, Module, ProjectView
 from .summary import Call
 
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".sh")
@@ -207,7 +207,7 @@ def _holders(project: ProjectView) -> Holders:
         handed.update(module.summary.handed_members)
     for caller, info in owners:
         for call in [*info.calls, *info.cold_calls]:
-            for callee in project.resolve_call(caller, call):
+            for callee in project.resolve_call(caller, call) or _constructor(project, caller, call):
                 sites.setdefault(callee.key(), (callee, []))[1].append((caller, call))
     sites = {key: entry for key, entry in sites.items() if entry[0].info.name not in handed}
     for _ in range(_ROUNDS):
@@ -231,6 +231,15 @@ def _options_returned_by(project: ProjectView, module: Module, callee: str) -> O
     if not isinstance(found, FunctionRef) or found.index < 0 or found.info.parent >= 0 or found.info.cls >= 0:
         return None
     return id(found.module) if found.module.summary.options_returning.get(found.info.name) == -1 else None
+
+
+def _constructor(project: ProjectView, caller: FunctionRef, call: Call) -> list[FunctionRef]:
+    """The `__init__` a construction of a project class runs (`Trainer(args)`)."""
+    if call.kind not in ("global", "dotted"):
+        return []
+    cls = project.resolve_dotted(caller.module, call.target)
+    init = project.find_method(cls, "__init__") if isinstance(cls, ClassRef) else None
+    return [init] if init is not None else []
 
 
 def _passed_options(

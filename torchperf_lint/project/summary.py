@@ -131,6 +131,7 @@ class Call:
     # `Trainer(model, **config["trainer"])`, its only unpacking a mapping read from configuration
     # (`_CONFIG_READS`): it sets only the keys a config file names (project/construction.py)
     config_unpack: bool = False
+    stored: str = ""  # `self.ATTR = f(...)`: ATTR holds its result (ProjectView.attribute_methods)
 
 
 @dataclasses.dataclass
@@ -152,6 +153,9 @@ class Function:
     returns_device: bool = False  # `return torch.device(...)`, or a name bound to one
     # parameters some `return` hands back as they came in (`if world_size < 2: return loss_dict`)
     returns_params: list[str] = dataclasses.field(default_factory=list)
+    # `return self.NAME` in a method, not called: a bound method it hands back, with the tests on
+    # its parameters around that return (Call.guards): [NAME, guards]
+    returned_methods: list[list[Any]] = dataclasses.field(default_factory=list)
     says_cuda: bool = False  # a string literal starting with "cuda" in its own body
     default_devices: list[bool] = dataclasses.field(default_factory=list)  # set_default_*: names CUDA?
     moved: list[str] = dataclasses.field(default_factory=list)  # `Callee(...).to(...)`: dotted callees
@@ -1045,6 +1049,7 @@ class _Summarizer:
         # (a plain callee, slot) -> what each call of the module passes there
         self.passed_values: dict[tuple[str, str], list[ast.expr]] = {}
         self.bound_calls: dict[int, str] = {}  # ids of calls `name = f(...)` binds -> the name
+        self.stored_calls: dict[int, str] = {}  # ids of calls `self.ATTR = f(...)` stores -> ATTR
         self.unpacked_calls: dict[int, list[str]] = {}  # ids of calls `a, b = f(...)` unpacks -> the names
         self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
         self.loop_nodes: dict[int, LoopNode] = {}  # loop index -> its node
@@ -1513,6 +1518,8 @@ class _Summarizer:
             and isinstance(node.value, ast.Call)
         ):
             self.bound_calls[id(node.value)] = node.targets[0].id
+        if len(node.targets) == 1 and isinstance(node.value, ast.Call) and _on_self(node.targets[0]):
+            self.stored_calls[id(node.value)] = cast(ast.Attribute, node.targets[0]).attr
         if (
             len(node.targets) == 1
             and isinstance(node.targets[0], ast.Tuple)
@@ -1715,6 +1722,10 @@ class _Summarizer:
                     self.summary.returned_keys.append(name)
         if value is None:
             return
+        if self.function_stack and function.cls >= 0 and _on_self(value):
+            function.returned_methods.append(
+                [cast(ast.Attribute, value).attr, [list(g) for g in self.guards]]
+            )
         if self.function_stack:
             # either side of `return A(self) if c else B(self)` is a value it returns
             for side in _returned_sides(value):
@@ -1850,6 +1861,17 @@ class _Summarizer:
                 # its value is the caller's: the options, where the callee returns them
                 self.current().options_calls[argument.id] = callee
                 return PARAM_PREFIX + argument.id
+        if (
+            isinstance(argument, ast.Attribute)
+            and isinstance(argument.value, ast.Name)
+            and self.function_stack
+            and argument.value.id != "self"
+            and argument.value.id in self.current().params
+            and not self.locals().stores.get(argument.value.id)
+        ):
+            # `mode=args.loss_type` with `args` a parameter: what the caller's `args.loss_type`
+            # holds, where the project pass knows (the options it is handed)
+            return f"{PARAM_PREFIX}{argument.value.id}.{argument.attr}"
         return "?"
 
     def _imported_call(self, name: str) -> Optional[str]:
@@ -2043,6 +2065,7 @@ class _Summarizer:
                 )
                 call.leaves = leaves
                 call.spread = spread
+                call.stored = self.stored_calls.get(id(node), "")
                 if star:
                     call.forwards = _forwarding(node, scopes[0].function)
                     call.kwargs_items = self._kwargs_items(node, scopes[0])
@@ -2126,6 +2149,9 @@ class _Summarizer:
         chain = dotted(receiver)
         if chain is not None and chain.split(".")[0] not in local.names:
             return "dotted", f"{chain}.{attr}"
+        built = dotted(receiver.func) if isinstance(receiver, ast.Call) else None
+        if built is not None and built.split(".")[0] not in local.names:
+            return "instance", f"{built}|{attr}"  # `SegmentationLosses(...).build_loss(...)`
         return None
 
     def _scoped_import(self, name: str, scope: _Locals) -> bool:
@@ -2402,6 +2428,11 @@ def summarize(source: str) -> Optional[Summary]:
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
     summary.rpc_device_map = names_rpc_device_map(source)
     return summary
+
+
+def _on_self(node: ast.AST) -> bool:
+    """`self.NAME`."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _handed_bases(summary: Summary, bases: list[tuple[str, str]]) -> set[str]:
