@@ -633,6 +633,21 @@ def vgg16_bn():
 
 def vgg_head():
     return VGG(nn.Identity())
+
+def vgg_named(bn=True):
+    # deeplabv3plus' _segm_mobilenet: the parts are built into names first
+    features = make_layers()
+    if bn:
+        head = nn.Identity()
+    else:
+        head = nn.Linear(512, 512)
+    model = VGG(features)
+    return model
+
+def vgg_named_head():
+    head = nn.Identity()
+    return VGG(head)
+
 """
 VGG_TRAIN = """
 import torch
@@ -648,7 +663,15 @@ def main(loader, opt):
 """
 
 
-@pytest.mark.parametrize(("builder", "lines"), [("vgg16_bn", [5]), ("vgg_head", [])])
+@pytest.mark.parametrize(
+    ("builder", "lines"),
+    [
+        ("vgg16_bn", [5]),
+        ("vgg_head", []),
+        ("vgg_named", [5]),
+        ("vgg_named_head", []),
+    ],
+)
 def test_the_layers_a_factory_hands_to_the_model_it_returns_count(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], builder: str, lines: list[int]
 ) -> None:

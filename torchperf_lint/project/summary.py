@@ -629,6 +629,20 @@ def _hands_back(value: ast.AST, name: str) -> bool:
     )
 
 
+def _each_binding(value: ast.AST, local: _Locals) -> list[ast.AST]:
+    """What a local name may stand for where the function binds it only by plain assignments
+    (deeplabv3plus' `classifier = DeepLabHeadV3Plus(...)` or `DeepLabHead(...)` by head), none
+    handing the name back; the value itself otherwise."""
+    if not isinstance(value, ast.Name) or value.id in local.params or local.function is None:
+        return [value]
+    values = local.values.get(value.id, ())
+    if not values or local.stores.get(value.id, 0) != len(values):
+        return [value]
+    if any(_hands_back(each, value.id) for each in values):
+        return [value]
+    return list(values)
+
+
 def _bound_once(value: ast.AST, local: _Locals) -> ast.AST:
     """What a local name stands for where the function binds it once (`net = WideResNet(...)`,
     then `return net`); the value itself otherwise."""
@@ -1734,11 +1748,13 @@ class _Summarizer:
                     bound = local.origin(bound.id) or bound  # `return model` after it was wrapped
                 stripped = _strip_chain(bound)
                 if isinstance(stripped, ast.Call):
-                    # `return VGG(make_layers(cfg))`: the layers a factory builds and hands in count
+                    # `return VGG(make_layers(cfg))`, `return DeepLabV3(backbone, classifier)`:
+                    # the layers a factory builds and hands in count
                     handed = [
-                        a
+                        c
                         for a in [*stripped.args, *(k.value for k in stripped.keywords)]
-                        if isinstance(a, ast.Call)
+                        for c in _each_binding(a, local)
+                        if isinstance(c, ast.Call)
                     ]
                     function.returns.append([*built(stripped), *(w for call in handed for w in built(call))])
             if function.cls < 0 and _returns_container(value, local):
