@@ -648,6 +648,23 @@ def vgg_named_head():
     head = nn.Identity()
     return VGG(head)
 
+def vgg_by_name(kind="vgg16_bn"):
+    # deeplabv3plus' _load_model: one of several builders, by a string
+    if kind == "vgg16_bn":
+        model = vgg16_bn()
+    elif kind == "named":
+        model = vgg_named()
+    else:
+        raise NotImplementedError
+    return model
+
+def vgg_or_head(kind="vgg16_bn"):
+    if kind == "vgg16_bn":
+        model = vgg16_bn()
+    else:
+        model = vgg_head()
+    return model
+
 """
 VGG_TRAIN = """
 import torch
@@ -670,6 +687,8 @@ def main(loader, opt):
         ("vgg_head", []),
         ("vgg_named", [5]),
         ("vgg_named_head", []),
+        ("vgg_by_name", [5]),
+        ("vgg_or_head", []),  # one builder it may call builds no convnet
     ],
 )
 def test_the_layers_a_factory_hands_to_the_model_it_returns_count(
@@ -1373,3 +1392,65 @@ def test_a_bound_method_a_builder_hands_back_runs_where_its_attribute_is_called(
 ) -> None:
     root = write_project(tmp_path, {"losses.py": LOSSES, "train.py": TRAINER.replace(*variant)})
     assert routes(capsys, root, "losses.py", "TPL302") == lines
+
+
+# -- a value handed to NumPy is on the host ----------------------------------------------------
+# SwinIR's test loop: the image is read with OpenCV in another module, its channels reordered
+# inside `np.transpose(...)`, and only then is the name rebound to a CUDA tensor
+IMAGES = """
+import cv2
+import numpy as np
+
+
+def read_pair(path):
+    img = cv2.imread(path).astype(np.float32) / 255.0
+    return path, img, None
+"""
+NET_MODULE = """
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3)
+
+    def forward(self, x):
+        return self.conv(x)
+"""
+TEST_LOOP = """
+import numpy as np
+import torch
+from images import read_pair
+from net import Net
+
+
+def run(paths, device):
+    model = Net().to(device).eval()
+    for path in paths:
+        name, img, gt = read_pair(path)
+        img = np.transpose(img if img.shape[2] == 1 else img[:, :, [2, 1, 0]], (2, 0, 1))
+        img = torch.from_numpy(img).float().unsqueeze(0).to(device)
+        with torch.no_grad():
+            out = model(img)
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), []),
+        # the same index where the tensor may be on the device
+        (("np.transpose(img if", "torch.permute(img if"), [11]),
+        (
+            ("img[:, :, [2, 1, 0]], (2, 0, 1))", "img.cuda()[:, :, [2, 1, 0]], (2, 0, 1))"),
+            [11],
+        ),  # a call between
+    ],
+)
+def test_a_value_handed_to_numpy_is_on_the_host(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    files = {"images.py": IMAGES, "net.py": NET_MODULE, "test.py": TEST_LOOP.replace(*variant)}
+    root = write_project(tmp_path, files)
+    assert routes(capsys, root, "test.py", "TPL103") == lines

@@ -356,7 +356,7 @@ class TensorInference:
 
     def _name(self, name: cst.Name, narrow: bool = True) -> Tensorness:
         bindings = self._names.lookup(name.value, name)
-        if not bindings or (narrow and self._narrowed_to_non_tensor(name)):
+        if not bindings or (narrow and (self._narrowed_to_non_tensor(name) or self._handed_to_numpy(name))):
             return Tensorness.NO
         if narrow and self._rebound_to_host_values(name):
             return Tensorness.NO
@@ -419,6 +419,23 @@ class TensorInference:
                     return True
             child, parent = parent, self._facts.parents.get(parent)
         return False
+
+    def _handed_to_numpy(self, name: cst.Name) -> bool:
+        """`name`'s value, indexed or chosen by an if-expression but not converted, is an
+        argument of a NumPy function: swinir's `np.transpose(img if c else img[:, :, [2, 1, 0]],
+        ...)`. NumPy raises on a CUDA tensor, so where the code runs the value is on the host."""
+        child: cst.CSTNode = name
+        parent = self._facts.parents.get(child)
+        while isinstance(parent, (cst.Subscript, cst.IfExp)):
+            if (isinstance(parent, cst.Subscript) and child is not parent.value) or (
+                isinstance(parent, cst.IfExp) and child is parent.test
+            ):
+                return False
+            child, parent = parent, self._facts.parents.get(parent)
+        if not isinstance(parent, cst.Arg) or parent.star:
+            return False
+        call = self._facts.parents.get(parent)
+        return isinstance(call, cst.Call) and (self._names.qualified_name(call) or "").startswith("numpy.")
 
     @functools.cached_property
     def _backpropagated(self) -> frozenset[Binding]:

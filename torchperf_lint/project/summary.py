@@ -631,7 +631,8 @@ def _hands_back(value: ast.AST, name: str) -> bool:
 
 def _each_binding(value: ast.AST, local: _Locals) -> list[ast.AST]:
     """What a local name may stand for where the function binds it only by plain assignments
-    (deeplabv3plus' `classifier = DeepLabHeadV3Plus(...)` or `DeepLabHead(...)` by head), none
+    (deeplabv3plus' `classifier = DeepLabHeadV3Plus(...)` or `DeepLabHead(...)` by head;
+    `_load_model`'s `model = _segm_mobilenet(...)` or `_segm_resnet(...)` by backbone), none
     handing the name back; the value itself otherwise."""
     if not isinstance(value, ast.Name) or value.id in local.params or local.function is None:
         return [value]
@@ -1746,17 +1747,20 @@ class _Summarizer:
                 bound = _bound_once(side, local)
                 if isinstance(bound, ast.Name):
                     bound = local.origin(bound.id) or bound  # `return model` after it was wrapped
-                stripped = _strip_chain(bound)
-                if isinstance(stripped, ast.Call):
-                    # `return VGG(make_layers(cfg))`, `return DeepLabV3(backbone, classifier)`:
-                    # the layers a factory builds and hands in count
-                    handed = [
-                        c
-                        for a in [*stripped.args, *(k.value for k in stripped.keywords)]
-                        for c in _each_binding(a, local)
-                        if isinstance(c, ast.Call)
-                    ]
-                    function.returns.append([*built(stripped), *(w for call in handed for w in built(call))])
+                for each in _each_binding(bound, local):  # `_load_model`'s model, by backbone
+                    stripped = _strip_chain(each)
+                    if isinstance(stripped, ast.Call):
+                        # `return VGG(make_layers(cfg))`, `return DeepLabV3(backbone, classifier)`:
+                        # the layers a factory builds and hands in count
+                        handed = [
+                            c
+                            for a in [*stripped.args, *(k.value for k in stripped.keywords)]
+                            for c in _each_binding(a, local)
+                            if isinstance(c, ast.Call)
+                        ]
+                        function.returns.append(
+                            [*built(stripped), *(w for call in handed for w in built(call))]
+                        )
             if function.cls < 0 and _returns_container(value, local):
                 self.fills_container.add(self.function_stack[-1][0])
         if self.function_stack and not function.returns_loader:
