@@ -345,11 +345,17 @@ class Project:
         """The project classes `function` returns instances of (`return Loss(self)`, `-> LMModel`)."""
         info = function.info
         names = [returned[0] for returned in info.returns if returned]
-        found = []
-        for dotted_class in [*names, *filter(None, [info.returns_annotation])]:
+        found: list[ClassRef] = []
+        for dotted_class in names:
             built = self.resolve_dotted(function.module, dotted_class)
-            if isinstance(built, ClassRef):
-                found.append(built)
+            if not isinstance(built, ClassRef):
+                found = []  # one value it may return is no instance known: which is not known
+                break
+            found.append(built)
+        if info.returns_annotation:
+            annotated = self.resolve_dotted(function.module, info.returns_annotation)
+            if isinstance(annotated, ClassRef):
+                found.append(annotated)
         return found
 
     def subclasses(self, cls: ClassRef) -> list[ClassRef]:

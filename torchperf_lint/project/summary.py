@@ -632,15 +632,15 @@ def _hands_back(value: ast.AST, name: str) -> bool:
 def _each_binding(value: ast.AST, local: _Locals) -> list[ast.AST]:
     """What a local name may stand for where the function binds it only by plain assignments
     (deeplabv3plus' `classifier = DeepLabHeadV3Plus(...)` or `DeepLabHead(...)` by head;
-    `_load_model`'s `model = _segm_mobilenet(...)` or `_segm_resnet(...)` by backbone), none
-    handing the name back; the value itself otherwise."""
+    `_load_model`'s `model = _segm_mobilenet(...)` or `_segm_resnet(...)` by backbone), each a
+    call and none handing the name back; the value itself otherwise."""
     if not isinstance(value, ast.Name) or value.id in local.params or local.function is None:
         return [value]
     values = local.values.get(value.id, ())
     if not values or local.stores.get(value.id, 0) != len(values):
         return [value]
-    if any(_hands_back(each, value.id) for each in values):
-        return [value]
+    if any(_hands_back(each, value.id) or not isinstance(_strip_chain(each), ast.Call) for each in values):
+        return [value]  # a value handed back, or one that is no call: what it holds is not known
     return list(values)
 
 
