@@ -44,6 +44,20 @@ def routes(capsys: pytest.CaptureFixture[str], root: Path, target: str, code: st
     return api
 
 
+def edited_routes(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    files: dict[str, str],
+    variant: tuple[str, str],
+    target: str,
+    code: str,
+) -> list[int]:
+    """`routes` on the project `files`, its last file edited by `variant` (old text, new text)."""
+    *others, (last, text) = files.items()
+    root = write_project(tmp_path, {**dict(others), last: text.replace(*variant)})
+    return routes(capsys, root, target, code)
+
+
 # -- a value the step back-propagates is a tensor ------------------------------------------
 # DiT's train.py: the loss comes out of a dict a project method returns, then `.item()` per step
 DIFFUSION = """
@@ -1319,8 +1333,8 @@ def train(loader, path):
 def test_a_model_helpers_hand_back_keeps_its_class(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
 ) -> None:
-    root = write_project(tmp_path, {"net.py": NET, "train.py": LOADER.replace(*variant)})
-    assert routes(capsys, root, "net.py", "TPL107") == lines
+    files = {"net.py": NET, "train.py": LOADER}
+    assert edited_routes(capsys, tmp_path, files, variant, "net.py", "TPL107") == lines
 
 
 # -- a bound method a builder hands back, kept on an attribute and called per step --------------
@@ -1390,8 +1404,8 @@ def main(model, loader):
 def test_a_bound_method_a_builder_hands_back_runs_where_its_attribute_is_called(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
 ) -> None:
-    root = write_project(tmp_path, {"losses.py": LOSSES, "train.py": TRAINER.replace(*variant)})
-    assert routes(capsys, root, "losses.py", "TPL302") == lines
+    files = {"losses.py": LOSSES, "train.py": TRAINER}
+    assert edited_routes(capsys, tmp_path, files, variant, "losses.py", "TPL302") == lines
 
 
 # -- a value handed to NumPy is on the host ----------------------------------------------------
@@ -1451,6 +1465,5 @@ def run(paths, device):
 def test_a_value_handed_to_numpy_is_on_the_host(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
 ) -> None:
-    files = {"images.py": IMAGES, "net.py": NET_MODULE, "test.py": TEST_LOOP.replace(*variant)}
-    root = write_project(tmp_path, files)
-    assert routes(capsys, root, "test.py", "TPL103") == lines
+    files = {"images.py": IMAGES, "net.py": NET_MODULE, "test.py": TEST_LOOP}
+    assert edited_routes(capsys, tmp_path, files, variant, "test.py", "TPL103") == lines
