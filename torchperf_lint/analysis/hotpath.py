@@ -14,7 +14,15 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.ast_view import as_ast
-from ..syntax.walker import ClassInfo, FileFacts, FunctionInfo, Loop, dotted_name, returned_values
+from ..syntax.walker import (
+    ClassInfo,
+    FileFacts,
+    FunctionInfo,
+    Loop,
+    dotted_name,
+    registrations,
+    returned_values,
+)
 from .accumulators import test_key
 from .arguments import is_option_read
 from .cold import (
@@ -169,6 +177,19 @@ class HotPaths:
     def attribute_values(self, cls: ClassInfo, attr: str) -> list[cst.BaseExpression]:
         """Every value assigned to `self.<attr>` in the class or its in-file bases."""
         return [value for current in self.lineage(cls) for value in current.attributes.get(attr, ())]
+
+    def registered_values(self, cls: ClassInfo, attr: str) -> list[Optional[cst.BaseExpression]]:
+        """What each `self.register_buffer("<attr>", value)` made in the class or its in-file
+        bases registers (None where `*args`/`**kwargs` hide it)."""
+        lineage = {current.node for current in self.lineage(cls)}
+        found: list[Optional[cst.BaseExpression]] = []
+        for call, value in registrations(self._facts, attr):
+            receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+            owner = self.enclosing_class(call)
+            if isinstance(receiver, cst.Name) and receiver.value == "self" and owner is not None:
+                if owner.node in lineage:
+                    found.append(value)
+        return found
 
     def instance_class(self, value: cst.BaseExpression) -> Optional[ClassInfo]:
         """`Loss()` or `Loss().cuda(d)` -> the in-file class `Loss`."""

@@ -17,16 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..syntax.walker import (
-    Binding,
-    ClassInfo,
-    FileFacts,
-    bound_value,
-    dotted_name,
-    registrations,
-    returned_values,
-    visit,
-)
+from ..syntax.walker import Binding, FileFacts, bound_value, dotted_name, returned_values, visit
 from .cold import enumerate_counter
 from .dict_items import DictItems
 from .hotpath import HotPaths
@@ -326,11 +317,7 @@ class TensorInference:
         if cls is None:
             return Tensorness.NO
         values = self._hot.attribute_values(cls, expr.attr.value)
-        registered = [
-            value
-            for call, value in registrations(self._facts, expr.attr.value)
-            if self._in_lineage(call, cls)
-        ]
+        registered = self._hot.registered_values(cls, expr.attr.value)
         if (
             registered
             and all(v is not None and self.infer(v) >= Tensorness.CERTAIN for v in registered)
@@ -342,17 +329,6 @@ class TensorInference:
         if values and all(self.infer(v) >= Tensorness.LIKELY for v in values):
             return Tensorness.LIKELY  # buffers may be reassigned anywhere
         return Tensorness.NO
-
-    def _in_lineage(self, call: cst.Call, cls: ClassInfo) -> bool:
-        """`self.register_buffer(...)` in `cls` or one of its in-file bases."""
-        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
-        owner = self._hot.enclosing_class(call)
-        return (
-            isinstance(receiver, cst.Name)
-            and receiver.value == "self"
-            and owner is not None
-            and any(owner is current for current in self._hot.lineage(cls))
-        )
 
     def _name(self, name: cst.Name, narrow: bool = True) -> Tensorness:
         bindings = self._names.lookup(name.value, name)

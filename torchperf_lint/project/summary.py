@@ -441,10 +441,7 @@ _CONFIG_METHODS = frozenset({"dict", "model_dump"})
 def _unpacks_configuration(node: ast.Call, local: _Locals) -> bool:
     """Call.config_unpack: `node`'s one unpacking is `**m` or `**m[key]...`, `m` a local bound once
     to a configuration read (`_CONFIG_READS`, `self.dict()`) that the caller never adds keys to."""
-    unpacked = [k.value for k in node.keywords if k.arg is None]
-    if any(isinstance(a, ast.Starred) for a in node.args) or len(unpacked) != 1:
-        return False
-    root = unpacked[0]
+    root = _only_unpacked_mapping(node)
     while isinstance(root, ast.Subscript):
         root = root.value
     if not isinstance(root, ast.Name) or root.id in local.params:
@@ -911,12 +908,17 @@ class _Locals:
         return self._accumulators.empty_sides(test)
 
 
-def _spread_name(node: ast.Call) -> str:
-    """NAME for a call whose only unpacking is `**vars(NAME)`; "" otherwise."""
+def _only_unpacked_mapping(node: ast.Call) -> Optional[ast.expr]:
+    """The mapping `node` unpacks with `**`, where that is its only unpacking."""
     unpacked = [k.value for k in node.keywords if k.arg is None]
     if any(isinstance(a, ast.Starred) for a in node.args) or len(unpacked) != 1:
-        return ""
-    value = unpacked[0]
+        return None
+    return unpacked[0]
+
+
+def _spread_name(node: ast.Call) -> str:
+    """NAME for a call whose only unpacking is `**vars(NAME)`; "" otherwise."""
+    value = _only_unpacked_mapping(node)
     if (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
@@ -1533,8 +1535,9 @@ class _Summarizer:
             and isinstance(node.value, ast.Call)
         ):
             self.bound_calls[id(node.value)] = node.targets[0].id
-        if len(node.targets) == 1 and isinstance(node.value, ast.Call) and _on_self(node.targets[0]):
-            self.stored_calls[id(node.value)] = cast(ast.Attribute, node.targets[0]).attr
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(node.value, ast.Call) and isinstance(target, ast.Attribute) and subject(target):
+            self.stored_calls[id(node.value)] = target.attr  # `self.ATTR = f(...)`
         if (
             len(node.targets) == 1
             and isinstance(node.targets[0], ast.Tuple)
@@ -1737,10 +1740,8 @@ class _Summarizer:
                     self.summary.returned_keys.append(name)
         if value is None:
             return
-        if self.function_stack and function.cls >= 0 and _on_self(value):
-            function.returned_methods.append(
-                [cast(ast.Attribute, value).attr, [list(g) for g in self.guards]]
-            )
+        if self.function_stack and function.cls >= 0 and isinstance(value, ast.Attribute) and subject(value):
+            function.returned_methods.append([value.attr, [list(g) for g in self.guards]])  # `return self.m`
         if self.function_stack:
             # either side of `return A(self) if c else B(self)` is a value it returns
             for side in _returned_sides(value):
@@ -1823,10 +1824,7 @@ class _Summarizer:
 
     def _kwargs_items(self, node: ast.Call, local: _Locals) -> dict[str, str]:
         """Call.kwargs_items: the keys and value tokens of the one `**NAME` `node` unpacks."""
-        unpacked = [k.value for k in node.keywords if k.arg is None]
-        if any(isinstance(a, ast.Starred) for a in node.args) or len(unpacked) != 1:
-            return {}
-        name = unpacked[0]
+        name = _only_unpacked_mapping(node)
         if not isinstance(name, ast.Name):
             return {}
         value = local.bound_once(name.id)
@@ -2450,19 +2448,13 @@ def summarize(source: str) -> Optional[Summary]:
     return summary
 
 
-def _on_self(node: ast.AST) -> bool:
-    """`self.NAME`."""
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-
-
 def _handed_bases(summary: Summary, bases: list[tuple[str, str]]) -> set[str]:
     """The names of `NAME.attr` reads that may hand NAME on: all but a class of the module read
     for a class variable (`ImagenTrainer.locked`), which builds nothing; a method of it (a
     factory such as `Cls.from_config(...)`) may build the class with any arguments."""
-    methods: dict[str, set[str]] = {info.name: set() for info in summary.classes}
-    for function in summary.functions:
-        if function.cls >= 0:
-            methods.setdefault(summary.classes[function.cls].name, set()).add(function.name)
+    methods: dict[str, set[str]] = {}
+    for info in summary.classes:  # classes of one name (under `if`s): any of their methods
+        methods.setdefault(info.name, set()).update(info.methods)
     return {name for name, attr in bases if name not in methods or attr in methods[name]}
 
 

@@ -14,7 +14,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import functional_attribute, keyword
 from ...engine.findings import Fix, Replacement, Report, Safety
-from ...syntax.walker import children, dotted_name, registrations
+from ...syntax.walker import children, dotted_name
 from ..base import Rule
 from .common import is_name, is_number, without_parens
 
@@ -1543,17 +1543,11 @@ class _FixBuilder:
         if cls is None:
             return []
         name = attribute.attr.value
-        lineage = {c.node for c in ctx.hot.lineage(cls)}
-        values = list(ctx.hot.attribute_values(cls, name))
-        for call, value in registrations(ctx.facts, name):
-            assert isinstance(call.func, cst.Attribute)
-            owner = ctx.hot.enclosing_class(call)
-            if not is_name(call.func.value, "self") or owner is None or owner.node not in lineage:
-                continue
-            if value is None:
-                return []
-            values.append(value)
-        return values
+        registered = ctx.hot.registered_values(cls, name)
+        known = [v for v in registered if v is not None]
+        if len(known) < len(registered):
+            return []  # a registration hides its value
+        return [*ctx.hot.attribute_values(cls, name), *known]
 
     def _is_tril_of_ones(self, value: cst.BaseExpression) -> bool:
         ctx = self.ctx
