@@ -187,6 +187,56 @@ def test_a_helper_the_cuda_step_loop_calls_runs_on_cuda(tmp_path: Path) -> None:
     assert finding_lines(root, "noise.py", "TPL101") == [4]
 
 
+@pytest.mark.parametrize(
+    ("device", "on_cuda"),
+    [
+        ('"cuda"', True),
+        # look-alike: a script that never names CUDA says nothing of the device its callee runs on
+        ('"cpu"', False),
+    ],
+)
+def test_a_training_function_a_cuda_script_calls_runs_on_cuda(
+    tmp_path: Path, device: str, on_cuda: bool
+) -> None:
+    """DETR: main.py picks the device (`--device` defaults to "cuda") and calls engine.py's
+    `train_one_epoch` once per epoch; engine.py never names CUDA, but its step loop runs in that
+    process, on that device."""
+    files = {
+        "main.py": f"""
+            import argparse
+            import torch
+            from engine import train_one_epoch
+
+            def main(args, model, loader, optimizer):
+                device = torch.device(args.device)
+                model.to(device)
+                for epoch in range(args.epochs):
+                    train_one_epoch(model, loader, optimizer, device)
+
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--device", default={device})
+                main(parser.parse_args(), None, None, None)
+            """,
+        "engine.py": """
+            import torch
+
+            def train_one_epoch(model, loader, optimizer, device):
+                for samples, targets in loader:
+                    loss = model(samples.to(device)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+    root = write_project(tmp_path, files)
+    reason = _facts(root, "engine.py").runs_on_cuda
+    if on_cuda:
+        assert reason == "train_one_epoch is called from main.py, which shows CUDA use"
+    else:
+        assert reason is None
+    assert finding_lines(root, "engine.py", "TPL703") == ([6] if on_cuda else [])
+
+
 # -- a project helper that returns a CUDA device --------------------------------------------------
 _DIST_UTIL = """
     import torch as th

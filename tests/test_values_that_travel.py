@@ -546,6 +546,114 @@ def test_a_returned_loader_bound_in_a_function_and_iterated_in_its_epoch_loop(
     assert routes(capsys, root, "utils.py", "TPL503") == [4]
 
 
+# DETR (and DeiT, ConvNeXt after it): main.py builds the loaders and hands them, per epoch, to
+# engine.py, which walks them through a project generator that yields each item of its argument
+MISC = """
+import time
+
+class MetricLogger:
+    def __init__(self, delimiter="  "):
+        self.delimiter = delimiter
+
+    def log_every(self, iterable, print_freq, header=None):
+        start = time.time()
+        for obj in iterable:
+            yield obj
+            print(header, time.time() - start)
+
+    def first(self, iterable, print_freq):
+        for obj in iterable:
+            yield obj[0]  # not the items themselves
+"""
+ENGINE = """
+import misc
+
+def train_one_epoch(model, data_loader, optimizer):
+    metric_logger = misc.MetricLogger(delimiter="  ")
+    for samples, targets in metric_logger.log_every(data_loader, 10, "Epoch:"):
+        model(samples).sum().backward()
+        optimizer.step()
+
+def evaluate(model, data_loader):
+    metric_logger = misc.MetricLogger(delimiter="  ")
+    for samples, targets in metric_logger.log_every(data_loader, 10, "Test:"):
+        model(samples)
+"""
+DETR_MAIN = """
+import torch
+from engine import evaluate, train_one_epoch
+
+def main(args, model, optimizer, dataset_train, dataset_val):
+    data_loader_train = torch.utils.data.DataLoader(dataset_train, num_workers=args.num_workers)
+    if dataset_val is not None:
+        data_loader_val = torch.utils.data.DataLoader(dataset_val, num_workers=args.num_workers)
+    else:
+        data_loader_val = None
+    for epoch in range(args.epochs):
+        train_one_epoch(model, data_loader_train, optimizer)
+        evaluate(model, data_loader_val)
+"""
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (("main.py", "", ""), [5, 7]),
+        # look-alikes: a generator that yields something else than the items leaves what the loop
+        # walks unknown, and so does a loader name bound to another value as well
+        (("engine.py", 'log_every(data_loader, 10, "Test:")', "first(data_loader, 10)"), [5]),
+        (("main.py", "data_loader_val = None", "data_loader_val = []"), [5]),
+    ],
+)
+def test_a_loader_walked_through_a_project_generator_every_epoch_restarts_its_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: tuple[str, str, str], expected: list[int]
+) -> None:
+    files = {"misc.py": MISC, "engine.py": ENGINE, "main.py": DETR_MAIN}
+    name, old, new = edit
+    files[name] = files[name].replace(old, new)
+    root = write_project(tmp_path, files)
+    assert routes(capsys, root, "main.py", "TPL503") == expected
+
+
+# PyTorch-YOLOv3: a helper returns the validation loader, the training function binds it once and
+# hands it to `_evaluate` in its epoch loop
+YOLO_TEST = """
+import torch
+import tqdm
+
+def _create_validation_data_loader(dataset, n_cpu):
+    dataloader = torch.utils.data.DataLoader(dataset, batch_size=8, num_workers=n_cpu)
+    return dataloader
+
+def _evaluate(model, dataloader):
+    for imgs, targets in tqdm.tqdm(dataloader, desc="Validating"):
+        model(imgs)
+"""
+YOLO_TRAIN = """
+from test import _create_validation_data_loader, _evaluate
+
+def run(model, dataset, epochs, n_cpu):
+    validation_dataloader = _create_validation_data_loader(dataset, n_cpu)
+    for epoch in range(epochs):
+        _evaluate(model, validation_dataloader)
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, expected",
+    [
+        (("", ""), [5]),
+        # look-alike: handed once, after the epochs
+        (("    for epoch in range(epochs):\n        _evaluate", "    _evaluate"), []),
+    ],
+)
+def test_a_returned_loader_handed_to_a_function_that_walks_it_every_epoch_restarts_its_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], expected: list[int]
+) -> None:
+    files = {"test.py": YOLO_TEST, "train.py": YOLO_TRAIN}
+    assert edited_routes(capsys, tmp_path, files, variant, "test.py", "TPL503") == expected
+
+
 # -- an object a builder function returns, and a host schedule every caller passes ----------------
 # DiT: train.py steps `diffusion.training_losses(...)` on `diffusion = create_diffusion(...)`, which
 # returns a GaussianDiffusion; its helper copies the NumPy schedule it is handed to the device

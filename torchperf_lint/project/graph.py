@@ -1060,6 +1060,15 @@ class Project:
                 if entry is not None:
                     moved = f"{model.info.qualname} is moved to the device in {module.display}, which shows CUDA use"
                     queue.append((entry, None, moved))
+            # the training function it calls (DETR's main.py calls engine.train_one_epoch once per
+            # epoch): its step loops run in this process, on its device
+            for function, position in self._call_sites(module):
+                for callee in self.callees(function, position):
+                    if callee.module is module or callee.index < 0:
+                        continue
+                    called = f"{callee.info.qualname} is called from {module.display}, which shows CUDA use"
+                    for index in sorted(self._loops_of(callee)):
+                        queue.append((callee, index, called))
         seen: set[tuple[int, int]] = set()
         while queue:
             function, loop, why = queue.popleft()
@@ -1075,6 +1084,12 @@ class Project:
                         queue.append((callee, None, why))
         self._cuda = reached
         return reached
+
+    def _loops_of(self, function: FunctionRef) -> frozenset[int]:
+        """The step and inference loops `function` owns."""
+        module = function.module
+        loops = self.step_loops(module) | self.inference_loops(module)
+        return frozenset(i for i in loops if module.summary.loops[i].function == function.index)
 
     # -- memory layout ----------------------------------------------------------------------
     def channels_last_near(self, module: Module) -> bool:

@@ -20,32 +20,28 @@ from typing import Iterator
 
 from .arguments import slot_parameter
 from .refs import FunctionRef, Module, ProjectView
-from .summary import Call
+from .summary import Call, Loop
 
 
 def reiterated_loaders(project: ProjectView) -> dict[int, frozenset[int]]:
     """Module id -> the lines of its `DataLoader(...)` calls some project code iterates again
     and again, as seen across modules."""
     found: dict[int, set[int]] = {}
+    iterated = _Iterated(project)
     for caller, call in _calls(project):
         if not (call.loaders or call.bound or call.unpacked):
             continue
         for callee in project.resolve_call(caller, call):
             # `*args`/`**kwargs` in the call leave unknown which parameter takes which loader
             for slot, line in () if call.star else call.loaders.items():
-                param = slot_parameter(call, callee.info, slot)
-                if param is not None and (
-                    _iterated_in_nested_loop(callee, param, "param")
-                    # `evaluate(model, val_loader)` called from the training loop: a pass per call
-                    or (call.loop >= 0 and _iterated_in_loop(callee, param, "param"))
-                ):
+                if iterated.handed_again(call, callee, slot):
                     found.setdefault(id(caller.module), set()).add(line)
             # `loader = build()`, or `train_loader, valset, collate_fn = prepare_dataloaders(hparams)`
             returned = [(callee.info.returns_loader, call.bound)]
             if len(call.unpacked) == len(callee.info.returns_loader_items):
                 returned += list(zip(callee.info.returns_loader_items, call.unpacked, strict=True))
             for line, name in returned:
-                if line and name and _name_reiterated(project, caller, name):
+                if line and name and iterated.name_reiterated(caller, name):
                     found.setdefault(id(callee.module), set()).add(line)
     return {module: frozenset(lines) for module, lines in found.items()}
 
@@ -59,56 +55,99 @@ def _calls(project: ProjectView) -> Iterator[tuple[FunctionRef, Call]]:
                 yield caller, call
 
 
-def _iterated_in_loop(function: FunctionRef, name: str, scope: str) -> bool:
-    """`function` iterates `name` in a loop of its own."""
-    return any(
-        loop.function == function.index and loop.iterated == name and loop.iterated_scope == scope
-        for loop in function.module.summary.loops
-    )
+class _Iterated:
+    """What the project's loops iterate by name: what a loop names itself (`Loop.iterated`), or
+    the argument a project generator it iterates yields the items of (`for samples, targets in
+    metric_logger.log_every(data_loader, print_freq)` walks `data_loader`)."""
 
+    def __init__(self, project: ProjectView) -> None:
+        self._project = project
+        self._through: dict[int, tuple[str, str]] = {}
 
-def _iterated_in_nested_loop(function: FunctionRef, name: str, scope: str) -> bool:
-    """`function` iterates `name` in a loop that sits inside another loop of its own."""
-    return any(
-        loop.function == function.index
-        and loop.iterated == name
-        and loop.iterated_scope == scope
-        and loop.parent >= 0
-        for loop in function.module.summary.loops
-    )
+    def _name(self, module: Module, loop: Loop) -> tuple[str, str]:
+        if loop.iterated or not loop.through:
+            return loop.iterated, loop.iterated_scope
+        if id(loop) not in self._through:
+            self._through[id(loop)] = self._yielded(module, loop)
+        return self._through[id(loop)]
 
+    def _yielded(self, module: Module, loop: Loop) -> tuple[str, str]:
+        kind, target, names = loop.through
+        call = Call(kind, target, loop.parent, loop.line, args={slot: "?" for slot in names})
+        for callee in self._project.resolve_call(FunctionRef(module, loop.function), call):
+            for slot, (name, scope) in names.items():
+                param = slot_parameter(call, callee.info, slot)
+                if param is not None and param == callee.info.yields_items_of:
+                    return name, scope
+        return "", ""
 
-def _name_reiterated(project: ProjectView, binder: FunctionRef, name: str) -> bool:
-    """The name `binder` binds a loader to is iterated again and again: a local in a nested loop
-    of its function; a module-level name in a nested loop at the top level or in a function of
-    the module, or in a function of the module that a loop calls."""
-    if name.startswith("self."):
-        return _attribute_reiterated(project, binder, name)
-    if binder.index >= 0:
-        return _iterated_in_nested_loop(binder, name, "local")
-    return any(
-        loop.parent >= 0 or (loop.function >= 0 and _called_in_a_loop(project, binder.module, loop.function))
-        for loop in binder.module.summary.loops
-        if loop.iterated == name and loop.iterated_scope == "global"
-    )
+    def _loops(self, module: Module, name: str, scope: str) -> Iterator[Loop]:
+        """The loops of `module` that iterate `name` of `scope`."""
+        return (loop for loop in module.summary.loops if self._name(module, loop) == (name, scope))
 
+    def in_loop(self, function: FunctionRef, name: str, scope: str) -> bool:
+        """`function` iterates `name` in a loop of its own."""
+        return any(loop.function == function.index for loop in self._loops(function.module, name, scope))
 
-def _attribute_reiterated(project: ProjectView, binder: FunctionRef, name: str) -> bool:
-    """A `self.` attribute a method binds a loader to is iterated again and again by its class: in
-    a nested loop of a method, or by a method that a loop calls (deeplab-xception's Trainer keeps
-    `self.train_loader`, `training(epoch)` walks it once per call, the epoch loop calls it)."""
-    summary = binder.module.summary
-    cls = binder.info.cls
-    if cls < 0:
+    def in_nested_loop(self, function: FunctionRef, name: str, scope: str) -> bool:
+        """`function` iterates `name` in a loop that sits inside another loop of its own."""
+        return any(
+            loop.function == function.index and loop.parent >= 0
+            for loop in self._loops(function.module, name, scope)
+        )
+
+    def handed_again(self, call: Call, callee: FunctionRef, slot: str) -> bool:
+        """What `call` passes in `slot` is iterated again and again by `callee`: in a nested loop
+        of its own, or once per call where the call sits in a loop (`evaluate(model, val_loader)`
+        called from the training loop)."""
+        param = slot_parameter(call, callee.info, slot)
+        return param is not None and (
+            self.in_nested_loop(callee, param, "param")
+            or (call.loop >= 0 and self.in_loop(callee, param, "param"))
+        )
+
+    def name_reiterated(self, binder: FunctionRef, name: str) -> bool:
+        """The name `binder` binds a loader to is iterated again and again: a local in a nested loop
+        of its function; a module-level name in a nested loop at the top level or in a function of
+        the module, or in a function of the module that a loop calls."""
+        if name.startswith("self."):
+            return self._attribute_reiterated(binder, name)
+        if binder.index >= 0:
+            return self.in_nested_loop(binder, name, "local") or self._local_handed_again(binder, name)
+        return any(
+            loop.parent >= 0
+            or (loop.function >= 0 and _called_in_a_loop(self._project, binder.module, loop.function))
+            for loop in self._loops(binder.module, name, "global")
+        )
+
+    def _local_handed_again(self, binder: FunctionRef, name: str) -> bool:
+        """`binder` hands its local `name` (bound once to a call's result) to a function that
+        iterates it again and again (PyTorch-YOLOv3's `validation_dataloader =
+        _create_validation_data_loader(...)`, then `_evaluate(model, validation_dataloader, ...)`
+        in the epoch loop)."""
+        for call in (*binder.info.calls, *binder.info.cold_calls):
+            slots = [slot for slot, bound in call.bound_args.items() if bound == name and not call.star]
+            if slots and any(
+                self.handed_again(call, callee, slot)
+                for callee in self._project.resolve_call(binder, call)
+                for slot in slots
+            ):
+                return True
         return False
-    return any(
-        loop.parent >= 0 or _called_in_a_loop(project, binder.module, loop.function)
-        for loop in summary.loops
-        if loop.iterated == name
-        and loop.iterated_scope == "self"
-        and loop.function >= 0
-        and summary.functions[loop.function].cls == cls
-    )
+
+    def _attribute_reiterated(self, binder: FunctionRef, name: str) -> bool:
+        """A `self.` attribute a method binds a loader to is iterated again and again by its class: in
+        a nested loop of a method, or by a method that a loop calls (deeplab-xception's Trainer keeps
+        `self.train_loader`, `training(epoch)` walks it once per call, the epoch loop calls it)."""
+        summary = binder.module.summary
+        cls = binder.info.cls
+        if cls < 0:
+            return False
+        return any(
+            loop.parent >= 0 or _called_in_a_loop(self._project, binder.module, loop.function)
+            for loop in self._loops(binder.module, name, "self")
+            if loop.function >= 0 and summary.functions[loop.function].cls == cls
+        )
 
 
 def _called_in_a_loop(project: ProjectView, module: Module, index: int) -> bool:

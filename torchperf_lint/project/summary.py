@@ -204,6 +204,9 @@ class Function:
     # per element of the tuple its first tuple `return` hands back: the line of the `DataLoader(...)`
     # call the element is bound to, 0 for others (`return train_loader, valset, collate_fn`)
     returns_loader_items: list[int] = dataclasses.field(default_factory=list)
+    # a generator that yields the items of this parameter as it walks them (`for obj in iterable:
+    # ...; yield obj`, DETR's `MetricLogger.log_every`): a loop over its result walks the argument
+    yields_items_of: str = ""
     # the loops whose body calls a model the function is handed (a parameter named like one:
     # `model(x)` in `for t in timesteps:`): it drives that model, one call per iteration
     handed_model_loops: list[int] = dataclasses.field(default_factory=list)
@@ -262,6 +265,9 @@ class Loop:
     # "local"; "" for anything else)
     iterated: str = ""
     iterated_scope: str = ""
+    # where it iterates a call of the project's (`metric_logger.log_every(data_loader, 10)`): the
+    # call's kind and target, as in `Call`, and the plain names it passes: slot -> [name, scope]
+    through: list[Any] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -393,6 +399,17 @@ def _unpacked_target(target: ast.expr) -> str:
     return ""
 
 
+def _yields_target(loop: ast.For | ast.AsyncFor) -> bool:
+    """The loop's body yields its target as it is (`for obj in iterable: ...; yield obj`)."""
+    if not isinstance(loop.target, ast.Name):
+        return False
+    return any(
+        isinstance(node, ast.Yield) and isinstance(node.value, ast.Name) and node.value.id == loop.target.id
+        for statement in loop.body
+        for node in _own_nodes([statement])
+    )
+
+
 def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
     """(the plain name a loop iterates through wrappers, its scope) or ("", ""): a `self.`
     attribute has the scope "self", also through a local bound once to a wrapper of it
@@ -494,12 +511,16 @@ def _assigned_before(value: ast.expr, statement: ast.stmt, block: list[ast.stmt]
 
 def _loader_line(value: ast.AST, local: _Locals) -> int:
     """The line of the `DataLoader(...)` call `value` is, or the one name it reads is bound to
-    (a single binding in the function), else 0."""
+    (a single binding in the function, or one beside bindings to None: what iterates the name
+    iterates that loader), else 0."""
     if isinstance(value, ast.Name):
-        bound = local.bound_once(value.id)
-        if bound is None:
+        values = local.values.get(value.id, [])
+        if len(values) != local.stores.get(value.id, 0):
+            return 0  # bound otherwise too: a loop target, an unpacking
+        built = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
+        if len(built) != 1:
             return 0
-        value = bound
+        value = built[0]
     return value.lineno if isinstance(value, ast.Call) and _builds_loader(value) else 0
 
 
@@ -1343,12 +1364,14 @@ class _Summarizer:
         self.summary.loops.append(loop)
         self.loop_nodes[index] = node
         if not isinstance(node, ast.While):
-            scopes, iterable = self.scopes(), node.iter
+            scopes, iterable, cls = self.scopes(), node.iter, self.current().cls
             self.host_reads.add(id(iterable))  # `for i in params["order"]`: Python takes the values
 
             def label() -> None:
                 loop.loader = self._loader(iterable, scopes) or ""
                 loop.iterated, loop.iterated_scope = _iterated_name(iterable, scopes[0], function >= 0)
+                if not loop.iterated:
+                    loop.through = self._iterated_call(iterable, scopes, cls, function >= 0)
                 walked = _walked_loader(iterable, scopes[0]) if function >= 0 else None
                 if walked is not None:
                     for name in batch_names(node.target, iterable):
@@ -1364,6 +1387,8 @@ class _Summarizer:
             iterated = node.iter
             if isinstance(iterated, ast.Name) and iterated.id in self.locals().params:
                 self.item_loops[index] = iterated.id  # `for l in cfg:` one pass per item it is handed
+                if _yields_target(node):
+                    self.current().yields_items_of = iterated.id
         self.loop_stack[-1].append(index)
         self.statements(node.body)
         self.loop_stack[-1].pop()
@@ -2104,6 +2129,22 @@ class _Summarizer:
                 (function.cold_calls if cold or once_per_pass else function.calls).append(call)
 
         self._later(describe)
+
+    def _iterated_call(
+        self, iterable: ast.AST, scopes: tuple[_Locals, ...], cls: int, in_function: bool
+    ) -> list[Any]:
+        """`Loop.through` of a loop over `iterable`: [kind, target, {slot: [name, scope]}] where it
+        iterates a project call that passes plain names, else []."""
+        inner = _unwrapped(iterable)
+        if not isinstance(inner, ast.Call):
+            return []
+        described = self._describe(inner.func, scopes, cls)
+        names = {}
+        for slot, argument in _call_slots(inner):
+            name, scope = _iterated_name(argument, scopes[0], in_function)
+            if name and isinstance(argument, ast.Name):
+                names[slot] = [name, scope]
+        return [*described, names] if described is not None and names else []
 
     # -- calls --------------------------------------------------------------------------
     def _is_step(self, func: ast.Attribute, local: _Locals) -> bool:
