@@ -105,12 +105,13 @@ class ModuleGraph:
                 and not self._mutated(expr.value, bindings[0])
             ):
                 return self._handed_items(expr.value, bindings[0])
-            if len(bindings) != 1 or bindings[0].kind != "assign" or self._mutated(expr.value, bindings[0]):
+            added = self._added_keys(expr.value, bindings[0]) if len(bindings) == 1 else None
+            if added is None or bindings[0].kind != "assign":
                 return None
             value = bindings[0].node
         else:
-            value = expr
-        items: dict[str, cst.BaseExpression] = {}
+            value, added = expr, {}
+        items: dict[str, cst.BaseExpression] = dict(added)
         if isinstance(value, cst.Dict):
             for element in value.elements:
                 key = element.key if isinstance(element, cst.DictElement) else None
@@ -144,9 +145,23 @@ class ModuleGraph:
 
     def _mutated(self, name: str, binding: Binding) -> bool:
         """The scope that binds `name` may add keys to it (`d.update(...)`, `d[k] = v`, `d |= ...`)."""
+        return self._added_keys(name, binding) != {}
+
+    def _added_keys(self, name: str, binding: Binding) -> dict[str, cst.BaseExpression] | None:
+        """The keys the scope that binds `name` adds to it under string literals (ConvNeXt's
+        `opt_args['eps'] = args.opt_eps`), each read back as `name['key']`; None where it may add
+        others (`d.update(...)`, `d[k] = v`, `d |= ...`)."""
         text = self._facts.module.code_for_node(binding.scope.node)
-        pattern = rf"\b{re.escape(name)}\s*(\[|\|=|\.\s*(update|setdefault|__setitem__)\b)"
-        return re.search(pattern, text) is not None
+        escaped = re.escape(name)
+        if re.search(rf"\b{escaped}\s*(\|=|\.\s*(update|setdefault|__setitem__)\b)", text):
+            return None
+        added: dict[str, cst.BaseExpression] = {}
+        for store in re.finditer(rf"\b{escaped}\s*\[([^\]]*)\]\s*[-+*/|&]?=(?!=)", text):
+            key = re.fullmatch(r"\s*(['\"])(\w+)\1\s*", store.group(1))
+            if key is None:
+                return None
+            added[key.group(2)] = cst.parse_expression(f"{name}[{key.group(2)!r}]")
+        return added
 
     # -- nn.Sequential --------------------------------------------------------------------
     def sequential_neighbours(self, call: cst.Call) -> list[Pair]:

@@ -7,12 +7,14 @@ from typing import Iterator
 import libcst as cst
 
 from ...engine.context import Context
-from ...engine.edits import add_keyword, has_star_kwargs, keyword, remove_keyword
+from ...engine.edits import add_keyword, keyword, remove_keyword
 from ...engine.findings import Fix, Report, Safety
 from ..base import Rule
 from .common import torch_optimizer
 
 _FUSED_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD"})
+# the keywords that choose an optimizer's kernel: a `**mapping` that may pass one is a decision
+_DECIDING_KEYWORDS = ("fused", "foreach", "differentiable")
 # The optimizers that took `foreach=` in torch 1.12 (Adagrad's flag came later; LBFGS and SparseAdam
 # have none). Before torch 2.0 `foreach=None` meant the for-loop.
 _FOREACH_OPTIMIZERS = frozenset(
@@ -66,8 +68,9 @@ class UnfusedOptimizer(Rule):
     ## When it stays silent
     CPU-only files; `fused=` written out (`fused=False` is a decision); `foreach=` given by an
     expression; a default optimizer on a torch from 2.0 on without its fused kernel (SGD before
-    2.3: the default is already multi-tensor), or on a torch older than 1.12 (no `foreach=` to pass); `differentiable=True`, which fused kernels do not support; `**kwargs` that could
-    supply `fused=`; an optimizer whose `step` the file compiles (`opt.step = torch.compile(opt.step)`:
+    2.3: the default is already multi-tensor), or on a torch older than 1.12 (no `foreach=` to pass); `differentiable=True`, which fused kernels do not support; a `**mapping` that could
+    supply `fused=`, `foreach=` or `differentiable=` (one whose keys are all known, such as
+    `opt_args = dict(lr=lr)` with `opt_args["eps"] = eps` added, is read key by key); an optimizer whose `step` the file compiles (`opt.step = torch.compile(opt.step)`:
     Inductor fuses the update); optimizers of other libraries with the same names (`timm.optim.AdamW`,
     `apex.optimizers.FusedAdam`); references to the class that do not call it; optimizers over a model
     that stays on the host (built without a device and never moved, passed on or returned), even in a
@@ -161,6 +164,15 @@ class UnfusedOptimizer(Rule):
             model = torch.nn.Linear(8, 8).cuda()
             opt = torch.optim.adamw.AdamW(model.parameters(), foreach=True)  # expect: TPL702
             """,
+        "arguments-in-a-mapping-of-known-keys": """
+            import torch
+
+            def build(model, args):
+                opt_args = dict(lr=args.lr, weight_decay=0.05)
+                if args.opt_eps is not None:
+                    opt_args["eps"] = args.opt_eps
+                return torch.optim.AdamW(model.cuda().parameters(), **opt_args)  # expect: TPL702
+            """,
     }
     FIXED = {
         "model-built-then-moved-by-a-method": """
@@ -234,6 +246,15 @@ class UnfusedOptimizer(Rule):
             model = torch.nn.Linear(8, 8).cuda()
             opt = torch.optim.adamw.AdamW(model.parameters(), fused=True)
             """,
+        "arguments-in-a-mapping-of-known-keys": """
+            import torch
+
+            def build(model, args):
+                opt_args = dict(lr=args.lr, weight_decay=0.05)
+                if args.opt_eps is not None:
+                    opt_args["eps"] = args.opt_eps
+                return torch.optim.AdamW(model.cuda().parameters(), **opt_args, fused=True)
+            """,
     }
     GOOD = {
         "demo-taking-one-step": """
@@ -291,6 +312,15 @@ class UnfusedOptimizer(Rule):
             def build(model, **optim_kwargs):
                 return torch.optim.AdamW(model.cuda().parameters(), **optim_kwargs)
             """,
+        "mapping-that-may-hold-fused": """
+            import torch
+
+            def build(model, args, flags):
+                opt_args = dict(lr=args.lr)
+                for name in flags:
+                    opt_args[name] = True  # any key: fused= among them
+                return torch.optim.AdamW(model.cuda().parameters(), **opt_args)
+            """,
         "same-names-from-other-libraries": """
             import torch
             from apex.optimizers import FusedAdam
@@ -319,8 +349,10 @@ class UnfusedOptimizer(Rule):
 
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
         optimizer = torch_optimizer(node, ctx)
-        if optimizer is None or not ctx.shows_cuda_use or has_star_kwargs(node):
+        if optimizer is None or not ctx.shows_cuda_use:
             return
+        if any(ctx.module_graph.star_kwargs_may_supply(node, name) for name in _DECIDING_KEYWORDS):
+            return  # a `**mapping` that may choose the kernel
         if _step_compiled(node, ctx):
             return
         params = node.args[0].value if node.args and node.args[0].keyword is None else None
