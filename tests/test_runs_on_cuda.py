@@ -235,6 +235,7 @@ def test_a_training_function_a_cuda_script_calls_runs_on_cuda(
     else:
         assert reason is None
     assert finding_lines(root, "engine.py", "TPL703") == ([6] if on_cuda else [])
+    assert finding_lines(root, "engine.py", "TPL701") == ([6] if on_cuda else [])
 
 
 # -- a project helper that returns a CUDA device --------------------------------------------------
