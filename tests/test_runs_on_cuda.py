@@ -238,6 +238,35 @@ def test_a_training_function_a_cuda_script_calls_runs_on_cuda(
     assert finding_lines(root, "engine.py", "TPL701") == ([6] if on_cuda else [])
 
 
+def test_fp32_training_a_cuda_script_runs_is_its_decision_where_it_names_precision(tmp_path: Path) -> None:
+    """The script that picks the device is where a project sets TF32 or autocast (the example
+    project's train.py): the engine it imports trains at that precision, whatever it names."""
+    files = {
+        "main.py": """
+            import torch
+            from engine import train_one_epoch
+
+            def main(model, loader, optimizer):
+                torch.set_float32_matmul_precision("high")
+                device = torch.device("cuda")
+                train_one_epoch(model.to(device), loader, optimizer, device)
+            """,
+        "engine.py": """
+            import torch
+
+            def train_one_epoch(model, loader, optimizer, device):
+                for samples, targets in loader:
+                    loss = model(samples.to(device)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+    }
+    root = write_project(tmp_path, files)
+    assert _facts(root, "engine.py").precision_importer == "main.py"
+    assert finding_lines(root, "engine.py", "TPL701") == []
+    assert finding_lines(root, "engine.py", "TPL703") == [6]
+
+
 # -- a project helper that returns a CUDA device --------------------------------------------------
 _DIST_UTIL = """
     import torch as th

@@ -96,6 +96,9 @@ class EntryFacts:
     stepped_model_builders: frozenset[int] = frozenset()
     channels_last_near: bool = False  # a module this one imports or is imported by names channels_last
     runs_on_cuda: Optional[str] = None  # why, when hot code of a module that shows CUDA use reaches it
+    # a module that imports this one, directly or through others, and names a precision decision:
+    # the process that runs this module's code may set its precision there
+    precision_importer: Optional[str] = None
     cuda_helper: Optional[str] = None  # why it shows CUDA use: it calls a helper returning a CUDA device
     cuda_default: Optional[str] = None  # where the project makes CUDA the default device
     rpc_device_map: Optional[str] = None  # where the project lets RPC move CUDA tensors
@@ -205,6 +208,7 @@ class EntryFacts:
             stepped_model_builders=frozenset(_ints(data.get("stepped_model_builders", ()))),
             channels_last_near=bool(data["channels_last_near"]),
             runs_on_cuda=_text(data["runs_on_cuda"]),
+            precision_importer=_text(data.get("precision_importer")),
             cuda_helper=_text(data["cuda_helper"]),
             cuda_default=_text(data["cuda_default"]),
             rpc_device_map=_text(data.get("rpc_device_map")),

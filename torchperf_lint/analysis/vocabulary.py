@@ -419,3 +419,17 @@ def nn_class_name(qualified: str, names: frozenset[str]) -> Optional[str]:
     `Conv2d`), or None."""
     module, _, cls = qualified.rpartition(".")
     return cls if module in _NN_MODULES and cls in names else None
+
+
+# Words of a precision decision (TF32, autocast, a gradient scaler, a half-precision cast or dtype,
+# a mixed-precision switch): a module whose text names one may set the precision of the process
+# that imports the modules it runs. A mention counts, decided or not: silence is the safe side.
+_PRECISION_WORDS = re.compile(
+    r"set_float32_matmul_precision|allow_tf32|fp32_precision|autocast|GradScaler|float16|"
+    r"bfloat16|\.half\(|mixed_precision|use_amp|scale_loss|amp\.initialize"
+)
+
+
+def mentions_reduced_precision(source: str) -> bool:
+    return _PRECISION_WORDS.search(source) is not None
+

@@ -66,6 +66,7 @@ class Project:
         self._ddp_subclass_memo: dict[tuple[int, int], Optional[str]] = {}
         self._subclasses: Optional[dict[tuple[int, int], list[ClassRef]]] = None
         self._reachable: Optional[frozenset[str]] = None
+        self._precision_importers: Optional[dict[int, str]] = None
         self._handed: Optional[frozenset[str]] = None
         self._built: Optional[frozenset[tuple[int, int]]] = None
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
@@ -992,6 +993,26 @@ class Project:
             for position in range(len(info.calls)):
                 yield function, position
 
+    def precision_importers(self) -> dict[int, str]:
+        """Per module, a module outside the tests that imports it, directly or through others, and
+        names a precision decision (DETR-like projects set TF32 or autocast in the script that
+        picks the device, not in the engine it imports)."""
+        if self._precision_importers is None:
+            found: dict[int, str] = {}
+            for importer in sorted(self.modules.values(), key=lambda m: m.display):
+                if importer.is_test or not importer.summary.mentions_precision:
+                    continue
+                todo, seen = list(self.imported_modules(importer)), {id(importer)}
+                while todo:
+                    current = todo.pop()
+                    if id(current) in seen:
+                        continue
+                    seen.add(id(current))
+                    found.setdefault(id(current), importer.display)
+                    todo.extend(self.imported_modules(current))
+            self._precision_importers = found
+        return self._precision_importers
+
     def cuda_default(self, module: Module) -> Optional[str]:
         """Where the process that runs `module` makes CUDA the default device (NeRF code's
         `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), if anywhere: a module that
@@ -1630,6 +1651,7 @@ class Project:
             stepped_model_builders=self.stepped_model_builders(module),
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),
+            precision_importer=self.precision_importers().get(key),
             cuda_default=self.cuda_default(module),
             rpc_device_map=self.rpc_device_map(),
             published_weights=tuple(

@@ -56,6 +56,7 @@ from ..analysis.vocabulary import (
     is_optimizer_name,
     keeps_host_array,
     maps_a_file,
+    mentions_reduced_precision,
     names_rpc_device_map,
     prepares_dataset,
     runs_rarely,
@@ -286,6 +287,8 @@ class Summary:
     toplevel: Function = dataclasses.field(default_factory=lambda: Function("<module>", "<module>", 1))
     contexts: list[str] = dataclasses.field(default_factory=list)  # dotted decorators and with-items
     shows_cuda: bool = False
+    # names a precision decision (vocabulary.mentions_reduced_precision): TF32, autocast, fp16...
+    mentions_precision: bool = False
     cudnn_decision: bool = False  # sets cudnn.benchmark/deterministic or picks deterministic algorithms
     channels_last: bool = False  # names channels_last in code (memory_format, a flag, an option string)
     collates: list[str] = dataclasses.field(default_factory=list)  # dotted names passed as collate_fn=
@@ -2485,6 +2488,7 @@ def summarize(source: str) -> Optional[Summary]:
     summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
     summary.outer_stores = sorted(summarizer.outer_stores)
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
+    summary.mentions_precision = mentions_reduced_precision(source)
     summary.rpc_device_map = names_rpc_device_map(source)
     return summary
 

@@ -96,7 +96,9 @@ class Fp32Training(Rule):
     """## What it does
     Flags a CUDA training file (it calls `.backward()`, builds or steps an optimizer, and shows
     CUDA use or runs on CUDA for a module that does: DETR's `engine.py`, whose `train_one_epoch`
-    the CUDA script `main.py` calls every epoch) with no reduced precision anywhere in it: no `torch.autocast` / `torch.cuda.amp.autocast` /
+    the CUDA script `main.py` calls every epoch, unless a module that imports it names a precision
+    decision, as a script that sets TF32 for the engine it runs does) with no reduced precision
+    anywhere in it: no `torch.autocast` / `torch.cuda.amp.autocast` /
     `torch.amp.autocast`, no `GradScaler`, no `torch.set_float32_matmul_precision(...)`, no assignment
     to `torch.backends.cuda.matmul.allow_tf32` (or `fp32_precision`),
     no `.half()` / `.bfloat16()` and no `torch.float16` / `torch.bfloat16` / `torch.half`. One finding per file, on the first `.backward()`.
@@ -418,6 +420,8 @@ class Fp32Training(Rule):
         # before 1.12 TF32 matmuls were on by default (torch.backends.cuda.matmul.allow_tf32)
         if ctx.is_test_file or not ctx.runs_on_cuda or not matmul_precision.usable:
             return
+        if not ctx.shows_cuda_use and ctx.entry.precision_importer is not None:
+            return  # on CUDA for the script that imports it, which may set its precision
         calls = [c for c in ctx.nodes(cst.Call) if isinstance(c, cst.Call)]
         backward = next(
             (
