@@ -432,4 +432,3 @@ _PRECISION_WORDS = re.compile(
 
 def mentions_reduced_precision(source: str) -> bool:
     return _PRECISION_WORDS.search(source) is not None
-
