@@ -216,12 +216,17 @@ def loaders(data):
     train_loader = DataLoader(data, num_workers=2)
     return train_loader, data
 
+def log_every(iterable, header):
+    for obj in iterable:
+        yield obj
+
 def main(data):
     args = parser.parse_args()
+    torch.set_float32_matmul_precision("high")
     model = resnet.__dict__[args.arch]().cuda()
     train_loader, _ = loaders(data)
     for epoch in range(3):
-        for x in train_loader:
+        for x in log_every(train_loader, "epoch"):
             model(x.cuda()).sum().backward()
 """
 
@@ -231,6 +236,11 @@ def test_a_summary_read_back_from_json_is_the_summary() -> None:
     read = summary.summarize(_SUMMARISED)
     assert read is not None and read.registries == ["resnet"]
     assert [f.returns_loader_items for f in read.functions if f.name == "loaders"] == [[16, 0]]
+    # this session's fields: a precision decision named, a generator of its argument's items
+    assert read.mentions_precision and [f.yields_items_of for f in read.functions] == ["", "", "iterable", ""]
+    assert [lp.through for lp in read.loops if lp.through] == [
+        ["global", "log_every", {"0": ["train_loader", "local"]}]
+    ]
     assert summary.Summary.from_json(json.loads(json.dumps(read.to_json()))) == read
 
 

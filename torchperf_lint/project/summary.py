@@ -348,6 +348,7 @@ class Summary:
             toplevel=function(data["toplevel"]),
             contexts=data["contexts"],
             shows_cuda=data["shows_cuda"],
+            mentions_precision=data.get("mentions_precision", False),
             cudnn_decision=data["cudnn_decision"],
             channels_last=data.get("channels_last", False),
             collates=data.get("collates", []),
