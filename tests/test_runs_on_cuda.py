@@ -187,6 +187,18 @@ def test_a_helper_the_cuda_step_loop_calls_runs_on_cuda(tmp_path: Path) -> None:
     assert finding_lines(root, "noise.py", "TPL101") == [4]
 
 
+# DETR's engine.py: a training function that never names the device it runs on
+_ENGINE = """
+    import torch
+
+    def train_one_epoch(model, loader, optimizer, device):
+        for samples, targets in loader:
+            loss = model(samples.to(device)).sum()
+            loss.backward()
+            optimizer.step()
+    """
+
+
 @pytest.mark.parametrize(
     ("device", "on_cuda"),
     [
@@ -218,15 +230,7 @@ def test_a_training_function_a_cuda_script_calls_runs_on_cuda(
                 parser.add_argument("--device", default={device})
                 main(parser.parse_args(), None, None, None)
             """,
-        "engine.py": """
-            import torch
-
-            def train_one_epoch(model, loader, optimizer, device):
-                for samples, targets in loader:
-                    loss = model(samples.to(device)).sum()
-                    loss.backward()
-                    optimizer.step()
-            """,
+        "engine.py": _ENGINE,
     }
     root = write_project(tmp_path, files)
     reason = _facts(root, "engine.py").runs_on_cuda
@@ -251,15 +255,7 @@ def test_fp32_training_a_cuda_script_runs_is_its_decision_where_it_names_precisi
                 device = torch.device("cuda")
                 train_one_epoch(model.to(device), loader, optimizer, device)
             """,
-        "engine.py": """
-            import torch
-
-            def train_one_epoch(model, loader, optimizer, device):
-                for samples, targets in loader:
-                    loss = model(samples.to(device)).sum()
-                    loss.backward()
-                    optimizer.step()
-            """,
+        "engine.py": _ENGINE,
     }
     root = write_project(tmp_path, files)
     assert _facts(root, "engine.py").precision_importer == "main.py"

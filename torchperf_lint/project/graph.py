@@ -998,20 +998,30 @@ class Project:
         names a precision decision (DETR-like projects set TF32 or autocast in the script that
         picks the device, not in the engine it imports)."""
         if self._precision_importers is None:
-            found: dict[int, str] = {}
-            for importer in sorted(self.modules.values(), key=lambda m: m.display):
-                if importer.is_test or not importer.summary.mentions_precision:
-                    continue
-                todo, seen = list(self.imported_modules(importer)), {id(importer)}
-                while todo:
-                    current = todo.pop()
-                    if id(current) in seen:
-                        continue
-                    seen.add(id(current))
-                    found.setdefault(id(current), importer.display)
-                    todo.extend(self.imported_modules(current))
-            self._precision_importers = found
+            importers = (
+                (importer, importer.display)
+                for importer in self._by_display()
+                if not importer.is_test and importer.summary.mentions_precision
+            )
+            self._precision_importers = self._imported_by(importers, with_source=False)
         return self._precision_importers
+
+    def _by_display(self) -> list[Module]:
+        return sorted(self.modules.values(), key=lambda m: m.display)
+
+    def _imported_by(self, sources: Iterable[tuple[Module, str]], with_source: bool) -> dict[int, str]:
+        """Per module, the reason given with the first of `sources` that imports it, directly or
+        through others (or is it, `with_source`): what runs in the process a source starts."""
+        found: dict[int, str] = {}
+        for source, why in sources:
+            todo = [source] if with_source else list(self.imported_modules(source))
+            while todo:
+                current = todo.pop()
+                if id(current) in found or (current is source and not with_source):
+                    continue  # reached already, with all it imports
+                found[id(current)] = why
+                todo.extend(self.imported_modules(current))
+        return found
 
     def cuda_default(self, module: Module) -> Optional[str]:
         """Where the process that runs `module` makes CUDA the default device (NeRF code's
@@ -1019,18 +1029,15 @@ class Project:
         sets it, or one it imports, directly or through others. Another script of the same
         repository runs in a process of its own (cleanrl's single-file scripts)."""
         if self._default is None:
-            self._default = {}
-            for setter in sorted(self.modules.values(), key=lambda m: m.display):
-                owners = [setter.summary.toplevel, *setter.summary.functions]
-                if setter.is_test or not any(info.sets_cuda_default for info in owners):
-                    continue
-                why = f"{setter.display} makes CUDA the default device"
-                todo = [setter]
-                while todo:
-                    current = todo.pop()
-                    if id(current) not in self._default:
-                        self._default[id(current)] = why
-                        todo.extend(self.imported_modules(current))
+            setters = (
+                (setter, f"{setter.display} makes CUDA the default device")
+                for setter in self._by_display()
+                if not setter.is_test
+                and any(
+                    info.sets_cuda_default for info in [setter.summary.toplevel, *setter.summary.functions]
+                )
+            )
+            self._default = self._imported_by(setters, with_source=True)
         return self._default.get(id(module))
 
     def rpc_device_map(self) -> Optional[str]:
