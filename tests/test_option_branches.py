@@ -201,3 +201,44 @@ def test_an_option_that_selects_cuda_is_the_run_the_device_rules_judge(tmp_path:
     root = write_project(tmp_path, {"train.py": _GPU_SWITCH})
     assert finding_lines(root, "train.py", "TPL106") == [13]
     assert finding_lines(root, "train.py", "TPL107") == []
+
+
+_GLOBAL_OPTIONS = """
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sync-each-step", action="store_true")
+
+
+    def main():
+        global args
+        args = parser.parse_args()
+        for epoch in range(10):
+            train(loader, model)
+
+
+    def train(loader, model):
+        for x, y in loader:
+            loss = model(x.cuda(non_blocking=True), y)
+            if args.sync_each_step:
+                print(loss.item())  # line 19
+            loss.backward()
+"""
+
+
+@pytest.mark.parametrize(
+    "rebound, expected",
+    [
+        ("", []),  # main binds the module's `args`: train reads the opt-in option's default
+        ("\n    args = object()\n", [19]),  # another binding of the module's name: unknown
+        ("\n    def other():\n        global args\n        args = load()\n", [19]),
+    ],
+)
+def test_options_a_function_binds_to_a_global_name_reach_every_function(
+    tmp_path: Path, rebound: str, expected: list[int]
+) -> None:
+    """pytorch_resnet_cifar10's `global args, best_prec1; args = parser.parse_args()` in `main`:
+    `train` reads the module's `args`, so `if args.half:` there is decided by `--half`'s default."""
+    root = write_project(tmp_path, {"train.py": _GLOBAL_OPTIONS + rebound})
+    assert finding_lines(root, "train.py", "TPL107") == expected

@@ -88,6 +88,10 @@ class EntryFacts:
     handed_back: tuple[tuple[str, int, str], ...] = ()
     # callees, as written here, whose every return is host data they build (analysis/constants.py)
     host_data_builders: frozenset[str] = frozenset()
+    # project functions, as written here, that copy the parameter at a position to the host on
+    # every return (`to_cpu(t)`: `return t.detach().cpu()`)
+    host_copiers: tuple[tuple[str, int], ...] = ()
+    host_copier_functions: frozenset[int] = frozenset()  # this module's such helpers: callers report
     # how a model the module constructs runs reduced precision by itself by default (TPL701)
     model_precision: Optional[str] = None
     # those of them whose model also has 1-D/3-D or folded convolutions: the input may not be 4-D
@@ -203,6 +207,8 @@ class EntryFacts:
                 for name, position, param in data.get("handed_back", ())
             ),
             host_data_builders=frozenset(map(str, data.get("host_data_builders", ()))),
+            host_copiers=tuple((str(name), int(index)) for name, index in data.get("host_copiers", ())),
+            host_copier_functions=frozenset(_ints(data.get("host_copier_functions", ()))),
             model_precision=_text(data.get("model_precision")),
             signal_convnet_constructors=frozenset(map(str, data.get("signal_convnet_constructors", ()))),
             stepped_model_builders=frozenset(_ints(data.get("stepped_model_builders", ()))),

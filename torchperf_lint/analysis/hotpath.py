@@ -673,16 +673,19 @@ class HotPaths:
         exited = loops[:1] if isinstance(left, cst.Break) else loops
         return any(loop in self.step_loops or loop in self.inference_loops for loop in exited)
 
-    def runs_by_default(self, node: cst.CSTNode) -> bool:
+    def runs_by_default(self, node: cst.CSTNode, parameters: bool = False) -> bool:
         """False when `node` is in a branch the default run never takes, hot or cold: a test on
         the command-line options that their defaults decide (`if args.num_gpu > 1:` with
-        `--num-gpu` 1 by default; project/options.py)."""
+        `--num-gpu` 1 by default; project/options.py). With `parameters`, also a test on what
+        every project call passes the function (`if use_amp:` where every caller passes
+        `use_amp=args.use_amp`, off by default; not a `self.` attribute): a file-level rule asks
+        that of a setting."""
         child, current = node, self._facts.parents.get(node)
         while current is not None:
             if isinstance(current, (cst.If, cst.IfExp)) or (
                 isinstance(current, cst.BooleanOperation) and child is current.right
             ):
-                options = {k: v for k, v in self._arguments_around(current).items() if is_option_read(k)}
+                options = self._settings_around(current, parameters)
                 if isinstance(current, cst.BooleanOperation):
                     body, orelse = argument_sides(current.left, options)
                     if body if isinstance(current.operator, cst.And) else orelse:
@@ -693,6 +696,22 @@ class HotPaths:
                         return False
             child, current = current, self._facts.parents.get(current)
         return True
+
+    def false_by_default(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is false on the default run, by the options' defaults and what every project
+        call passes its function (`enabled=amp` where every caller passes `amp=args.amp`, and
+        `--amp` is opt-in)."""
+        return argument_sides(expr, self._settings_around(expr, parameters=True))[0]
+
+    def _settings_around(self, node: cst.CSTNode, parameters: bool) -> dict[str, str]:
+        """The command-line options' defaults around `node`, and with `parameters` what every
+        project call passes its function. Not the `self.` attributes: a class a package exports
+        takes them from its users (project/construction.py), whose choice a setting is."""
+        return {
+            k: v
+            for k, v in self._arguments_around(node).items()
+            if is_option_read(k) or (parameters and not k.startswith("self."))
+        }
 
     def _arguments_around(self, node: cst.CSTNode) -> dict[str, str]:
         """What every call made per step passes the function around `node` (its parameters,

@@ -258,7 +258,32 @@ def _find_holders(
                     returning[scope.name] = position
         if returning == before:
             break
+    _declared_global(tree, scopes, own, bound)
     _visible(tree, set(), bound, own, into)
+
+
+def _declared_global(
+    tree: ast.Module,
+    scopes: list[Scope],
+    own: dict[int, list[ast.AST]],
+    bound: dict[int, tuple[set[str], set[str]]],
+) -> None:
+    """A function that binds the options to a name it declares `global` (`global args; args =
+    parser.parse_args()` in `main`) binds the module's name, which every function then reads."""
+    module_holders, module_names = bound[id(tree)]
+    holding: dict[str, bool] = {name: name in module_holders for name in module_names}
+    for scope in scopes:
+        if scope is tree:
+            continue
+        declared = {name for node in own[id(scope)] if isinstance(node, ast.Global) for name in node.names}
+        holders, names = bound[id(scope)]
+        for name in declared & names:
+            holding[name] = holding.get(name, True) and name in holders  # every binding holds them
+            names.discard(name)
+            holders.discard(name)
+    module_names.update(holding)
+    module_holders.difference_update(holding)
+    module_holders.update(name for name, holds in holding.items() if holds)
 
 
 def _visible(

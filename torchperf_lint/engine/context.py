@@ -42,7 +42,7 @@ from ..analysis.vocabulary import cuda_prefixes, names_rpc_device_map, shows_cud
 from ..paths import matches_path
 from ..settings import Settings
 from ..syntax.positions import node_ranges
-from ..syntax.walker import Binding, FileFacts, Loop
+from ..syntax.walker import Binding, FileFacts, Loop, dotted_name
 
 
 class Context:
@@ -132,6 +132,17 @@ class Context:
         """The default run may reach `node`: it is in no branch that the command-line options'
         defaults never take (analysis/hotpath.py)."""
         return self.hot.runs_by_default(node)
+
+    def setting_taken_by_default(self, node: cst.CSTNode) -> bool:
+        """The default run may take the setting at `node`: no branch around it is one that the
+        options' defaults, or what every project call passes its function, never take
+        (`if args.half: model.half()` with `--half` opt-in)."""
+        return self.hot.runs_by_default(node, parameters=True)
+
+    def false_by_default(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is false on the default run (`enabled=amp`, every caller passing an opt-in
+        option's default): analysis/hotpath.py."""
+        return self.hot.false_by_default(expr)
 
     def stepped(self, node: cst.CSTNode) -> bool:
         """A step or inference loop of the project runs the code at `node`: per step by evidence, not
@@ -375,6 +386,27 @@ class Context:
         """`expr` may hold a memory-mapped file or a view of one (`np.memmap(path)`): host data
         that need not fit in memory, let alone on a device."""
         return self._host_constants.reads_a_file_map(expr)
+
+    def host_copied_argument(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The argument `call` copies to the host, where it calls a project function that copies
+        that parameter on every return (`to_cpu(loss)`, `def to_cpu(t): return t.detach().cpu()`;
+        project/graph.py host_copiers)."""
+        written = dotted_name(call.func)
+        index = dict(self.entry.host_copiers).get(written) if written is not None else None
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if index is None or index >= len(positional) or len(positional) != len(call.args):
+            return None
+        return positional[index].value
+
+    def copied_for_callers(self, node: cst.CSTNode) -> bool:
+        """`node` is in a `return` of a project helper that copies its argument to the host
+        (`def to_cpu(t): return t.detach().cpu()`): the read is reported where a caller hands
+        it a device tensor (host_copied_argument), not here, once for all of them."""
+        function = self.facts.enclosing_function(node)
+        index = self.hot.function_index(function) if function is not None else None
+        if index is None or index not in self.entry.host_copier_functions:
+            return False
+        return any(isinstance(a, cst.Return) for a in self.ancestors(node))
 
     def is_index_array(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a NumPy array of indices or a slice of one (`np.arange(n)[start:end]`):

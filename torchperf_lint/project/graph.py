@@ -1245,6 +1245,23 @@ class Project:
             verdicts[written] = verdicts.get(written, True) and host
         return frozenset(written for written, host in verdicts.items() if host)
 
+    def host_copiers(self, module: Module) -> tuple[tuple[str, int], ...]:
+        """The project functions `module` calls, as it writes them (`to_cpu`), that copy one of
+        their parameters to the host on every `return` (`return tensor.detach().cpu()`), with its
+        position: a call handing one a device tensor reads the device, a sync at the call."""
+        verdicts: dict[str, Optional[int]] = {}
+        for function, position in self._call_sites(module):
+            call = self._call(function, position)
+            if call.kind not in ("global", "dotted"):
+                continue
+            written = call.target.replace("|", ".")
+            callees = self.callees(function, position)
+            copied = {c.info.params.index(c.info.copies_to_host) for c in callees if c.info.copies_to_host}
+            known = len(copied) == 1 and all(c.info.copies_to_host and c.info.cls < 0 for c in callees)
+            index = copied.pop() if known else None
+            verdicts[written] = index if verdicts.get(written, index) == index else None
+        return tuple(sorted((written, index) for written, index in verdicts.items() if index is not None))
+
     def _own_call(self, cls: ClassRef) -> bool:
         method = self.find_method(cls, "__call__")
         return method is not None and not any(
@@ -1653,6 +1670,10 @@ class Project:
             project_classes=self.project_classes(module),
             handed_back=self.handed_back(module),
             host_data_builders=self.host_data_builders(module),
+            host_copiers=self.host_copiers(module),
+            host_copier_functions=frozenset(
+                i for i, f in enumerate(module.summary.functions) if f.copies_to_host and f.cls < 0
+            ),
             model_precision=self.model_precision(module),
             signal_convnet_constructors=self.signal_convnet_constructors(module),
             stepped_model_builders=self.stepped_model_builders(module),

@@ -217,6 +217,16 @@ class Function:
     # per `return`: whether it hands back an array of host data built here (`return ids.view(b, -1)`)
     host_returns: list[bool] = dataclasses.field(default_factory=list)
 
+    # per `return`: the parameter whose tensor it copies to the host (`return t.detach().cpu()`)
+    host_copy_returns: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def copies_to_host(self) -> str:
+        """The parameter every `return` copies to the host, reading the device (`def to_cpu(tensor):
+        return tensor.detach().cpu()`), or "": a call of it with a device tensor is a sync."""
+        params = set(self.host_copy_returns)
+        return self.host_copy_returns[0] if len(params) == 1 else ""
+
     @property
     def returns_host_data(self) -> bool:
         """Every `return` hands back host data the function builds (analysis/constants.py's host
@@ -1838,6 +1848,7 @@ class _Summarizer:
 
             def host_data() -> None:
                 function.host_returns.append(self._holds_host_data(value, local))
+                function.host_copy_returns.append(_host_copy_of_param(value, local))
 
             self._later(host_data)
 
@@ -2514,3 +2525,30 @@ def _steps_an_optimizer(block: list[ast.stmt]) -> bool:
         for statement in block
         for call in ast.walk(statement)
     )
+
+
+# Methods that read a tensor's values to the host, and those that keep a tensor a tensor on the
+# way (`t.detach().cpu()`, `t.cpu().float().numpy()`).
+_HOST_COPIES = frozenset({"cpu", "numpy", "item", "tolist"})
+_KEEPS_TENSOR = frozenset({"detach", "clone", "float", "double", "contiguous", "squeeze", "flatten"})
+
+
+def _host_copy_of_param(value: ast.AST, local: _Locals) -> str:
+    """The parameter `value` copies to the host through a chain of tensor methods, one of which
+    reads it (`tensor.detach().cpu()`, `x.item()`), when the function never rebinds it; else ""."""
+    copies = False
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and not value.keywords:
+        method = value.func.attr
+        if method in _HOST_COPIES and not value.args:
+            copies = True
+        elif method not in _KEEPS_TENSOR or value.args:
+            return ""
+        value = value.func.value
+    if (
+        copies
+        and isinstance(value, ast.Name)
+        and value.id in local.params
+        and local.stores.get(value.id, 0) == 0
+    ):
+        return value.id
+    return ""

@@ -19,6 +19,35 @@ ScopeNode = Union[cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda]
 Loop = Union[cst.For, cst.While]
 
 
+def imported_names(node: Union[cst.Import, cst.ImportFrom]) -> Iterator[tuple[str, str]]:
+    """(the name bound, what it names) for each name an import statement binds: `import a.b`
+    binds `a`, `import a.b as c` binds `c` to `a.b`, `from a import b as c` binds `c` to `a.b`.
+    Relative and star imports bind nothing known."""
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                yield alias.asname.name.value, full
+            else:
+                yield full.split(".")[0], full.split(".")[0]
+        return
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return
+    module = dotted_name(node.module)
+    if module is None:
+        return
+    for alias in node.names:
+        name = dotted_name(alias.name)
+        if name is None:
+            continue
+        bound = name
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            bound = alias.asname.name.value
+        yield bound, f"{module}.{name}"
+
+
 class Binding:
     """One place where a name gets a value.
 
@@ -358,31 +387,13 @@ class Walker:
 
     # -- handlers ---------------------------------------------------------------------
     def _import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            full = dotted_name(alias.name)
-            if full is None:
-                continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                bound, target = alias.asname.name.value, full
-            else:
-                bound = target = full.split(".")[0]
+        for bound, target in imported_names(node):
             self.facts.imports[bound] = target
             self._bind(bound, "import", node)
 
     def _import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = dotted_name(node.module)
-        if module is None:
-            return
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if name is None:
-                continue
-            bound = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                bound = alias.asname.name.value
-            self.facts.imports[bound] = f"{module}.{name}"
+        for bound, target in imported_names(node):
+            self.facts.imports[bound] = target
             self._bind(bound, "import", node)
 
     def _function(self, node: cst.FunctionDef) -> None:

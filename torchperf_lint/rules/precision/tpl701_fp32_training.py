@@ -7,9 +7,9 @@ from typing import Iterator
 import libcst as cst
 
 from ...engine.context import Context
-from ...engine.edits import insert_after_imports
+from ...engine.edits import insert_after_imports, keyword
 from ...engine.findings import Fix, Report, Safety
-from ...syntax.walker import dotted_name
+from ...syntax.walker import dotted_name, imported_names
 from ..base import Rule
 from .common import torch_optimizer
 
@@ -121,7 +121,11 @@ class Fp32Training(Rule):
     (`set_float32_matmul_precision("highest")`, `torch.backends.cuda.matmul.allow_tf32 = False`:
     a decision, like `fused=False` written out for TPL702) or a precision switch the project keeps
     itself (`with self.autocast:`, `self.scaler.scale(loss)`, apex's `amp.scale_loss(...)`, an
-    `amp`/`use_amp`/`mixed_precision` option); files that hand the step to a trainer
+    `amp`/`use_amp`/`mixed_precision` option), wherever the default run may use them: a marker
+    only an opt-in command-line option switches on does not count, and the message names its line
+    (`if args.half: model.half()` with `--half` opt-in; `autocast(enabled=amp)` and
+    `GradScaler(enabled=amp)` where every project caller passes `amp=args.amp` and `--amp` is
+    opt-in; the report then goes on the first `.backward()` the default run takes); files that hand the step to a trainer
     (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`,
     `self.trainer.strategy.backward(loss)`, or a `def backward(self, loss)` hook that runs it
     for its callers), which own the precision setting; files whose model runs reduced precision
@@ -139,11 +143,11 @@ class Fp32Training(Rule):
     message = (
         "this CUDA training step runs its matmuls in full fp32 without tensor cores; "
         'call {torch}.set_float32_matmul_precision("high") (TF32{needs}) or train under '
-        '{torch}.autocast("cuda", dtype={torch}.bfloat16) (both change numerics slightly)'
+        '{torch}.autocast("cuda", dtype={torch}.bfloat16) (both change numerics slightly){opt_in}'
     )
     fix_safety = Safety.UNSAFE
     where = "file with a training step"
-    node_types = (cst.Call, cst.Attribute)
+    node_types = (cst.Call, cst.Attribute, cst.Import, cst.ImportFrom)
     benchmark = "TPL701"
 
     BAD = {
@@ -184,6 +188,43 @@ class Fp32Training(Rule):
             def step(model: nn.Module, x, optimizer):
                 model(x.cuda()).sum().backward()  # expect: TPL701
                 optimizer.step()
+            """,
+        "half-precision-behind-an-opt-in-option": """
+            import argparse
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--half", action="store_true")
+            args = parser.parse_args()
+
+            model = torch.nn.Linear(512, 10).cuda()
+            if args.half:
+                model.half()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()  # expect: TPL701
+                optimizer.step()
+            """,
+        "autocast-switched-off-by-an-opt-in-option": """
+            import argparse
+
+            import torch
+
+            def train(model, loader, optimizer, amp=False):
+                scaler = torch.cuda.amp.GradScaler(enabled=amp)
+                for x, y in loader:
+                    with torch.autocast("cuda", enabled=amp):
+                        loss = model(x.cuda(), y.cuda())
+                    scaler.scale(loss).backward()  # expect: TPL701
+                    scaler.step(optimizer)
+                    scaler.update()
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--amp", action="store_true", default=False)
+            args = parser.parse_args()
+            train(model, loader, optimizer, amp=args.amp)
             """,
     }
     FIXED = {
@@ -391,6 +432,60 @@ class Fp32Training(Rule):
                         loss.backward()
                     optimizer.step()
             """,
+        "amp-option-on-by-default": """
+            import argparse
+
+            import torch
+
+            def train(model, loader, optimizer, amp=False):
+                scaler = torch.cuda.amp.GradScaler(enabled=amp)
+                for x, y in loader:
+                    with torch.autocast("cuda", enabled=amp):
+                        loss = model(x.cuda(), y.cuda())
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--no-amp", dest="amp", action="store_false")
+            args = parser.parse_args()
+            train(model, loader, optimizer, amp=args.amp)
+            """,
+        "library-class-with-an-amp-keyword": """
+            import torch
+
+            class RangeTest:
+                def __init__(self, model, optimizer, amp: bool = False):
+                    self.model, self.optimizer, self.amp = model.cuda(), optimizer, amp
+
+                def run(self, loader):
+                    for x, y in loader:
+                        loss = self.model(x.cuda(), y.cuda())
+                        if self.amp:
+                            with torch.cuda.amp.scale_loss(loss, self.optimizer) as scaled_loss:
+                                scaled_loss.backward()
+                        else:
+                            loss.backward()
+                        self.optimizer.step()
+            """,
+        "half-precision-behind-a-required-option": """
+            import argparse
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--half", type=int, required=True)
+            args = parser.parse_args()
+
+            model = torch.nn.Linear(512, 10).cuda()
+            if args.half:
+                model.half()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
         "backward-hook-of-a-library-module": """
             import torch
 
@@ -423,19 +518,14 @@ class Fp32Training(Rule):
         if not ctx.shows_cuda_use and ctx.entry.precision_importer is not None:
             return  # on CUDA for the script that imports it, which may set its precision
         calls = [c for c in ctx.nodes(cst.Call) if isinstance(c, cst.Call)]
-        backward = next(
-            (
-                c
-                for c in calls
-                if isinstance(c.func, cst.Attribute)
-                and c.func.attr.value == "backward"
-                and _runs_own_backward(c)
-                and not _inside_backward_wrapper(c, ctx)
-            ),
-            None,
-        )
-        if backward is None or self._has_reduced_precision(ctx, calls) or ctx.entry.model_precision:
+        backward = next(_backward_calls(calls, ctx), None)
+        if backward is None or ctx.entry.model_precision:
             return
+        opt_in = None  # a precision decision only an opt-in option takes, named in the message
+        for marker in self._precision_markers(ctx, calls):
+            if not _off_by_default(marker, ctx):
+                return
+            opt_in = opt_in or marker
         if not any(ctx.is_optimizer_step(c) or torch_optimizer(c, ctx) for c in calls):
             return  # backward without an optimizer: a gradient check or a debugging helper
         alias, needs_import = ctx.torch_name()
@@ -448,22 +538,81 @@ class Fp32Training(Rule):
                 *insertion, Safety.UNSAFE, "enable TF32 matmuls", needs_torch_import=needs_import
             )
         needs = "" if matmul_precision.writable else f"; it {matmul_precision.needs()}"
-        yield self.report(backward, reason=ctx.hot_reason(backward), fix=fix, torch=alias, needs=needs)
+        off = (
+            f"; the reduced precision at line {ctx.line_of(opt_in)} is opt-in, off on the default run"
+            if opt_in
+            else ""
+        )
+        yield self.report(
+            backward, reason=ctx.hot_reason(backward), fix=fix, torch=alias, needs=needs, opt_in=off
+        )
 
     @staticmethod
-    def _has_reduced_precision(ctx: Context, calls: list[cst.Call]) -> bool:
-        if any(
-            target in _REDUCED_PRECISION or target.startswith("apex.amp.")
-            for target in ctx.facts.imports.values()
-        ):
-            return True
+    def _precision_markers(ctx: Context, calls: list[cst.Call]) -> Iterator[cst.CSTNode]:
+        """Every place the file names a precision decision (module docstring, "When it stays silent")."""
+        for statement in ctx.nodes(cst.Import) + ctx.nodes(cst.ImportFrom):
+            assert isinstance(statement, (cst.Import, cst.ImportFrom))
+            if any(
+                target in _REDUCED_PRECISION or target.startswith("apex.amp.")
+                for _, target in imported_names(statement)
+            ):
+                yield statement
         for node in ctx.nodes(cst.Attribute):
             assert isinstance(node, cst.Attribute)
             if ctx.qualified_name(node) in _REDUCED_PRECISION or _sets_precision_flag(node, ctx):
-                return True
+                yield node
+                continue
             words = {node.attr.value.lower()}
             if isinstance(node.value, cst.Name):
                 words.add(node.value.value.lower())  # `scaler.scale(loss)`, `amp.initialize(...)`
             if words & _PRECISION_SWITCHES:
-                return True
-        return any(_chooses_precision(c, ctx) for c in calls)
+                yield node
+        yield from (c for c in calls if _chooses_precision(c, ctx))
+
+
+def _backward_calls(calls: list[cst.Call], ctx: Context) -> Iterator[cst.Call]:
+    """The file's own `.backward()` calls that the default run may take."""
+    for call in calls:
+        if (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "backward"
+            and _runs_own_backward(call)
+            and not _inside_backward_wrapper(call, ctx)
+            and ctx.setting_taken_by_default(call)
+        ):
+            yield call
+
+
+def _used_at(node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    """The whole use a marker is part of: `torch.cuda.amp.GradScaler(enabled=amp)` for its
+    `torch.cuda.amp`, `model.half()` for `model.half`."""
+    current = node
+    parent = ctx.parent(current)
+    while isinstance(parent, cst.Attribute) and parent.value is current:
+        current, parent = parent, ctx.parent(parent)
+    return parent if isinstance(parent, cst.Call) and parent.func is current else current
+
+
+def _disabled(call: cst.CSTNode, ctx: Context) -> bool:
+    """`autocast(enabled=amp)` or `GradScaler(enabled=amp)` whose switch is off by default."""
+    if not isinstance(call, cst.Call):
+        return False
+    enabled = keyword(call, "enabled")
+    return enabled is not None and ctx.false_by_default(enabled.value)
+
+
+def _off_by_default(marker: cst.CSTNode, ctx: Context) -> bool:
+    """The default run never uses `marker`'s precision decision: it sits in a branch an opt-in
+    option (or what every caller passes) never takes (`if args.half: model.half()`), switches
+    itself off (`GradScaler(enabled=amp)` with `--amp` opt-in), reads an option that is off
+    (`amp=args.amp`), or uses an object built switched off (`grad_scaler.scale(loss)`)."""
+    used = _used_at(marker, ctx)
+    if not ctx.setting_taken_by_default(used) or _disabled(used, ctx):
+        return True
+    if isinstance(marker, cst.Attribute) and ctx.false_by_default(marker):
+        return True  # `amp=args.amp`: the option that would switch it on is off
+    holder = marker.value if isinstance(marker, cst.Attribute) else None
+    if not isinstance(holder, cst.Name):
+        return False
+    bindings = ctx.bindings(holder.value, holder)
+    return bool(bindings) and all(b.kind == "assign" and _disabled(b.node, ctx) for b in bindings)

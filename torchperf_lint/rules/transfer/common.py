@@ -159,10 +159,17 @@ def host_sync(call: cst.Call, ctx: Context) -> Optional[str]:
     func = call.func
     if isinstance(func, cst.Attribute):
         method = func.attr.value
-        if (method in SYNC_METHODS or method == "nonzero") and on_device(func.value, ctx):
+        if (
+            (method in SYNC_METHODS or method == "nonzero")
+            and on_device(func.value, ctx)
+            and not ctx.copied_for_callers(call)
+        ):
             if method in ("cpu", "numpy") and ctx.fed_to_other_runtime(call):
                 return None  # the input of an exported model's runtime, not a sync mid-step
             return f".{method}()"
+    copied = ctx.host_copied_argument(call)
+    if copied is not None and on_device(copied, ctx):
+        return f"{ctx.code(call.func)}(), which copies its argument to the host,"
     qualified = ctx.qualified_name(call)
     if qualified == "torch.nonzero" and call.args and not ctx.is_host_tensor(call.args[0].value):
         return "torch.nonzero()"

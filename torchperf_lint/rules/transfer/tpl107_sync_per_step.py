@@ -59,7 +59,9 @@ class SyncPerStep(Rule):
     device tensor (`if torch.min(out) < -1.0:`) that run at every iteration of a step loop (in
     its body or in a function called from it), and a 0-dim device tensor used where Python needs a number (a
     slice bound, `range()`, a size, a `clamp_` bound beside a number: TPL105 lists them), with
-    the host value to use instead. Off by default.
+    the host value to use instead. A call of a project helper that copies its argument to the
+    host on every return (`to_cpu(loss)`, with `def to_cpu(tensor): return tensor.detach().cpu()`)
+    is a read at the call, where the device tensor is handed over. Off by default.
 
     ## Why it is slow
     Each one makes the CPU wait for the GPU to finish the step before it can queue the next:
