@@ -96,6 +96,28 @@ def to_accelerator(move: cst.Call, ctx: Context) -> bool:
     return True
 
 
+def cuda_tensor_type(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """`expr` names a legacy CUDA tensor type: `torch.cuda.FloatTensor`, its name as a string,
+    or a name bound once to a choice with such a type on one side (YOLOv3's `Tensor =
+    torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor`: the CUDA side is
+    the run the device rules judge). `x.type(T)` then copies `x` to the device."""
+    if isinstance(expr, cst.Name):
+        bindings = ctx.bindings(expr.value, expr)
+        if len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].node, cst.IfExp):
+            choice = bindings[0].node
+            return any(_cuda_type_name(side, ctx) for side in (choice.body, choice.orelse))
+    return _cuda_type_name(expr, ctx)
+
+
+def _cuda_type_name(expr: cst.BaseExpression, ctx: Context) -> bool:
+    if isinstance(expr, cst.SimpleString):
+        text = expr.evaluated_value
+        name = text if isinstance(text, str) else ""
+    else:
+        name = ctx.qualified_name(expr) or ""
+    return name.startswith("torch.cuda.") and name.endswith("Tensor")
+
+
 def names_accelerator(device: cst.BaseExpression, ctx: Context) -> bool:
     """A `device=` value that may name an accelerator: anything but a CPU or meta device
     written out (`"cpu"`, `torch.device("cpu")`)."""

@@ -11,6 +11,7 @@ from ...engine.edits import add_keyword, has_star_kwargs, keyword
 from ...engine.findings import Fix, Report, Safety
 from ..base import Rule
 from .common import (
+    cuda_tensor_type,
     to_accelerator,
 )
 from .pinned import asynchronous_copy, first_copies, pageable_source
@@ -21,7 +22,9 @@ _NON_BLOCKING = "pass non_blocking=True (with pin_memory=True on the DataLoader)
 
 class BlockingHostToDevice(Rule):
     """## What it does
-    Flags `.to(device)`/`.cuda()` of a DataLoader batch (the loop target, or an element of it:
+    Flags `.to(device)`/`.cuda()` (or `.type(torch.cuda.FloatTensor)`, the legacy form, also through
+    a name bound to `torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor`)
+    of a DataLoader batch (the loop target, or an element of it:
     unpacked, indexed, or a value of `{k: v.to(dev) for k, v in batch.items()}`) without
     `non_blocking=True`, in the step loop. A batch drawn in the step loop with `next(it)` counts
     too, where `it` iterates a DataLoader (`iter(loader)`, `itertools.cycle(loader)`, or a
@@ -82,6 +85,19 @@ class BlockingHostToDevice(Rule):
     benchmark = "TPL106"
 
     BAD = {
+        "legacy-cuda-tensor-type": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+
+            def evaluate(model, dataset):
+                loader = DataLoader(dataset, batch_size=8, pin_memory=True, num_workers=4)
+                for imgs, targets in loader:
+                    imgs = imgs.type(Tensor)  # expect: TPL106
+                    with torch.no_grad():
+                        outputs = model(imgs)
+            """,
         "unpacked-batch": """
             import torch
             from torch.utils.data import DataLoader
@@ -194,6 +210,19 @@ class BlockingHostToDevice(Rule):
             """,
     }
     FIXED = {
+        "legacy-cuda-tensor-type": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+
+            def evaluate(model, dataset):
+                loader = DataLoader(dataset, batch_size=8, pin_memory=True, num_workers=4)
+                for imgs, targets in loader:
+                    imgs = imgs.type(Tensor, non_blocking=True)
+                    with torch.no_grad():
+                        outputs = model(imgs)
+            """,
         "unpacked-batch": """
             import torch
             from torch.utils.data import DataLoader
@@ -293,6 +322,18 @@ class BlockingHostToDevice(Rule):
             """,
     }
     GOOD = {
+        "host-tensor-type-and-dtype-query": """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def evaluate(model, dataset):
+                loader = DataLoader(dataset, batch_size=8, pin_memory=True, num_workers=4)
+                for imgs, targets in loader:
+                    imgs = imgs.type(torch.FloatTensor)
+                    kind = targets.type()
+                    with torch.no_grad():
+                        outputs = model(imgs.cuda(non_blocking=True))
+            """,
         "second-move-of-a-batch-already-moved": """
             import torch
 
@@ -458,17 +499,20 @@ class BlockingHostToDevice(Rule):
 
     def check(self, node: cst.Call, ctx: Context) -> Iterator[Report]:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda", "type"):
             return
-        if asynchronous_copy(node, ctx):
+        retyped = func.attr.value == "type"  # `imgs.type(torch.cuda.FloatTensor)`
+        if retyped and not (node.args and cuda_tensor_type(node.args[0].value, ctx)):
+            return
+        if not retyped and asynchronous_copy(node, ctx):
             yield from self._from_pageable_memory(node, func.value, ctx)
             return
         if keyword(node, "non_blocking") is not None or has_star_kwargs(node):
             return
         positional = sum(1 for arg in node.args if arg.keyword is None)
-        if positional > (1 if func.attr.value == "cuda" else 2):
+        if positional > (1 if func.attr.value in ("cuda", "type") else 2):
             return  # `.cuda(d, True)`, `.to(d, dtype, True)`: non_blocking given by position
-        if ctx.step_loop(node) is None or not to_accelerator(node, ctx):
+        if ctx.step_loop(node) is None or not (retyped or to_accelerator(node, ctx)):
             return
         if ctx.batch_loop(func.value) is None:
             return
