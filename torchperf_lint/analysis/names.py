@@ -57,10 +57,31 @@ class Names:
         first = True
         while scope is not None:
             if (first or not scope.is_class) and name in scope.bindings:
-                return scope.bindings[name]
+                bindings = scope.bindings[name]
+                if any(b.kind == "compfor" for b in bindings):
+                    bindings = self._outside_comprehensions(bindings, at)
+                if bindings:
+                    return bindings
             first = False
             scope = scope.parent
         return []
+
+    def _outside_comprehensions(self, bindings: list[Binding], at: cst.CSTNode) -> list[Binding]:
+        """`bindings` without the targets of comprehensions that do not hold `at`: the walk
+        binds them in the function around, but Python keeps them inside the comprehension (the
+        `t` of `{t["id"]: o for t, o in zip(ts, outs)}` is not the `t` of a later `for t in ts:`)."""
+        parents = self._facts.parents
+        around = set(ancestors(at, parents))
+        kept = []
+        for binding in bindings:
+            if binding.kind == "compfor":
+                comprehension: Optional[cst.CSTNode] = binding.node
+                while isinstance(comprehension, cst.CompFor):
+                    comprehension = parents.get(comprehension)
+                if comprehension not in around:
+                    continue
+            kept.append(binding)
+        return kept
 
     def reaching(self, name: cst.Name) -> list[Binding]:
         """The bindings of `name` that may reach this read: only the last one before it when that

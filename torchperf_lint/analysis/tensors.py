@@ -444,14 +444,17 @@ class TensorInference:
         if binding.kind == "compfor" and isinstance(node, cst.CompFor):
             if name in self.parameters.tensor_targets(node):
                 return Tensorness.LIKELY
-            source: cst.BaseExpression = node.iter
+            source: Optional[cst.BaseExpression] = node.iter
             if (
                 isinstance(source, cst.Call)
                 and isinstance(source.func, cst.Attribute)
                 and source.func.attr.value in ("items", "values")
             ):
                 source = source.func.value
-            return Tensorness.LIKELY if self.infer(source) else Tensorness.NO
+            elif isinstance(source, cst.Call) and self._names.qualified_name(source) in _ZIPPING:
+                # `{t["image_id"].item(): o for t, o in zip(targets, results)}`: what `name` is drawn from
+                source = _zipped_source(node.target, source, name, self._names)
+            return Tensorness.LIKELY if source is not None and self.infer(source) else Tensorness.NO
         return Tensorness.NO
 
     def _param(self, param: cst.Param, binding: Binding) -> Tensorness:
@@ -572,6 +575,41 @@ class _StringUses(cst.CSTVisitor):
 
 
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_ZIPPING = frozenset({"builtins.zip", "builtins.enumerate"})
+
+
+def _zipped_source(
+    target: cst.BaseExpression, call: cst.Call, name: str, names: Names
+) -> Optional[cst.BaseExpression]:
+    """The iterable of `zip(a, b)` (or `enumerate(a)`, nested: `enumerate(zip(a, b))`) that
+    hands `name` its items, as `target` unpacks them; None for an enumerate counter, a starred
+    or keyword argument, or a name `target` does not bind one to one."""
+    kind = names.qualified_name(call)
+    sources = [a.value for a in call.args if a.keyword is None and not a.star]
+    if len(sources) != len(call.args) or not sources:
+        return None
+    if kind == "builtins.enumerate":
+        sources = [cst.Name("int"), sources[0]]  # the counter is no tensor
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(sources):
+        return None
+    for element, source in zip(target.elements, sources, strict=True):
+        value = element.value
+        if (
+            isinstance(value, cst.Name)
+            and value.value == name
+            and not isinstance(element, cst.StarredElement)
+        ):
+            return None if kind == "builtins.enumerate" and source is sources[0] else source
+        inner = source if isinstance(source, cst.Call) else None
+        if (
+            isinstance(value, (cst.Tuple, cst.List))
+            and inner is not None
+            and names.qualified_name(inner) in _ZIPPING
+        ):
+            found = _zipped_source(value, inner, name, names)
+            if found is not None:
+                return found
+    return None
 
 
 def _isinstance_tensor_test(test: cst.BaseExpression, name: str, names: Names) -> Optional[bool]:
