@@ -1,8 +1,10 @@
-"""What a comprehension's target holds (RULES.md, "Values that travel": `zip`/`enumerate`/
-comprehensions): each name `zip(a, b)` or `enumerate(a)` hands a target takes the items of its own
-iterable, so DETR's `{target["image_id"].item(): output for target, output in zip(targets, results)}`
-reads a device tensor per image of every evaluation batch (TPL107). A comprehension's targets are
-its own: a loop after it that reuses the name does not see them (Python 3 scoping)."""
+"""What a name holds where it is drawn from an iterable (RULES.md,
+"Values that travel": `zip`/`enumerate`/comprehensions). Each name `zip(a, b)` or `enumerate(a)`
+hands a comprehension's target takes the items of its own iterable, so DETR's
+`{target["image_id"].item(): output for target, output in zip(targets, results)}` reads a device
+tensor per image of every evaluation batch (TPL107). A comprehension's targets are its own: a loop
+after it that reuses the name does not see them (Python 3 scoping). A type test alone does not
+make a value a tensor: what callers pass, or the value a function computes, decides."""
 
 from __future__ import annotations
 
@@ -70,3 +72,40 @@ def test_a_loop_after_a_comprehension_does_not_see_its_target() -> None:
         "            print(target.item())"
     )
     assert _lines(later) == [10]
+
+
+_HELPERS = """
+from typing import Any
+
+import torch
+
+
+def ensure_number(x: Any):
+    if isinstance(x, torch.Tensor):
+        x = x.item()
+    return x
+
+
+def scale(frames):
+    factor = 1.0 + 1.0 * (frames.size(2) > 1)
+    if isinstance(factor, torch.Tensor):
+        factor = factor.item()
+    return factor
+
+
+def train(model, loader, optimizer, size):
+    for x, y in loader:
+        loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True)) * scale(x)
+        loss.backward()
+        optimizer.step(ensure_number(size))
+"""
+
+
+def test_a_type_test_does_not_override_what_callers_pass_or_the_value_itself() -> None:
+    """monai's `ensure_tuple_rep(tup: Any, dim)` and diffusers' `time_factor = 1.0 + 1.0 * (...)`:
+    a parameter (what its callers pass, unknown here) and a value the function computes say more
+    than a test that accepts many types; the branch does not run on a device tensor. (Reading
+    `isinstance(v, torch.Tensor)` as "v is a tensor" found DETR's per-step `MetricLogger.update`,
+    and also made these two findings.)"""
+    source = textwrap.dedent(_HELPERS).lstrip("\n")
+    assert lint_source(source, path="t.py", select=["TPL105", "TPL107"]) == []
