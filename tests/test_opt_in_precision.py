@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.helpers import write_project
 from torchperf_lint.api import lint_source
+from torchperf_lint.rules.precision.tpl701_fp32_training import Fp32Training
 
 _TRAIN = """
     import torch
@@ -65,26 +66,8 @@ def test_a_caller_that_leaves_amp_open_keeps_the_file_silent(tmp_path: Path) -> 
     assert _findings(root, "train.py") == []
 
 
-_FINDER = """
-    import torch
-
-
-    class RangeFinder:
-        def __init__(self, model, optimizer, amp: bool = False):
-            self.model = model.cuda()
-            self.optimizer = optimizer
-            self.amp = amp
-
-        def range_test(self, loader):
-            for x, y in loader:
-                loss = self.model(x.cuda(), y.cuda())
-                if self.amp:
-                    with torch.cuda.amp.scale_loss(loss, self.optimizer) as scaled_loss:
-                        scaled_loss.backward()
-                else:
-                    loss.backward()
-                self.optimizer.step()
-"""
+# the rule's own look-alike, a class whose `amp` keyword its users set
+_FINDER = Fp32Training.GOOD["library-class-with-an-amp-keyword"]
 
 
 def test_a_library_class_whose_users_choose_amp_stays_silent(tmp_path: Path) -> None:

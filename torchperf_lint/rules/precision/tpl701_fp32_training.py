@@ -456,7 +456,9 @@ class Fp32Training(Rule):
 
             class RangeTest:
                 def __init__(self, model, optimizer, amp: bool = False):
-                    self.model, self.optimizer, self.amp = model.cuda(), optimizer, amp
+                    self.model = model.cuda()
+                    self.optimizer = optimizer
+                    self.amp = amp
 
                 def run(self, loader):
                     for x, y in loader:
