@@ -551,7 +551,7 @@ class Fp32Training(Rule):
 
     @staticmethod
     def _precision_markers(ctx: Context, calls: list[cst.Call]) -> Iterator[cst.CSTNode]:
-        """Every place the file names a precision decision (module docstring, "When it stays silent")."""
+        """Every place the file names a precision decision (the class docstring's "When it stays silent")."""
         for statement in ctx.nodes(cst.Import) + ctx.nodes(cst.ImportFrom):
             assert isinstance(statement, (cst.Import, cst.ImportFrom))
             if any(
