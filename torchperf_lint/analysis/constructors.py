@@ -150,12 +150,19 @@ class ModuleGraph:
     def _added_keys(self, name: str, binding: Binding) -> dict[str, cst.BaseExpression] | None:
         """The keys the scope that binds `name` adds to it under string literals (ConvNeXt's
         `opt_args['eps'] = args.opt_eps`), each read back as `name['key']`; None where it may add
-        others (`d.update(...)`, `d[k] = v`, `d |= ...`)."""
+        others (`d.update(...)`, `d[k] = v`, `d.setdefault(k, v)`, `d |= ...`). A literal key
+        given to `setdefault` counts as added (its `opt_args.setdefault('betas', ...)`)."""
         text = self._facts.module.code_for_node(binding.scope.node)
         escaped = re.escape(name)
-        if re.search(rf"\b{escaped}\s*(\|=|\.\s*(update|setdefault|__setitem__)\b)", text):
+        if re.search(rf"\b{escaped}\s*(\|=|\.\s*(update|__setitem__)\b)", text):
             return None
         added: dict[str, cst.BaseExpression] = {}
+        # `opt_args.setdefault('betas', (0.95, 0.98))`: a key written out, as a store would
+        for call in re.finditer(rf"\b{escaped}\s*\.\s*setdefault\b\s*\(([^,)]*)", text):
+            key = re.fullmatch(r"\s*(['\"])(\w+)\1\s*", call.group(1))
+            if key is None:
+                return None
+            added[key.group(2)] = cst.parse_expression(f"{name}[{key.group(2)!r}]")
         for store in re.finditer(rf"\b{escaped}\s*\[([^\]]*)\]\s*[-+*/|&]?=(?!=)", text):
             key = re.fullmatch(r"\s*(['\"])(\w+)\1\s*", store.group(1))
             if key is None:

@@ -36,6 +36,7 @@ from .cold import (
     leaving_statement,
     special_mode_sides,
 )
+from .derived_settings import DerivedSettings
 from .entry import INFERENCE_LOOP, NO_FACTS, EntryFacts
 from .names import Names
 from .vocabulary import (
@@ -104,6 +105,7 @@ class HotPaths:
         self._names = names
         self.entry = entry
         self._function_index = {node: i for i, node in enumerate(facts.functions)}
+        self._derived = DerivedSettings(facts, names)
         # per function, its accumulator tests' keys -> whether the body is the empty side
         self._empty_fallbacks = {index: dict(tests) for index, tests in entry.empty_fallbacks}
         self._functions = list(facts.functions)
@@ -686,6 +688,9 @@ class HotPaths:
                 isinstance(current, cst.BooleanOperation) and child is current.right
             ):
                 options = self._settings_around(current, parameters)
+                test = current.left if isinstance(current, cst.BooleanOperation) else current.test
+                if options:  # `opt_lower = args.opt.lower()` then `if opt_lower == "sgd":`
+                    options = {**options, **self._derived.around(test, options)}
                 if isinstance(current, cst.BooleanOperation):
                     body, orelse = argument_sides(current.left, options)
                     if body if isinstance(current.operator, cst.And) else orelse:
