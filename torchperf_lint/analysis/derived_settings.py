@@ -8,11 +8,11 @@ does on them). ConvNeXt's `create_optimizer` reads `opt_lower = args.opt.lower()
 from __future__ import annotations
 
 import ast
-from typing import Mapping, Optional
+from typing import Mapping
 
 import libcst as cst
 
-from ..syntax.walker import FileFacts, bound_value, descendants, dotted_name
+from ..syntax.walker import FileFacts, bound_value, descendants, dotted_name, signed_int
 from .names import Names
 
 # str methods whose result the default value decides, with literal arguments only
@@ -56,7 +56,7 @@ class DerivedSettings:
             return self._method(expr, settings, depth)
         if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
             index = expr.slice[0].slice
-            position = _integer(index.value) if isinstance(index, cst.Index) else None
+            position = signed_int(index.value) if isinstance(index, cst.Index) else None
             held = self._value(expr.value, settings, depth + 1)
             if (
                 position is not None
@@ -82,14 +82,3 @@ class DerivedSettings:
             return getattr(receiver, func.attr.value)(*arguments)
         except (TypeError, ValueError):
             return None
-
-
-def _integer(expr: cst.BaseExpression) -> Optional[int]:
-    """`-1`, `0`: an int literal, signed."""
-    sign = 1
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        sign, expr = -1, expr.expression
-    if isinstance(expr, cst.Integer):
-        value = expr.evaluated_value
-        return sign * value if isinstance(value, int) else None
-    return None

@@ -691,12 +691,11 @@ class HotPaths:
                 test = current.left if isinstance(current, cst.BooleanOperation) else current.test
                 if options:  # `opt_lower = args.opt.lower()` then `if opt_lower == "sgd":`
                     options = {**options, **self._derived.around(test, options)}
+                body, orelse = argument_sides(test, options)
                 if isinstance(current, cst.BooleanOperation):
-                    body, orelse = argument_sides(current.left, options)
                     if body if isinstance(current.operator, cst.And) else orelse:
                         return False
                 else:
-                    body, orelse = argument_sides(current.test, options)
                     if (body and child is current.body) or (orelse and child is current.orelse):
                         return False
             child, current = current, self._facts.parents.get(current)

@@ -584,12 +584,11 @@ def _zipped_source(
     """The iterable of `zip(a, b)` (or `enumerate(a)`, nested: `enumerate(zip(a, b))`) that
     hands `name` its items, as `target` unpacks them; None for an enumerate counter, a starred
     or keyword argument, or a name `target` does not bind one to one."""
-    kind = names.qualified_name(call)
-    sources = [a.value for a in call.args if a.keyword is None and not a.star]
-    if len(sources) != len(call.args) or not sources:
+    given = [a.value for a in call.args if a.keyword is None and not a.star]
+    if len(given) != len(call.args) or not given:
         return None
-    if kind == "builtins.enumerate":
-        sources = [cst.Name("int"), sources[0]]  # the counter is no tensor
+    # None for enumerate's counter, which is no tensor
+    sources = [None, given[0]] if names.qualified_name(call) == "builtins.enumerate" else given
     if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(sources):
         return None
     for element, source in zip(target.elements, sources, strict=True):
@@ -599,14 +598,13 @@ def _zipped_source(
             and value.value == name
             and not isinstance(element, cst.StarredElement)
         ):
-            return None if kind == "builtins.enumerate" and source is sources[0] else source
-        inner = source if isinstance(source, cst.Call) else None
+            return source
         if (
             isinstance(value, (cst.Tuple, cst.List))
-            and inner is not None
-            and names.qualified_name(inner) in _ZIPPING
+            and isinstance(source, cst.Call)
+            and names.qualified_name(source) in _ZIPPING
         ):
-            found = _zipped_source(value, inner, name, names)
+            found = _zipped_source(value, source, name, names)
             if found is not None:
                 return found
     return None

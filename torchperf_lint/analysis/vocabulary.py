@@ -368,6 +368,8 @@ GENERATING_FACTORIES = frozenset(
 )
 # torch builders of a tensor from the data they are handed (`torch.tensor(values)`).
 FROM_HOST_DATA = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
+# Tensor methods that copy values to the host and wait for the device (`loss.item()`).
+SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 # `torch.<X>Tensor(...)` legacy constructors: CPU types (`torch.cuda.FloatTensor` is the device one).
 LEGACY_CPU_TYPES = frozenset(
     """Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor

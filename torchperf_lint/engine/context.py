@@ -387,12 +387,16 @@ class Context:
         that need not fit in memory, let alone on a device."""
         return self._host_constants.reads_a_file_map(expr)
 
+    @functools.cached_property
+    def _host_copiers(self) -> dict[str, int]:
+        return dict(self.entry.host_copiers)  # asked of every sync candidate in hot code
+
     def host_copied_argument(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The argument `call` copies to the host, where it calls a project function that copies
         that parameter on every return (`to_cpu(loss)`, `def to_cpu(t): return t.detach().cpu()`;
         project/graph.py host_copiers)."""
-        written = dotted_name(call.func)
-        index = dict(self.entry.host_copiers).get(written) if written is not None else None
+        written = dotted_name(call.func) if self._host_copiers else None
+        index = self._host_copiers.get(written) if written is not None else None
         positional = [a for a in call.args if a.keyword is None and not a.star]
         if index is None or index >= len(positional) or len(positional) != len(call.args):
             return None
@@ -402,6 +406,8 @@ class Context:
         """`node` is in a `return` of a project helper that copies its argument to the host
         (`def to_cpu(t): return t.detach().cpu()`): the read is reported where a caller hands
         it a device tensor (host_copied_argument), not here, once for all of them."""
+        if not self.entry.host_copier_functions:
+            return False
         function = self.facts.enclosing_function(node)
         index = self.hot.function_index(function) if function is not None else None
         if index is None or index not in self.entry.host_copier_functions:

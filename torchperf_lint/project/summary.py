@@ -46,6 +46,7 @@ from ..analysis.vocabulary import (
     ITERATION_WRAPPERS,
     MODULE_CHAIN_METHODS,
     NO_GRAD_CONTEXTS,
+    SYNC_METHODS,
     builds_host_array,
     cuda_prefixes,
     is_cudnn_decision,
@@ -2527,9 +2528,8 @@ def _steps_an_optimizer(block: list[ast.stmt]) -> bool:
     )
 
 
-# Methods that read a tensor's values to the host, and those that keep a tensor a tensor on the
-# way (`t.detach().cpu()`, `t.cpu().float().numpy()`).
-_HOST_COPIES = frozenset({"cpu", "numpy", "item", "tolist"})
+# Methods that keep a tensor a tensor on its way to a host copy (`t.detach().cpu()`,
+# `t.cpu().float().numpy()`).
 _KEEPS_TENSOR = frozenset({"detach", "clone", "float", "double", "contiguous", "squeeze", "flatten"})
 
 
@@ -2539,7 +2539,7 @@ def _host_copy_of_param(value: ast.AST, local: _Locals) -> str:
     copies = False
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and not value.keywords:
         method = value.func.attr
-        if method in _HOST_COPIES and not value.args:
+        if method in SYNC_METHODS and not value.args:
             copies = True
         elif method not in _KEEPS_TENSOR or value.args:
             return ""

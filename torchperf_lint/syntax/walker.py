@@ -167,6 +167,17 @@ def final_statement(suite: cst.BaseSuite) -> Optional[cst.CSTNode]:
     return last
 
 
+def signed_int(expr: cst.BaseExpression) -> Optional[int]:
+    """The value of an int literal, signs included (`3`, `-1`, `-(2)`), else None."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = signed_int(expr.expression)
+        return -inner if inner is not None else None
+    if isinstance(expr, cst.Integer):
+        value = expr.evaluated_value
+        return value if isinstance(value, int) else None
+    return None
+
+
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for Name/Attribute chains, else None."""
     # type() rather than isinstance: libcst's classes are ABCs, and a miss costs a call into Python

@@ -14,7 +14,7 @@ import libcst as cst
 from ...engine.context import Context
 from ...engine.edits import functional_attribute, keyword
 from ...engine.findings import Fix, Replacement, Report, Safety
-from ...syntax.walker import children, dotted_name
+from ...syntax.walker import children, dotted_name, signed_int
 from ..base import Rule
 from .common import is_name, is_number, without_parens
 
@@ -151,13 +151,7 @@ def _argument(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpress
 
 
 def _int(expr: cst.BaseExpression) -> Optional[int]:
-    expr = without_parens(expr)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = _int(expr.expression)
-        return -inner if inner is not None else None
-    if isinstance(expr, cst.Integer):
-        return int(expr.evaluated_value)
-    return None
+    return signed_int(without_parens(expr))
 
 
 def _method(expr: cst.BaseExpression, *names: str) -> Optional[tuple[cst.Call, cst.BaseExpression]]:

@@ -7,6 +7,7 @@ from typing import Callable, Iterator, Optional
 import libcst as cst
 
 from ...analysis.tensors import formatted_values
+from ...analysis.vocabulary import SYNC_METHODS
 from ...engine.context import Context
 from ...engine.findings import Safety
 from ...syntax.walker import dotted_name, visit
@@ -52,8 +53,6 @@ def move_target(move: cst.Call, ctx: Context) -> Optional[tuple[cst.BaseExpressi
     return None
 
 
-# Tensor methods that copy values to the host and wait for the device.
-SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_CASTS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 # `math` functions that read a tensor argument through `float()`: `math.isfinite(loss)`.
 SYNC_MATH = frozenset({"math.isfinite", "math.isnan", "math.isinf"})
