@@ -654,6 +654,53 @@ def test_a_returned_loader_handed_to_a_function_that_walks_it_every_epoch_restar
     assert edited_routes(capsys, tmp_path, files, variant, "test.py", "TPL503") == expected
 
 
+# nanoGPT: the blocks live in an nn.ModuleDict (`self.transformer.h`, `self.transformer.ln_f`), so
+# what they return is a tensor, and the list index of the inference branch is copied per call
+GPT = """
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(64, 8),
+            h=nn.ModuleList([Block() for _ in range(4)]),
+            ln_f=nn.LayerNorm(8),
+        ))
+        self.lm_head = nn.Linear(8, 64)
+
+    def forward(self, idx):
+        x = self.transformer.wte(idx)
+        for block in self.transformer.h:
+            x = block(x)
+        x = self.transformer.ln_f(x)
+        return self.lm_head(x[:, [-1], :])
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, expected",
+    [
+        (("", ""), [27]),
+        # look-alike: a container of the project's that is no module leaves what it holds unknown
+        (("self.transformer = nn.ModuleDict(dict(", "self.transformer = Parts(dict("), []),
+    ],
+)
+def test_what_the_modules_of_a_module_dict_return_is_a_tensor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], expected: list[int]
+) -> None:
+    assert edited_routes(capsys, tmp_path, {"model.py": GPT}, variant, "model.py", "TPL103") == expected
+
+
 # -- an object a builder function returns, and a host schedule every caller passes ----------------
 # DiT: train.py steps `diffusion.training_losses(...)` on `diffusion = create_diffusion(...)`, which
 # returns a GaussianDiffusion; its helper copies the NumPy schedule it is handed to the device

@@ -70,6 +70,17 @@ TENSOR_ATTRIBUTES = frozenset("T mT H mH data grad real imag".split())
 _NOT_TENSOR_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 # Annotations of sequences: `images: list[Tensor]` holds one tensor per image, of its own size.
 _SEQUENCE_ANNOTATIONS = frozenset("list List tuple Tuple Sequence MutableSequence".split())
+# Containers that hold modules only.
+_MODULE_CONTAINERS = frozenset(
+    {
+        "torch.nn.ModuleDict",
+        "torch.nn.ModuleList",
+        "torch.nn.Sequential",
+        "torch.nn.modules.container.ModuleDict",
+        "torch.nn.modules.container.ModuleList",
+        "torch.nn.modules.container.Sequential",
+    }
+)
 # Names people give to models and losses: calling one yields a tensor.
 _MODULE_NAME = re.compile(
     r"^(model|net|network|criterion|loss_fn|loss_func|encoder|decoder|module)$|_model$|_net$"
@@ -259,9 +270,40 @@ class TensorInference:
         last = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
         if _MODULE_NAME.search(last):
             return True
-        if isinstance(expr, cst.Name) and self._module_parameter(expr):
+        if isinstance(expr, cst.Name) and (self._module_parameter(expr) or self._walks_modules(expr)):
             return True
+        if isinstance(expr, (cst.Attribute, cst.Subscript)) and self._module_container(expr.value):
+            return True  # `self.transformer.ln_f` of `self.transformer = nn.ModuleDict(...)`
         return any(self._constructs_module(v) for v in self._assigned_values(expr))
+
+    def _module_container(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is set, wherever it is set, to an nn.ModuleDict, ModuleList or Sequential:
+        whatever it holds is a module."""
+        values = self._assigned_values(expr)
+        return bool(values) and all(
+            isinstance(v, cst.Call) and self._names.qualified_name(v) in _MODULE_CONTAINERS for v in values
+        )
+
+    def _walks_modules(self, name: cst.Name) -> bool:
+        """`name` is bound only as the target of loops over a module (`for block in
+        self.transformer.h:`): only containers are iterable, and a ModuleList or Sequential yields
+        its modules."""
+        bindings = self._names.lookup(name.value, name)
+        return bool(bindings) and all(
+            b.kind == "for"
+            and isinstance(b.node, cst.For)
+            and isinstance(b.node.target, cst.Name)
+            and self.is_module_value(b.node.iter)
+            and not self._module_dict(b.node.iter)
+            for b in bindings
+        )
+
+    def _module_dict(self, expr: cst.BaseExpression) -> bool:
+        """`expr` may be an nn.ModuleDict, which yields its keys."""
+        return any(
+            isinstance(v, cst.Call) and self._names.qualified_name(v) == "torch.nn.ModuleDict"
+            for v in self._assigned_values(expr)
+        )
 
     def _module_parameter(self, name: cst.Name) -> bool:
         """A parameter, never rebound, that every project call passes a model for

@@ -350,16 +350,20 @@ class EvalWithoutNoGrad(Rule):
 
     @staticmethod
     def _loop(node: cst.CSTNode, ctx: Context) -> Optional[_EvalLoop]:
-        """The innermost loop or comprehension of the same function that repeats `node`."""
+        """The innermost loop or comprehension of the same function that repeats `node`, past
+        loops over a model's own layers (`for conv in self.convolutions:`), which run once per
+        call of the model, not once per batch."""
         child: cst.CSTNode = node
         for ancestor in ctx.ancestors(node):
             kind = type(ancestor)  # asked for every call: no isinstance against libcst's ABCs
             if kind is cst.FunctionDef or kind is cst.Lambda:
                 return None
             if (kind is cst.For or kind is cst.While) and child is ancestor.body:  # type: ignore[attr-defined]
-                return ancestor  # type: ignore[return-value]
-            if kind in _COMPREHENSION_TYPES and child is not ancestor.for_in:  # type: ignore[attr-defined]
-                return ancestor  # type: ignore[return-value]
+                if kind is cst.While or not ctx.tensors.is_module_value(ancestor.iter):  # type: ignore[attr-defined]
+                    return ancestor  # type: ignore[return-value]
+            elif kind in _COMPREHENSION_TYPES and child is not ancestor.for_in:  # type: ignore[attr-defined]
+                if not ctx.tensors.is_module_value(ancestor.for_in.iter):  # type: ignore[attr-defined]
+                    return ancestor  # type: ignore[return-value]
             child = ancestor
         return None
 
