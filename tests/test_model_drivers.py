@@ -97,6 +97,39 @@ def test_the_denoising_loop_is_named_an_inference_loop(tmp_path: Path, capsys) -
     assert contexts[18].startswith("in denoise_once (sampling.py), called from loop over val_loader")
 
 
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # edm's generate.py: the script's main calls the sampler once per batch of seeds, in a
+        # loop that runs no model itself, or picks it as a value (`sampler_fn = sample`)
+        ("for seeds in range(4):\n            x = sample(model, cond, 18)", [12]),
+        ("sampler_fn = sample\n        x = sampler_fn(model, cond, 18)", [12]),
+        # look-alike: nothing calls the sampler
+        ("x = cond", []),
+    ],
+)
+def test_a_sampler_a_script_calls_steps_the_model_in_its_own_loop(
+    tmp_path: Path, script: str, expected: list[int]
+) -> None:
+    generate = f"""
+    import torch
+    from model import Denoiser
+    from sampling import sample
+
+
+    def main():
+        model = Denoiser().cuda()
+        cond = torch.zeros(8, 16).cuda()
+        {script}
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    root = write_project(tmp_path, {"model.py": _MODEL, "sampling.py": _SAMPLING, "generate.py": generate})
+    assert finding_lines(root, "sampling.py", "TPL101") == expected
+
+
 def test_a_sampler_called_by_a_training_step_keeps_its_loop_hot(tmp_path: Path) -> None:
     train = """
         import torch

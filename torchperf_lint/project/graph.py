@@ -860,6 +860,7 @@ class Project:
         self._drain(queue, hot, arguments, sites)
         # then the inference steps, where training and model code did not reach already
         self._inference_loops = self._find_inference_loops(hot)
+        self._called_drivers()
         self._add_driving_loops(hot)
         for module in self.modules.values():
             for index in sorted(self._inference_loops.get(id(module), ())):
@@ -871,6 +872,22 @@ class Project:
             queue.extend((function, index, ExternalReason("inference", "")) for function, index in added)
             self._drain(queue, hot, arguments, sites)
         return hot
+
+    def _called_drivers(self) -> None:
+        """Every function the project calls (outside its tests) that drives a model it is handed
+        in a loop of its own is a driver, whoever calls it: a sampler that a script's cold
+        `main` calls once per batch of seeds (edm's `edm_sampler(net, latents)`) steps the model
+        in its own loop all the same. So does one handed on as a value, whose calls are not seen."""
+        for module in self.modules.values():
+            if module.is_test:
+                continue
+            for index, info in enumerate(module.summary.functions):
+                function = FunctionRef(module, index)
+                if info.handed_model_loops and (
+                    info.name in self.handed_names()  # chosen as a value (`sampler_fn = edm_sampler`)
+                    or any(not caller.module.is_test for caller, _ in self.callers_of(function))
+                ):
+                    self._drivers.setdefault(function.key(), function)
 
     def _driving_loops(self, function: FunctionRef) -> frozenset[int]:
         """The loops of `function` that call a model it is handed once per iteration, outside
