@@ -109,3 +109,65 @@ def test_a_type_test_does_not_override_what_callers_pass_or_the_value_itself() -
     and also made these two findings.)"""
     source = textwrap.dedent(_HELPERS).lstrip("\n")
     assert lint_source(source, path="t.py", select=["TPL105", "TPL107"]) == []
+
+
+_SAMPLER = """
+import torch
+
+
+def sample(net, latents, num_steps=18):
+    t_steps = torch.linspace(80.0, 0.0, num_steps, device=latents.device){host}
+    x = latents
+    {loop}
+        if {test}:
+            x = x * 2
+        x = net(x)
+    return x
+
+
+def main():
+    net = torch.nn.Linear(2, 2).cuda()
+    for seed in range(10):
+        sample(net, torch.randn(2, 2, device="cuda"))
+"""
+
+
+@pytest.mark.parametrize(
+    "loop, test",
+    [
+        ("for t_cur in t_steps:", "t_cur > 1.0"),
+        ("for t_cur, t_next in zip(t_steps[:-1], t_steps[1:]):", "t_next > 1.0"),
+        ("for i, t_cur in enumerate(t_steps):", "t_cur > 1.0"),
+    ],
+    ids=["plain", "zip", "enumerate"],
+)
+def test_a_loop_target_drawn_from_a_device_tensor_is_one(loop: str, test: str) -> None:
+    """edm's sampler: each noise level of a device schedule is a 0-d device tensor, so testing
+    it reads the device every step; the same loop over the schedule read once to the host, or
+    testing enumerate's counter, reads nothing."""
+
+    def lines(host: str, loop: str, test: str) -> list[int]:
+        source = textwrap.dedent(_SAMPLER).lstrip("\n").format(host=host, loop=loop, test=test)
+        return [f.line for f in lint_source(source, path="sampling.py", select=["TPL107"])]
+
+    assert lines("", loop, test) == [8]
+    assert lines(".tolist()", loop, test) == []
+    assert lines("", "for i, t_cur in enumerate(t_steps):", "i > 1") == []
+
+
+def test_the_rows_of_an_inner_loop_stay_unknown() -> None:
+    """ultralytics' `get_visuals`: an inner loop over a tensor's rows (`for idx, mask in
+    zip(inverse_indices, masks)`) in a host-side helper a predictor calls per batch; where the
+    rows live is not known, and a loop over rows is TPL201's finding as a whole. Only a step's own
+    value, drawn by the step or inference loop, is taken from its tensor."""
+    inner = "for t_cur in t_steps:\n        for row in t_steps.view(-1, 1):"
+    source = textwrap.dedent(_SAMPLER).lstrip("\n").format(host="", loop=inner, test="{test}")
+    source = source.replace(
+        "        if {test}:\n            x = x * 2", "            if {test}:\n                x = x * 2"
+    )
+    assert [
+        f.line for f in lint_source(source.format(test="row > 1.0"), path="s.py", select=["TPL107"])
+    ] == []
+    assert [
+        f.line for f in lint_source(source.format(test="t_cur > 1.0"), path="s.py", select=["TPL107"])
+    ] == [9]

@@ -482,22 +482,39 @@ class TensorInference:
                 return Tensorness.NO  # `step` of `for step, batch in enumerate(loader)` counts
             if self._hot.iterates_loader(node) is not None or name in self.parameters.tensor_targets(node):
                 return Tensorness.LIKELY
+            if node in self._hot.step_loops or node in self._hot.inference_loops:
+                # a step's own value drawn from a tensor: edm's noise level of the sampling loop
+                # `for t_cur, t_next in zip(t_steps[:-1], t_steps[1:])`. An inner loop over a
+                # tensor's rows is TPL201's finding as a whole, and where its rows live is rarely
+                # known (a per-image loop of a host-side transform): its items stay unknown.
+                return self._drawn(node.target, node.iter, name, items=False)
             return Tensorness.NO
         if binding.kind == "compfor" and isinstance(node, cst.CompFor):
             if name in self.parameters.tensor_targets(node):
                 return Tensorness.LIKELY
-            source: Optional[cst.BaseExpression] = node.iter
-            if (
-                isinstance(source, cst.Call)
-                and isinstance(source.func, cst.Attribute)
-                and source.func.attr.value in ("items", "values")
-            ):
-                source = source.func.value
-            elif isinstance(source, cst.Call) and self._names.qualified_name(source) in _ZIPPING:
-                # `{t["image_id"].item(): o for t, o in zip(targets, results)}`: what `name` is drawn from
-                source = _zipped_source(node.target, source, name, self._names)
-            return Tensorness.LIKELY if source is not None and self.infer(source) else Tensorness.NO
+            return self._drawn(node.target, node.iter, name, items=True)
         return Tensorness.NO
+
+    def _drawn(
+        self, target: cst.BaseExpression, source: cst.BaseExpression, name: str, items: bool
+    ) -> Tensorness:
+        """What `name` takes from the iterable `target` unpacks: an item of a tensor (a row, or
+        a 0-d tensor: edm's `for t_cur, t_next in zip(t_steps[:-1], t_steps[1:])`) is one, as
+        surely as the iterable is. With
+        `items`, a comprehension's values of a mapping of tensors (`{k: v for k, v in
+        losses.items()}`) are too."""
+        drawn: Optional[cst.BaseExpression] = source
+        if (
+            items
+            and isinstance(source, cst.Call)
+            and isinstance(source.func, cst.Attribute)
+            and source.func.attr.value in ("items", "values")
+        ):
+            drawn = source.func.value
+        elif isinstance(source, cst.Call) and self._names.qualified_name(source) in _ZIPPING:
+            # `{t["image_id"].item(): o for t, o in zip(targets, results)}`: what `name` is drawn from
+            drawn = _zipped_source(target, source, name, self._names)
+        return self.infer(drawn) if drawn is not None else Tensorness.NO
 
     def _param(self, param: cst.Param, binding: Binding) -> Tensorness:
         if param.annotation is not None:

@@ -56,7 +56,8 @@ class SyncPerStep(Rule):
     `math.isfinite(t)`, `print(loss)`, a tensor formatted into a string (`f"loss {loss:.3f}"`
     handed to a progress bar or a logger, `"{:.6f}".format(grad_norm)`, `"%f" % loss`: the
     string is built before the call runs, whatever the log level) and an `if`/`while` on a
-    device tensor (`if torch.min(out) < -1.0:`) that run at every iteration of a step loop (in
+    device tensor (`if torch.min(out) < -1.0:`), or a conditional expression on one (`0.4 if
+    t_cur > 0.05 else 0.0`), that run at every iteration of a step loop (in
     its body or in a function called from it), and a 0-dim device tensor used where Python needs a number (a
     slice bound, `range()`, a size, a `clamp_` bound beside a number: TPL105 lists them), with
     the host value to use instead. A call of a project helper that copies its argument to the
@@ -104,7 +105,7 @@ class SyncPerStep(Rule):
     default_on = False
     fix_safety = Safety.SAFE
     where = "step loop"
-    node_types = (cst.Call, cst.If, cst.While, cst.Subscript)
+    node_types = (cst.Call, cst.If, cst.While, cst.IfExp, cst.Subscript)
     benchmark = "TPL107"
 
     BAD = {
@@ -259,6 +260,23 @@ class SyncPerStep(Rule):
                         preds = model(images).argmax(1)
                         metrics.update(labels.cpu().numpy(), preds)  # expect: TPL107
             """,
+        # edm's sampler: each noise level drawn from a device schedule is a 0-d device tensor
+        "schedule-level-tested-in-a-conditional-expression": """
+            import torch
+
+            def sample(net, latents, num_steps=18):
+                t_steps = torch.linspace(80.0, 0.0, num_steps, device=latents.device)
+                x = latents
+                for t_cur, t_next in zip(t_steps[:-1], t_steps[1:]):
+                    gamma = 0.4 if 0.05 <= t_cur <= 50.0 else 0.0  # expect: TPL107
+                    x = net(x, t_cur * (1 + gamma))
+                return x
+
+            def main():
+                net = torch.nn.Linear(2, 2).cuda()
+                for seed in range(10):
+                    sample(net, torch.randn(2, 2, device="cuda"))
+            """,
     }
     FIXED = {
         "sync-tested-before-its-debug-flag": """
@@ -276,6 +294,23 @@ class SyncPerStep(Rule):
             """,
     }
     GOOD = {
+        # the same sampler with its schedule read to the host once, before the loop
+        "schedule-levels-read-once": """
+            import torch
+
+            def sample(net, latents, num_steps=18):
+                t_steps = torch.linspace(80.0, 0.0, num_steps, device=latents.device).tolist()
+                x = latents
+                for t_cur, t_next in zip(t_steps[:-1], t_steps[1:]):
+                    gamma = 0.4 if 0.05 <= t_cur <= 50.0 else 0.0
+                    x = net(x, t_cur * (1 + gamma))
+                return x
+
+            def main():
+                net = torch.nn.Linear(2, 2).cuda()
+                for seed in range(10):
+                    sample(net, torch.randn(2, 2, device="cuda"))
+            """,
         "host-count-as-a-slice-bound": """
             import torch
 
@@ -428,11 +463,11 @@ class SyncPerStep(Rule):
         reason = ctx.hot_reason(node)
         if reason is None or reason.from_model_code:
             return
-        if isinstance(node, (cst.If, cst.While)):
+        if isinstance(node, (cst.If, cst.While, cst.IfExp)):
             if _runs_periodically(node, ctx) or _after_synchronize(node, ctx):
                 return
             if any(_device_reading(part, ctx) for part in condition_parts(node.test, ctx)):
-                what = "`while` on a tensor" if isinstance(node, cst.While) else "`if` on a tensor"
+                what = _TESTS[type(node)]
                 flag = _flag_tested_second(node.test, ctx)
                 remedy = _REMEDY
                 if flag is not None:
@@ -500,6 +535,13 @@ def _host_batch(expr: cst.BaseExpression, ctx: Context) -> bool:
         base = base.value
     moved = isinstance(base, cst.Name) and ctx.moved_under_its_name(base)
     return not moved and ctx.batch_loop(expr) is not None
+
+
+_TESTS = {
+    cst.If: "`if` on a tensor",
+    cst.While: "`while` on a tensor",
+    cst.IfExp: "`x if ... else y` on a tensor",
+}
 
 
 def _device_reading(part: cst.BaseExpression, ctx: Context) -> bool:
