@@ -99,6 +99,33 @@ def test_a_loss_out_of_a_returned_dict_that_the_step_back_propagates_syncs(
     assert routes(capsys, root, "train.py", "TPL107") == [15]
 
 
+@pytest.mark.parametrize(
+    "backward, expected",
+    [
+        ("loss.backward()", [15]),
+        # imagen's trainer: the loss is handed to `accelerator.backward(loss)`; the accelerator
+        # itself is no tensor, so printing it reads nothing
+        ("accelerator.backward(loss)\n        print(accelerator)", [16]),
+        ("torch.autograd.backward(loss)", [15]),
+        # k-diffusion: the mean of the losses is handed over, and their gathered mean read per step
+        ("accelerator.backward(loss.mean())", [15]),
+    ],
+)
+def test_a_value_handed_to_a_backward_call_is_a_tensor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backward: str, expected: list[int]
+) -> None:
+    train = TRAIN.replace(
+        "def train(model, loader, opt, device):", "def train(model, loader, opt, device, accelerator):"
+    )
+    train = train.replace("        loss.backward()", "        " + backward)
+    if "loss.mean()" in backward:
+        train = train.replace(
+            "running_loss += loss.item()", "running_loss += accelerator.gather(loss).mean().item()"
+        )
+    root = write_project(tmp_path, {"diffusion.py": DIFFUSION, "train.py": train})
+    assert routes(capsys, root, "train.py", "TPL107") == expected
+
+
 # -- a mapping built from named_parameters() is a parameter sequence -----------------------
 # DiT's update_ema: `OrderedDict(model.named_parameters())`, walked with `.items()`
 EMA = """

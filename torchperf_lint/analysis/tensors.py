@@ -60,6 +60,9 @@ TENSOR_METHODS = frozenset(
     expand expand_as repeat type_as new_zeros new_ones new_full new_empty nonzero sort topk
     cumsum prod std var clamp floor ceil round sign neg square mul add sub div""".split()
 )
+# Collectives of a process group's helper (Accelerate) that return what they are handed,
+# gathered or reduced over the processes: a tensor for a tensor.
+_GATHERING = frozenset({"gather", "gather_for_metrics", "reduce", "pad_across_processes"})
 # Tensor methods that hand the values to the host: a NumPy array, a list or a number.
 _HOST_READS = frozenset({"numpy", "tolist", "item"})
 NON_TENSOR_ATTRIBUTES = frozenset(
@@ -208,6 +211,9 @@ class TensorInference:
             receiver = self.infer(func.value)
             if receiver >= Tensorness.LIKELY:
                 return Tensorness.CERTAIN if method in TENSOR_METHODS else Tensorness.LIKELY
+            if method in _GATHERING and call.args and call.args[0].keyword is None:
+                # `accelerator.gather(losses)`: the processes' tensors, gathered, are one
+                return Tensorness.LIKELY if self.infer(call.args[0].value) else Tensorness.NO
         if self.is_module_value(func) and not self._given_numpy(call):
             return Tensorness.LIKELY  # a model or loss call; may return a tuple
         return Tensorness.NO
@@ -462,6 +468,18 @@ class TensorInference:
         found: set[Binding] = set()
         for call in self._facts.method_calls.get("backward", ()):
             receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+            first = call.args[0] if call.args else None
+            if first is not None and first.keyword is None and not first.star:
+                # `accelerator.backward(loss)`, `torch.autograd.backward(loss)`: the loss is
+                # handed over (and `loss.backward(gradient)`'s gradient is a tensor too)
+                receiver = first.value
+            # `accelerator.backward(losses.mean())`: what a tensor method reduces is a tensor
+            while (
+                isinstance(receiver, cst.Call)
+                and isinstance(receiver.func, cst.Attribute)
+                and receiver.func.attr.value in TENSOR_METHODS
+            ):
+                receiver = receiver.func.value
             if isinstance(receiver, cst.Name):
                 found.update(self._names.reaching(receiver))
         return frozenset(found)
