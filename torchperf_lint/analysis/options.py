@@ -177,8 +177,8 @@ def _returned(own: list[ast.AST], holders: set[str], returning: dict[str, int]) 
 
 def module_options(tree: ast.Module, source: str, nodes: Optional[list[ast.AST]] = None) -> ModuleOptions:
     """What `tree` says of command-line options; a module whose text never declares or parses
-    them is read once, for its stores. `nodes`: every node of `tree` (`ast.walk`), when the caller
-    has them."""
+    them is read once, for its stores. `nodes`: every node of `tree` but contexts and operators
+    (syntax/ast_nodes.py's `every_node`), when the caller has them."""
     found = ModuleOptions()
     nodes = list(ast.walk(tree)) if nodes is None else nodes
     namespaces = "Namespace(" in source or "HParams(" in source

@@ -64,6 +64,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
+from ..syntax.ast_nodes import child_fields, every_node
 from .conv_wrappers import conv_wrapper
 from .dataset_items import items_in_memory
 from .precision import reduced_precision
@@ -1198,11 +1199,7 @@ class _Summarizer:
     def children(self, node: ast.AST) -> None:
         # ast.iter_child_nodes, without its two generators per node, nor the contexts and
         # operators (a third of all nodes), which no handler reads as nodes of their own
-        kind = type(node)
-        fields = _CHILD_FIELDS.get(kind)
-        if fields is None:
-            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
-        for field in fields:
+        for field in child_fields(type(node)):
             value = getattr(node, field, None)
             if isinstance(value, ast.AST):
                 self.visit(value)
@@ -2457,10 +2454,6 @@ def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int
     return ""
 
 
-# The fields of each node type that may hold nodes worth visiting: all but contexts and operators.
-_NOT_CHILDREN = frozenset({"ctx", "op", "ops"})
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
 # The handler of each node type (`_Summarizer._Call`), or None: found once per type, not per node.
 _HANDLERS: dict[type, Optional[Callable[[_Summarizer, Any], None]]] = {}
 
@@ -2472,7 +2465,7 @@ def summarize(source: str) -> Optional[Summary]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     summarizer = _Summarizer(source)
-    options = module_options(tree, source)
+    options = module_options(tree, source, every_node(tree))
     summarizer.holders = options.holders
     summarizer.options_returned = options.returning
     summarizer.summary.toplevel.namespaces = options.holders.get(id(tree), [])
