@@ -7,6 +7,7 @@ the same file are hot too, to a fixed point. Every hot region keeps a `Reason` t
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections import deque
 from typing import Callable, Iterator, Optional, Union
@@ -50,6 +51,7 @@ from .vocabulary import (
     names_held_out_data,
     prepares_dataset,
     runs_rarely,
+    scaler_stepped,
 )
 
 Origin = str  # "forward" | "step-hook" | "loop" | "inference"
@@ -327,18 +329,15 @@ class HotPaths:
 
     @staticmethod
     def _scaler_stepped(call: cst.Call) -> Optional[cst.Name]:
-        """`scaler.step(optimizer)`: a GradScaler steps the optimizer it is given, so the call runs
-        `optimizer.step()`: the optimizer's name (project/summary.py's _scaler_step says the same)."""
+        """`scaler.step(optimizer)` (analysis/vocabulary.py's scaler_stepped): the optimizer's name."""
         func = call.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "step") or len(call.args) != 1:
+            return None  # most calls: not worth converting
+        converted = as_ast(call)
+        if not isinstance(converted, ast.Call) or scaler_stepped(converted) is None:
             return None
-        optimizer = call.args[0]
-        receiver = (dotted_name(func.value) or "").rsplit(".", 1)[-1]
-        if optimizer.keyword is not None or optimizer.star or not isinstance(optimizer.value, cst.Name):
-            return None
-        if "scaler" not in receiver.lower():
-            return None
-        return optimizer.value
+        optimizer = call.args[0].value
+        return optimizer if isinstance(optimizer, cst.Name) else None
 
     def call_sites(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls of this file that `resolve_call` resolves to `function`."""

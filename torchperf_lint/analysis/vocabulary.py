@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from typing import Iterable, Optional
@@ -212,6 +213,29 @@ def is_optimizer_name(dotted: str) -> bool:
     """A receiver of `.step()` named like an optimizer (or an AMP grad scaler)."""
     last = dotted.split(".")[-1].lower()
     return "optim" in last or last in ("opt", "scaler")
+
+
+def scaler_stepped(call: ast.Call) -> Optional[str]:
+    """The optimizer `scaler.step(optimizer)` steps: a GradScaler steps the optimizer it is given,
+    so the call runs that optimizer's `step`; None for any other call. Both passes read it here,
+    the file pass through syntax/ast_view.py."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step") or len(call.args) != 1 or call.keywords:
+        return None
+    optimizer = call.args[0]
+    if not isinstance(optimizer, ast.Name) or "scaler" not in _last_name(func.value).lower():
+        return None
+    return optimizer.id
+
+
+def _last_name(expr: ast.expr) -> str:
+    """The last name of a dotted name (`self.scaler` -> "scaler"); "" for anything else."""
+    base = expr
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return ""
+    return expr.attr if isinstance(expr, ast.Attribute) else base.id
 
 
 # What a function calls when it drives a model it is handed: `model(x)`, `ema_model(x)`, `net(x)`,

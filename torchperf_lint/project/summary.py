@@ -61,6 +61,7 @@ from ..analysis.vocabulary import (
     names_rpc_device_map,
     prepares_dataset,
     runs_rarely,
+    scaler_stepped,
     sets_cuda_default,
     shows_cuda_use,
 )
@@ -761,22 +762,12 @@ def _is_class_like(name: str) -> bool:
 
 
 def _scaler_step(node: ast.Call, scope: _Locals) -> Optional[tuple[str, str]]:
-    """`scaler.step(optimizer)`: a GradScaler steps the optimizer it is given, as analysis/hotpath.py's
-    resolve_call reads it; the call runs the `step` of the optimizer's class."""
-    func = node.func
-    if not (
-        isinstance(func, ast.Attribute) and func.attr == "step" and len(node.args) == 1 and not node.keywords
-    ):
+    """`scaler.step(optimizer)` (analysis/vocabulary.py's scaler_stepped): the call runs the `step`
+    of the optimizer's class."""
+    optimizer = scaler_stepped(node)
+    if optimizer is None or optimizer not in scope.names:
         return None
-    receiver = (dotted(func.value) or "").rsplit(".", 1)[-1]
-    optimizer = node.args[0]
-    if (
-        "scaler" not in receiver.lower()
-        or not isinstance(optimizer, ast.Name)
-        or optimizer.id not in scope.names
-    ):
-        return None
-    return _Summarizer._instance(optimizer.id, "step", scope)
+    return _Summarizer._instance(optimizer, "step", scope)
 
 
 def _derived(value: ast.expr) -> bool:
