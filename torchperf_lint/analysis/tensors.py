@@ -518,9 +518,8 @@ class TensorInference:
     ) -> Tensorness:
         """What `name` takes from the iterable `target` unpacks: an item of a tensor (a row, or
         a 0-d tensor: edm's `for t_cur, t_next in zip(t_steps[:-1], t_steps[1:])`) is one, as
-        surely as the iterable is. With
-        `items`, a comprehension's values of a mapping of tensors (`{k: v for k, v in
-        losses.items()}`) are too."""
+        surely as the iterable is. With `items`, a comprehension's values of a mapping of tensors
+        (`{k: v for k, v in losses.items()}`) are too."""
         drawn: Optional[cst.BaseExpression] = source
         if (
             items
