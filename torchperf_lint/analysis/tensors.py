@@ -517,9 +517,11 @@ class TensorInference:
         self, target: cst.BaseExpression, source: cst.BaseExpression, name: str, items: bool
     ) -> Tensorness:
         """What `name` takes from the iterable `target` unpacks: an item of a tensor (a row, or
-        a 0-d tensor: edm's `for t_cur, t_next in zip(t_steps[:-1], t_steps[1:])`) is one, as
-        surely as the iterable is. With `items`, a comprehension's values of a mapping of tensors
-        (`{k: v for k, v in losses.items()}`) are too."""
+        a 0-d tensor: edm's `for t_cur, t_next in zip(t_steps[:-1], t_steps[1:])`) is one. With
+        `items`, a comprehension's: the values of a mapping of tensors (`{k: v for k, v in
+        losses.items()}`) are tensors too, and its items stay likely ones, whose rank the device
+        values decide (`[int(v) for v in self.pad]` reads numbers of a 1-D buffer, rows of a 2-D
+        one); a step loop's value is as surely a tensor as its schedule."""
         drawn: Optional[cst.BaseExpression] = source
         if (
             items
@@ -531,7 +533,8 @@ class TensorInference:
         elif isinstance(source, cst.Call) and self._names.qualified_name(source) in _ZIPPING:
             # `{t["image_id"].item(): o for t, o in zip(targets, results)}`: what `name` is drawn from
             drawn = _zipped_source(target, source, name, self._names)
-        return self.infer(drawn) if drawn is not None else Tensorness.NO
+        found = self.infer(drawn) if drawn is not None else Tensorness.NO
+        return min(found, Tensorness.LIKELY) if items else found
 
     def _param(self, param: cst.Param, binding: Binding) -> Tensorness:
         if param.annotation is not None:
