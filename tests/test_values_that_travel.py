@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -1649,3 +1650,27 @@ def test_a_value_handed_to_numpy_is_on_the_host(
 ) -> None:
     files = {"images.py": IMAGES, "net.py": NET_MODULE, "test.py": TEST_LOOP}
     assert edited_routes(capsys, tmp_path, files, variant, "test.py", "TPL103") == lines
+
+
+@pytest.mark.parametrize("spelling", ["nn.ModuleDict", "torch.nn.modules.container.ModuleDict"])
+def test_a_loop_over_a_module_dict_walks_its_keys_whatever_its_spelling(spelling: str) -> None:
+    """A ModuleDict yields its keys, not its modules, however the class is imported: what a key
+    "returns" is nothing known, so the list index after it stays silent."""
+    source = textwrap.dedent(
+        f"""
+        import torch
+        from torch import nn
+
+        class GPT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.h = {spelling}({{"a": nn.Linear(8, 8)}})
+                self.lm_head = nn.Linear(8, 64)
+
+            def forward(self, idx):
+                for block in self.h:
+                    x = block(idx)
+                return self.lm_head(x[:, [-1], :])
+        """
+    )
+    assert lint_source(source, path="model.py", select=["TPL103"]) == []

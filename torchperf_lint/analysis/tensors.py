@@ -305,11 +305,13 @@ class TensorInference:
         )
 
     def _module_dict(self, expr: cst.BaseExpression) -> bool:
-        """`expr` may be an nn.ModuleDict, which yields its keys."""
-        return any(
-            isinstance(v, cst.Call) and self._names.qualified_name(v) == "torch.nn.ModuleDict"
-            for v in self._assigned_values(expr)
-        )
+        """`expr` may be an nn.ModuleDict, which yields its keys (either spelling of the class
+        `_MODULE_CONTAINERS` accepts)."""
+        for value in self._assigned_values(expr):
+            qualified = self._names.qualified_name(value) if isinstance(value, cst.Call) else None
+            if qualified in _MODULE_CONTAINERS and qualified.endswith(".ModuleDict"):
+                return True
+        return False
 
     def _module_parameter(self, name: cst.Name) -> bool:
         """A parameter, never rebound, that every project call passes a model for
