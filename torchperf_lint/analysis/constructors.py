@@ -15,9 +15,8 @@ import re
 from collections.abc import Sequence
 
 import libcst as cst
-import libcst.matchers as matchers
 
-from ..syntax.walker import Binding, FileFacts, dotted_name
+from ..syntax.walker import Binding, FileFacts, descendants, dotted_name
 from .hotpath import HotPaths
 from .names import Names
 
@@ -340,7 +339,7 @@ class ModuleGraph:
                 return True
         return any(
             isinstance(target, cst.Attribute) and _is_self(target.value) and target.attr.value == attr
-            for statement in matchers.findall(function, matchers.Del())
+            for statement in descendants(function)
             if isinstance(statement, cst.Del)
             for target in _deleted(statement.target)
         )

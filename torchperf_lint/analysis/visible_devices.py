@@ -16,9 +16,8 @@ import functools
 from typing import Optional
 
 import libcst as cst
-import libcst.matchers as m
 
-from ..syntax.walker import FileFacts, dotted_name
+from ..syntax.walker import FileFacts, descendants, dotted_name
 from .names import Names
 from .registries import Registries
 
@@ -58,8 +57,10 @@ class VisibleDevices:
         default = self._registries.option_default(attribute)
         if default is None or not _one_device_text(default):
             return False
-        splits = m.Call(func=m.Attribute(value=m.Attribute(attr=m.Name(attribute)), attr=m.Name("split")))
-        return all(m.findall(value, splits) for value in self._stored_attributes(attribute))
+        return all(
+            any(_splits(node, attribute) for node in descendants(value))
+            for value in self._stored_attributes(attribute)
+        )
 
     def _sets_variable(self, target: cst.BaseAssignTargetExpression) -> bool:
         if not (isinstance(target, cst.Subscript) and dotted_name(target.value) == "os.environ"):
@@ -121,3 +122,15 @@ class VisibleDevices:
         if ids is None and len(positional) > 1 and not positional[1].star:
             ids = positional[1].value
         return ids is not None and self._holds_one(ids)
+
+
+def _splits(node: cst.CSTNode, attribute: str) -> bool:
+    """`node` is `<x>.<attribute>.split(...)`."""
+    if not (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "split"
+    ):
+        return False
+    receiver = node.func.value
+    return isinstance(receiver, cst.Attribute) and receiver.attr.value == attribute
