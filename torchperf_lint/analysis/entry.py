@@ -129,6 +129,9 @@ class EntryFacts:
     # per function, its tests one side of which runs only while an accumulator is empty
     # (analysis/accumulators.py): the test's key -> whether that side is the body
     empty_fallbacks: tuple[tuple[int, tuple[tuple[str, bool], ...]], ...] = ()
+    # per function (-1: the top level), the names its own scope binds to a constructed optimizer
+    # (project/summary.py, Function.optimizers): their `.step()` steps one
+    optimizer_names: tuple[tuple[int, frozenset[str]], ...] = ()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -235,6 +238,9 @@ class EntryFacts:
             empty_fallbacks=tuple(
                 (int(index), tuple((str(key), bool(body)) for key, body in tests))
                 for index, tests in data.get("empty_fallbacks", ())
+            ),
+            optimizer_names=tuple(
+                (int(index), frozenset(map(str, names))) for index, names in data.get("optimizer_names", ())
             ),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]

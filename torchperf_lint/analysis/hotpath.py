@@ -46,7 +46,6 @@ from .vocabulary import (
     STEP_HOOKS,
     is_loader_name,
     is_module_base,
-    is_optimizer_class,
     is_optimizer_name,
     names_held_out_data,
     prepares_dataset,
@@ -110,6 +109,7 @@ class HotPaths:
         self._derived = DerivedSettings(facts, names)
         # per function, its accumulator tests' keys -> whether the body is the empty side
         self._empty_fallbacks = {index: dict(tests) for index, tests in entry.empty_fallbacks}
+        self._optimizer_names = dict(entry.optimizer_names)
         self._functions = list(facts.functions)
         self._class_index = {node: i for i, node in enumerate(facts.class_of)}
         self._module_class_cache: dict[str, bool] = {}
@@ -423,13 +423,18 @@ class HotPaths:
             return False
         if is_optimizer_name(receiver):
             return True
-        if isinstance(call.func.value, cst.Name):
-            for binding in self._names.lookup(receiver, call):
-                if binding.kind == "assign" and isinstance(binding.node, cst.Call):
-                    qualified = self._names.qualified_name(binding.node) or ""
-                    if is_optimizer_class(qualified):
-                        return True
-        return False
+        return isinstance(call.func.value, cst.Name) and self._holds_optimizer(receiver, call)
+
+    def _holds_optimizer(self, name: str, at: cst.CSTNode) -> bool:
+        """`name`, as seen at `at`, is bound to a constructed optimizer: the project pass's answer
+        for the function (or top level) whose binding of it is visible here (Function.optimizers)."""
+        bindings = self._names.lookup(name, at)
+        scope = bindings[0].scope.node if bindings else None
+        if isinstance(scope, cst.Module):
+            index: Optional[int] = -1
+        else:
+            index = self._function_index.get(scope) if isinstance(scope, cst.FunctionDef) else None
+        return index is not None and name in self._optimizer_names.get(index, ())
 
     def loops_around(self, node: cst.CSTNode) -> list[Loop]:
         """Loops of the same function whose body holds `node`, innermost first."""

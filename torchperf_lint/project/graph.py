@@ -1717,6 +1717,11 @@ class Project:
                 for index, function in enumerate(module.summary.functions)
                 if function.empty_fallbacks
             ),
+            optimizer_names=tuple(
+                (index, frozenset(function.optimizers))
+                for index, function in [(-1, module.summary.toplevel), *enumerate(module.summary.functions)]
+                if function.optimizers
+            ),
             bounded_loops=frozenset(i for i, loop in enumerate(module.summary.loops) if loop.bounded),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),

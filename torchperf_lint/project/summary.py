@@ -222,6 +222,9 @@ class Function:
 
     # per `return`: the parameter whose tensor it copies to the host (`return t.detach().cpu()`)
     host_copy_returns: list[str] = dataclasses.field(default_factory=list)
+    # the names its own scope binds to a constructed optimizer (`opt = torch.optim.AdamW(...)`):
+    # their `.step()` is an optimizer step (the file pass asks, analysis/hotpath.py)
+    optimizers: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def copies_to_host(self) -> str:
@@ -1335,6 +1338,7 @@ class _Summarizer:
         self.with_names = saved_with
         self.comprehensions = saved_comprehensions
         answers = self.function_stack[-1][1].empty_answers
+        function.optimizers = self._optimizer_names(self.function_stack[-1][1])
         function.empty_fallbacks = {
             key: answer
             for key, found in answers.items()
@@ -1459,7 +1463,7 @@ class _Summarizer:
     def _If(self, node: ast.If) -> None:
         body, orelse = self._cold_sides(node.test)
         # the branch that steps the optimizer is the step itself, never a periodic extra
-        body = body and not _steps_an_optimizer(node.body)
+        body = body and not self._steps_an_optimizer(node.body)
         local = self.locals() if self.function_stack else None
         memo = fills_cache(node, local) or fills_looked_up_cache(node, self.block)
         self.visit(node.test)
@@ -2161,12 +2165,32 @@ class _Summarizer:
             return False
         if is_optimizer_name(receiver):
             return True
-        if isinstance(func.value, ast.Name):
-            for value in local.values.get(func.value.id, ()):
-                callee = _constructed(value)
-                if callee and is_optimizer_class(self.qualify(callee)):
-                    return True
-        return False
+        return isinstance(func.value, ast.Name) and any(
+            self._builds_optimizer(value) for value in local.values.get(func.value.id, ())
+        )
+
+    def _steps_an_optimizer(self, block: list[ast.stmt]) -> bool:
+        """`optimizer.step()` somewhere in `block`, as `_is_step` reads it (the file pass asks the
+        same of the names this pass found bound to optimizers: hotpath.py's `_steps_in`)."""
+        local = self.locals()
+        return any(
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "step"
+            and self._is_step(call.func, local)
+            for statement in block
+            for call in ast.walk(statement)
+        )
+
+    def _builds_optimizer(self, value: ast.AST) -> bool:
+        callee = _constructed(value)
+        return bool(callee) and is_optimizer_class(self.qualify(callee or ""))
+
+    def _optimizer_names(self, local: _Locals) -> list[str]:
+        """The names `local`'s scope binds to a constructed optimizer, for Function.optimizers."""
+        return sorted(
+            name for name, values in local.values.items() if any(map(self._builds_optimizer, values))
+        )
 
     def _describe(self, func: ast.AST, scopes: tuple[_Locals, ...], cls: int) -> Optional[tuple[str, str]]:
         local = scopes[0]
@@ -2480,6 +2504,7 @@ def summarize(source: str) -> Optional[Summary]:
         return None
     summarizer.item_counted_builds()
     summary = summarizer.summary
+    summary.toplevel.optimizers = summarizer._optimizer_names(summarizer.module_locals)
     summary.handed = sorted(summarizer.handed | _handed_bases(summary, summarizer.attribute_bases))
     summary.handed_imported = sorted([base, attr] for base, attr in summarizer.handed_imported)
     summary.handed_members = sorted(summarizer.handed_members - summarizer.handed)
@@ -2498,18 +2523,6 @@ def _handed_bases(summary: Summary, bases: list[tuple[str, str]]) -> set[str]:
     for info in summary.classes:  # classes of one name (under `if`s): any of their methods
         methods.setdefault(info.name, set()).update(info.methods)
     return {name for name, attr in bases if name not in methods or attr in methods[name]}
-
-
-def _steps_an_optimizer(block: list[ast.stmt]) -> bool:
-    """`optimizer.step()` somewhere in `block` (hotpath.py's `_steps_in` for the file pass)."""
-    return any(
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == "step"
-        and is_optimizer_name(ast.unparse(call.func.value))
-        for statement in block
-        for call in ast.walk(statement)
-    )
 
 
 # Methods that keep a tensor a tensor on its way to a host copy (`t.detach().cpu()`,
