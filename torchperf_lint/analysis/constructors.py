@@ -11,12 +11,12 @@ sure of is None or missing, never a guess.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 
 import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, descendants, dotted_name
+from .added_keys import added_keys
 from .hotpath import HotPaths
 from .names import Names
 
@@ -151,23 +151,11 @@ class ModuleGraph:
         `opt_args['eps'] = args.opt_eps`), each read back as `name['key']`; None where it may add
         others (`d.update(...)`, `d[k] = v`, `d.setdefault(k, v)`, `d |= ...`). A literal key
         given to `setdefault` counts as added (its `opt_args.setdefault('betas', ...)`)."""
-        text = self._facts.module.code_for_node(binding.scope.node)
-        escaped = re.escape(name)
-        if re.search(rf"\b{escaped}\s*(\|=|\.\s*(update|__setitem__)\b)", text):
+        keys = added_keys(self._facts.module.code_for_node(binding.scope.node), name)
+        if keys is None:
             return None
-        added: dict[str, cst.BaseExpression] = {}
-        # `opt_args.setdefault('betas', (0.95, 0.98))`: a key written out, as a store would
-        for call in re.finditer(rf"\b{escaped}\s*\.\s*setdefault\b\s*\(([^,)]*)", text):
-            key = re.fullmatch(r"\s*(['\"])(\w+)\1\s*", call.group(1))
-            if key is None:
-                return None
-            added[key.group(2)] = cst.parse_expression(f"{name}[{key.group(2)!r}]")
-        for store in re.finditer(rf"\b{escaped}\s*\[([^\]]*)\]\s*[-+*/|&]?=(?!=)", text):
-            key = re.fullmatch(r"\s*(['\"])(\w+)\1\s*", store.group(1))
-            if key is None:
-                return None
-            added[key.group(2)] = cst.parse_expression(f"{name}[{key.group(2)!r}]")
-        return added
+        # each read back as `name['key']`: `opt_args.setdefault('betas', ...)` counts as a store
+        return {key: cst.parse_expression(f"{name}[{key!r}]") for key in keys}
 
     # -- nn.Sequential --------------------------------------------------------------------
     def sequential_neighbours(self, call: cst.Call) -> list[Pair]:

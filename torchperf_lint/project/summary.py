@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union, cast
 
 from ..analysis import cache_misses
 from ..analysis.accumulators import Accumulators, test_key, tests_a_list
+from ..analysis.added_keys import added_keys
 from ..analysis.arguments import (
     BUILT_PREFIX,
     OPTIONS,
@@ -484,7 +485,7 @@ def _unpacks_configuration(node: ast.Call, local: _Locals) -> bool:
     if not isinstance(root, ast.Name) or root.id in local.params:
         return False
     value = local.bound_once(root.id)
-    if not isinstance(value, ast.Call) or _adds_keys(local.function, root.id):
+    if not isinstance(value, ast.Call) or _adds_keys(local, root.id):
         return False
     func = value.func
     if isinstance(func, ast.Attribute) and func.attr in _CONFIG_METHODS and not value.args:
@@ -492,24 +493,11 @@ def _unpacks_configuration(node: ast.Call, local: _Locals) -> bool:
     return dotted(func) in _CONFIG_READS
 
 
-def _adds_keys(function: Optional[FunctionNode], name: str) -> bool:
-    """`function` may add keys to the dict `name` holds: `name[k] = v`, `name |= ...`,
-    `name.update(...)`/`.setdefault(...)` (as analysis/constructors.py's `_mutated` reads the file)."""
-    if function is None:
-        return True
-    for node in ast.walk(function):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and dotted(node.value) == name:
-            return True
-        if isinstance(node, ast.AugAssign) and dotted(node.target) == name:
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and dotted(node.func.value) == name
-        ):
-            if node.func.attr in ("update", "setdefault", "__setitem__"):
-                return True
-    return False
+def _adds_keys(local: _Locals, name: str) -> bool:
+    """The function of `local` may add keys to the dict `name` holds (analysis/added_keys.py, as
+    the file pass reads it); the top level always may."""
+    text = local.text()
+    return text is None or added_keys(text, name) != []
 
 
 def _assigned_before(value: ast.expr, statement: ast.stmt, block: list[ast.stmt]) -> ast.expr:
@@ -880,7 +868,8 @@ def _cold_guard(statement: ast.stmt, after: list[ast.stmt]) -> bool:
 class _Locals:
     """Names a function binds (Python makes them local), and the calls simple ones are bound to."""
 
-    def __init__(self, function: Optional[FunctionNode]) -> None:
+    def __init__(self, function: Optional[FunctionNode], source: str = "") -> None:
+        self._source = source  # the module's text, for `text()`
         # filled while the function's body is walked; read once the outermost function ends
         self.names: set[str] = set()
         self.values: dict[str, list[ast.AST]] = {}
@@ -906,6 +895,12 @@ class _Locals:
             if arg is not None:
                 self.names.add(arg.arg)
                 self.params.add(arg.arg)
+
+    def text(self) -> Optional[str]:
+        """The function's own text; None at the top level, or where positions are missing."""
+        if self.function is None:
+            return None
+        return ast.get_source_segment(self._source, self.function)
 
     def bound_once(self, name: str) -> Optional[ast.AST]:
         """The value `name` holds where the function binds it once, by a plain assignment."""
@@ -1065,6 +1060,7 @@ def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
 
 class _Summarizer:
     def __init__(self, source: str) -> None:
+        self.source = source
         self.summary = Summary()
         self.import_pairs: list[tuple[str, str]] = []  # (bound, qualified), in functions too
         self.function_index: dict[ast.AST, int] = {}
@@ -1328,7 +1324,7 @@ class _Summarizer:
             self.visit(default)
         saved_classes = self.class_stack
         self.class_stack = saved_classes if cls >= 0 else []
-        self.function_stack.append((index, _Locals(node)))
+        self.function_stack.append((index, _Locals(node, self.source)))
         self.loop_stack.append([])
         saved_guards, self.guards = self.guards, []
         saved_leaving, self.leaving = self.leaving, []
@@ -1861,7 +1857,7 @@ class _Summarizer:
         if not isinstance(name, ast.Name):
             return {}
         value = local.bound_once(name.id)
-        if value is None or _adds_keys(local.function, name.id):
+        if value is None or _adds_keys(local, name.id):
             return {}
         items: dict[str, str] = {}
         if isinstance(value, ast.Dict):
