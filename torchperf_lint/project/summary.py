@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from typing import Any, Callable, Iterable, Iterator, Optional, Union, cast
 
 from ..analysis import cache_misses
@@ -868,8 +869,10 @@ def _cold_guard(statement: ast.stmt, after: list[ast.stmt]) -> bool:
 class _Locals:
     """Names a function binds (Python makes them local), and the calls simple ones are bound to."""
 
-    def __init__(self, function: Optional[FunctionNode], source: str = "") -> None:
-        self._source = source  # the module's text, for `text()`
+    def __init__(
+        self, function: Optional[FunctionNode], text_of: Callable[[ast.AST], str] = lambda node: ""
+    ) -> None:
+        self._text_of = text_of  # a node's lines of the module's text, for `text()`
         # filled while the function's body is walked; read once the outermost function ends
         self.names: set[str] = set()
         self.values: dict[str, list[ast.AST]] = {}
@@ -897,10 +900,8 @@ class _Locals:
                 self.params.add(arg.arg)
 
     def text(self) -> Optional[str]:
-        """The function's own text; None at the top level, or where positions are missing."""
-        if self.function is None:
-            return None
-        return ast.get_source_segment(self._source, self.function)
+        """The lines of the function's own text; None at the top level."""
+        return None if self.function is None else self._text_of(self.function)
 
     def bound_once(self, name: str) -> Optional[ast.AST]:
         """The value `name` holds where the function binds it once, by a plain assignment."""
@@ -1061,6 +1062,7 @@ def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
 class _Summarizer:
     def __init__(self, source: str) -> None:
         self.source = source
+        self._lines: Optional[list[str]] = None  # the source's lines, split on first use
         self.summary = Summary()
         self.import_pairs: list[tuple[str, str]] = []  # (bound, qualified), in functions too
         self.function_index: dict[ast.AST, int] = {}
@@ -1102,6 +1104,14 @@ class _Summarizer:
         self.one_pass_of: list[int] = []
         self.options_returned: dict[str, int] = {}  # the module's functions returning them
         self.with_names: list[str] = []  # the `with` items around here in the current function
+
+    def lines_of(self, node: ast.AST) -> str:
+        """The whole lines of the source that `node` spans."""
+        if self._lines is None:
+            # the line breaks CPython counts (not str.splitlines', which also breaks at a form feed)
+            self._lines = _LINES.findall(self.source)
+        start, end = getattr(node, "lineno", 1), getattr(node, "end_lineno", None)
+        return "".join(self._lines[start - 1 : end])
 
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
@@ -1324,7 +1334,7 @@ class _Summarizer:
             self.visit(default)
         saved_classes = self.class_stack
         self.class_stack = saved_classes if cls >= 0 else []
-        self.function_stack.append((index, _Locals(node, self.source)))
+        self.function_stack.append((index, _Locals(node, self.lines_of)))
         self.loop_stack.append([])
         saved_guards, self.guards = self.guards, []
         saved_leaving, self.leaving = self.leaving, []
@@ -2464,6 +2474,8 @@ def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int
         return found.pop() if len(found) == 1 else ""
     return ""
 
+
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 # The handler of each node type (`_Summarizer._Call`), or None: found once per type, not per node.
 _HANDLERS: dict[type, Optional[Callable[[_Summarizer, Any], None]]] = {}
