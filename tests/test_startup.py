@@ -139,6 +139,15 @@ def test_an_edit_to_another_module_runs_the_project_pass_again(tmp_path: Path) -
     assert "torchperf_lint.project.graph" in modules and "libcst" not in modules
 
 
+def test_a_run_that_lints_does_not_load_libcst_matchers(tmp_path: Path) -> None:
+    """Importing `libcst.matchers` builds a matcher class for every node type, about half a second
+    per process: more than linting a small file, paid again by every editor and pre-commit run."""
+    (tmp_path / "net.py").write_text(HOT)
+    code, out, modules = loaded("--no-cache", "--library", "net.py", cwd=tmp_path)
+    assert "TPL" in out and "torchperf_lint.rules" in modules  # the file was linted
+    assert [m for m in modules if m.startswith("libcst.matchers")] == []
+
+
 def test_the_rule_catalog_is_current() -> None:
     assert CATALOG.read_text(encoding="utf-8") == render_catalog(), (
         "torchperf_lint/catalog.py is stale: run `python -m torchperf_lint.docs` and commit the result"
