@@ -1674,3 +1674,76 @@ def test_a_loop_over_a_module_dict_walks_its_keys_whatever_its_spelling(spelling
         """
     )
     assert lint_source(source, path="model.py", select=["TPL103"]) == []
+
+
+# -- an attribute every store of its class sets to a tensor is one ---------------------------
+# nerf_pl's Embedding: `self.freq_bands` is a torch factory's result on either side of a flag,
+# and forward walks it element by element, running sin and cos of `freq * x` for each
+EMBEDDING = """
+import torch
+from torch import nn
+
+
+class Embedding(nn.Module):
+    def __init__(self, n_freqs, logscale=True):
+        super().__init__()
+        self.funcs = [torch.sin, torch.cos]
+        if logscale:
+            self.freq_bands = 2 ** torch.linspace(0, n_freqs - 1, n_freqs)
+        else:
+            self.freq_bands = torch.linspace(1, 2 ** (n_freqs - 1), n_freqs)
+
+    def forward(self, x):
+        out = [x]
+        for freq in self.freq_bands:
+            for func in self.funcs:
+                out += [func(freq * x)]
+        return torch.cat(out, -1)
+
+
+class NeRF(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = Embedding(10)
+        self.head = nn.Linear(63, 4)
+
+    def forward(self, x):
+        return self.head(self.embed(x))
+
+
+def train(loader, optimizer):
+    model = NeRF().cuda()
+    for rays, rgbs in loader:
+        loss = ((model(rays.cuda()) - rgbs.cuda()) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "reported"),
+    [
+        (("", ""), True),
+        # a list of floats on one side: not every store is a tensor
+        (
+            (
+                "self.freq_bands = torch.linspace(1, 2 ** (n_freqs - 1), n_freqs)",
+                "self.freq_bands = [1.0, 2.0]",
+            ),
+            False,
+        ),
+        # a value the class does not know on one side (a parameter)
+        (
+            (
+                "self.freq_bands = torch.linspace(1, 2 ** (n_freqs - 1), n_freqs)",
+                "self.freq_bands = logscale",
+            ),
+            False,
+        ),
+    ],
+)
+def test_a_loop_over_an_attribute_every_store_sets_to_a_tensor_walks_its_elements(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], reported: bool
+) -> None:
+    root = write_project(tmp_path, {"nerf.py": EMBEDDING.replace(*variant)})
+    assert routes(capsys, root, "nerf.py", "TPL201") == ([16] if reported else [])

@@ -376,9 +376,10 @@ class TensorInference:
             # a buffer registered from a tensor (MoCo's `queue_ptr`): assigning it anything but a
             # tensor or None raises
             return Tensorness.CERTAIN
-        if values and all(self.infer(v) >= Tensorness.LIKELY for v in values):
-            return Tensorness.LIKELY  # buffers may be reassigned anywhere
-        return Tensorness.NO
+        # what the class's own stores give it, joined: certain where every one is certain
+        # (nerf_pl's `self.freq_bands = 2 ** torch.linspace(...)` on either side of a flag)
+        levels = [self.infer(v) for v in values]
+        return self._joined(levels) if levels and all(levels) else Tensorness.NO
 
     def _name(self, name: cst.Name, narrow: bool = True) -> Tensorness:
         bindings = self._names.lookup(name.value, name)
