@@ -25,6 +25,8 @@ def _reads_tensor(test: cst.BaseExpression, ctx: Context) -> bool:
     for part in condition_parts(test, ctx):
         operands = [part]
         if isinstance(part, cst.Comparison):
+            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in part.comparisons):
+                continue  # `t is not None` asks which object, not what it holds
             operands = [part.left, *(c.comparator for c in part.comparisons)]
         for operand in operands:
             if on_device(operand, ctx, certain=True):
@@ -331,6 +333,20 @@ class AssertOnTensor(Rule):
                     assert q.shape[-1] % num_heads == 0
                     assert k is not None
                     return torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+            """,
+        "identity-test-of-a-device-tensor": """
+            import torch
+            from torch import nn
+
+            class RunningSum(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.total = torch.zeros(3, device="cuda")
+
+                def forward(self, x):
+                    assert self.total is not None  # for mypy: which object, not its values
+                    self.total += x.sum(0)
+                    return self.total
             """,
         "same-tensor-read-on-the-host-anyway": """
             import torch
