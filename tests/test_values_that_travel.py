@@ -1747,3 +1747,65 @@ def test_a_loop_over_an_attribute_every_store_sets_to_a_tensor_walks_its_element
 ) -> None:
     root = write_project(tmp_path, {"nerf.py": EMBEDDING.replace(*variant)})
     assert routes(capsys, root, "nerf.py", "TPL201") == ([16] if reported else [])
+
+
+# -- a value an isinstance test found to be a tensor is one ----------------------------------
+# DETR's MetricLogger.update, called from the step loop with every loss of the step
+LOGGER = """
+import torch
+
+
+class MetricLogger:
+    def __init__(self):
+        self.meters = {}
+
+    def update(self, **kwargs):
+        for k, v in kwargs.items():
+            if isinstance(v, torch.Tensor):
+                v = v.item()
+            self.meters[k] = v
+"""
+LOGGED_STEP = """
+import torch
+from logger import MetricLogger
+
+
+def train(model, criterion, loader, optimizer):
+    logger = MetricLogger()
+    for x, y in loader:
+        losses = criterion(model(x.cuda()), y.cuda())
+        loss = sum(losses.values())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        logger.update(**losses)
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "reported"),
+    [
+        (("", ""), True),
+        # a tuple of types: the branch may hold an array
+        (("isinstance(v, torch.Tensor)", "isinstance(v, (torch.Tensor, float))"), False),
+        # the read in the branch where the test failed
+        (
+            (
+                "            if isinstance(v, torch.Tensor):\n",
+                "            if not isinstance(v, torch.Tensor):\n",
+            ),
+            False,
+        ),
+        # bound again in the branch before the read
+        (
+            ("                v = v.item()", "                v = float(v)\n                v = v.item()"),
+            False,
+        ),
+    ],
+)
+def test_a_value_an_isinstance_test_found_to_be_a_tensor_is_read_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], reported: bool
+) -> None:
+    root = write_project(tmp_path, {"logger.py": LOGGER.replace(*variant), "train.py": LOGGED_STEP})
+    lines = routes(capsys, root, "logger.py", "TPL107")
+    assert lines == ([11] if reported else [])
