@@ -1796,14 +1796,6 @@ def train(model, criterion, loader, optimizer):
             ),
             False,
         ),
-        # a number Python computes: the test guards another mode (tracing), not eager code
-        (
-            (
-                "        for k, v in kwargs.items():\n",
-                "        for k in kwargs:\n            v = 1.0 + 1.0 * (len(k) > 1)\n",
-            ),
-            False,
-        ),
         # bound again in the branch before the read
         (
             ("                v = v.item()", "                v = float(v)\n                v = v.item()"),

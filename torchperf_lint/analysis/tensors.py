@@ -448,24 +448,14 @@ class TensorInference:
             if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test:
                 test_holds = _isinstance_tensor_test(parent.test, name.value, self._names)
                 if test_holds is not None:
-                    if (child is not parent.orelse) != test_holds:
-                        return False
-                    if self._bound_in(child, name, bindings) or any(map(self._python_value, bindings)):
-                        return None
-                    return True
+                    is_tensor = (child is not parent.orelse) == test_holds
+                    return (
+                        False
+                        if not is_tensor
+                        else (True if not self._bound_in(child, name, bindings) else None)
+                    )
             child, parent = parent, self._facts.parents.get(parent)
         return None
-
-    def _python_value(self, binding: Binding) -> bool:
-        """`binding` gives the name a value Python computes and no tensor (`1.0 + 1.0 * (n > 1)`):
-        an isinstance test of it guards another mode (tracing, where sizes are tensors), not a
-        value eager code may hand over."""
-        value = binding.node
-        return (
-            binding.kind == "assign"
-            and isinstance(value, _PYTHON_COMPUTED)
-            and self.infer(value) == Tensorness.NO
-        )
 
     def _bound_in(self, branch: cst.CSTNode, name: cst.Name, bindings: list[Binding]) -> bool:
         """A binding of `name` inside `branch` may come before the read: all but the assignment
@@ -687,15 +677,6 @@ class _StringUses(cst.CSTVisitor):
             self.names.add(node.expression.value)
 
 
-# values Python computes from what it is given: a literal or an operation on literals and numbers
-_PYTHON_COMPUTED = (
-    cst.BaseNumber,
-    cst.BaseString,
-    cst.BinaryOperation,
-    cst.UnaryOperation,
-    cst.Comparison,
-    cst.BooleanOperation,
-)
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _ZIPPING = frozenset({"builtins.zip", "builtins.enumerate"})
 
