@@ -383,12 +383,9 @@ class TensorInference:
 
     def _name(self, name: cst.Name, narrow: bool = True) -> Tensorness:
         bindings = self._names.lookup(name.value, name)
-        if not bindings:
+        if not bindings or (narrow and (self._narrowed_to_non_tensor(name) or self._handed_to_numpy(name))):
             return Tensorness.NO
-        narrowed = self._isinstance_narrowing(name, bindings) if narrow else None
-        if narrowed is not None:
-            return Tensorness.CERTAIN if narrowed else Tensorness.NO
-        if narrow and (self._handed_to_numpy(name) or self._rebound_to_host_values(name)):
+        if narrow and self._rebound_to_host_values(name):
             return Tensorness.NO
         return self._joined([self._binding(b, name.value) for b in bindings])
 
@@ -435,37 +432,19 @@ class TensorInference:
             current = self._facts.parents.get(current)
         return False
 
-    def _isinstance_narrowing(self, name: cst.Name, bindings: list[Binding]) -> Optional[bool]:
-        """What the innermost `isinstance(name, torch.Tensor)` test around `name` says of it:
-        False in the branch where the test failed (the else of `if isinstance(x, Tensor):`, the
-        body of `if not isinstance(...)`, and the same for `a if isinstance(x, Tensor) else b`:
-        the NumPy or list branch of a helper that takes either is not tensor code); True in the
-        branch where it held (DETR's `MetricLogger.update`: `if isinstance(v, torch.Tensor): v =
-        v.item()`), unless that branch binds the name again before the read; None elsewhere."""
+    def _narrowed_to_non_tensor(self, name: cst.Name) -> bool:
+        """`name` is read where an `isinstance(name, torch.Tensor)` test has failed: the else
+        branch of `if isinstance(x, Tensor):` (or the body of `if not isinstance(...)`), and the
+        same for `a if isinstance(x, Tensor) else b`. The NumPy or list branch of a helper that
+        takes either is not tensor code."""
         child: cst.CSTNode = name
         parent = self._facts.parents.get(child)
         while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Lambda)):
             if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test:
                 test_holds = _isinstance_tensor_test(parent.test, name.value, self._names)
-                if test_holds is not None:
-                    is_tensor = (child is not parent.orelse) == test_holds
-                    return (
-                        False
-                        if not is_tensor
-                        else (True if not self._bound_in(child, name, bindings) else None)
-                    )
-            child, parent = parent, self._facts.parents.get(parent)
-        return None
-
-    def _bound_in(self, branch: cst.CSTNode, name: cst.Name, bindings: list[Binding]) -> bool:
-        """A binding of `name` inside `branch` may come before the read: all but the assignment
-        whose value holds the read (`v = v.item()` reads `v` before it binds it)."""
-        for binding in bindings:
-            ancestors = list(self._facts.ancestors(binding.node))
-            if branch in ancestors:
-                value = binding.node if binding.kind == "assign" else None
-                if value is None or not (name is value or value in self._facts.ancestors(name)):
+                if test_holds is not None and (child is parent.orelse) == test_holds:
                     return True
+            child, parent = parent, self._facts.parents.get(parent)
         return False
 
     def _handed_to_numpy(self, name: cst.Name) -> bool:
