@@ -39,15 +39,14 @@ from .cold import (
 )
 from .derived_settings import DerivedSettings
 from .entry import INFERENCE_LOOP, NO_FACTS, EntryFacts
+from .loader_loops import CallsOf, held_out_loader, iterated_loader, loader_label
 from .names import Names
 from .vocabulary import (
     MODULE_CHAIN_METHODS,
     MODULE_ENTRY_POINTS,
     STEP_HOOKS,
-    is_loader_name,
     is_module_base,
     is_optimizer_name,
-    names_held_out_data,
     prepares_dataset,
     runs_rarely,
     scaler_stepped,
@@ -110,6 +109,7 @@ class HotPaths:
         # per function, its accumulator tests' keys -> whether the body is the empty side
         self._empty_fallbacks = {index: dict(tests) for index, tests in entry.empty_fallbacks}
         self._optimizer_names = dict(entry.optimizer_names)
+        self._loader_loops: dict[Loop, Optional[str]] = {}
         self._functions = list(facts.functions)
         self._class_index = {node: i for i, node in enumerate(facts.class_of)}
         self._module_class_cache: dict[str, bool] = {}
@@ -354,67 +354,47 @@ class HotPaths:
 
     # -- step loops -------------------------------------------------------------------
     def iterates_loader(self, loop: Loop) -> Optional[str]:
-        """The loader's name when `loop` iterates a DataLoader, else None."""
+        """The loader's name when `loop` iterates a DataLoader, else None (analysis/loader_loops.py,
+        as the project pass reads it)."""
         if not isinstance(loop, cst.For):
             return None
-        for candidate in self._iterated_candidates(loop.iter):
-            label = self.loader_label(candidate)
-            if label is not None:
-                return label
-        return None
-
-    def _iterated_candidates(self, iterable: cst.BaseExpression) -> list[cst.BaseExpression]:
-        """What a loop over `iterable` may draw from: the expression, the arguments of a call it
-        iterates, and what a name it iterates was bound to."""
-        candidates: list[cst.BaseExpression] = []
-        todo: list[cst.BaseExpression] = [iterable]
-        while todo:
-            expr = todo.pop()
-            if expr in candidates:
-                continue  # `it = tqdm(it)`
-            candidates.append(expr)
-            if isinstance(expr, cst.Call):
-                # any call the loop iterates: `enumerate(loader)`, `logger.log_every(loader, 10)`
-                todo.extend(arg.value for arg in expr.args if arg.keyword is None and not arg.star)
-            elif isinstance(expr, cst.Name):
-                # `epoch_iterator = tqdm(train_dataloader)`, then `for batch in epoch_iterator:`
-                for binding in self._names.lookup(expr.value, expr):
-                    value = binding.node
-                    if binding.kind == "assign" and isinstance(value, cst.Call):
-                        todo.append(value)
-        return candidates
+        if loop not in self._loader_loops:
+            iterable = as_ast(loop.iter)
+            self._loader_loops[loop] = iterated_loader(iterable, self._calls_at(loop)) if iterable else None
+        return self._loader_loops[loop]
 
     def held_out_loader(self, iterable: cst.BaseExpression) -> Optional[str]:
         """The loader's name when a loop over `iterable` draws from a DataLoader over data kept out
         of training: named so (`val_loader`, `testloader`) or built from a dataset named so
         (`DataLoader(test_set)`, `DataLoader(dataset=holdout)`). An evaluation loop, whatever its
         function is called and whether or not the model was put in eval mode."""
-        for candidate in self._iterated_candidates(iterable):
-            label = self.loader_label(candidate)
-            if label is not None and names_held_out_data(label):
-                return label
-            dataset = _loader_dataset(candidate)
-            shown = dotted_name(dataset) if dataset is not None else None
-            if shown is not None and names_held_out_data(shown):
-                return f"a DataLoader over {shown}"
-        return None
+        converted = as_ast(iterable)
+        return held_out_loader(converted, self._calls_at(iterable)) if converted else None
 
     def loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
         """The loader's name when `expr` (a name, attribute or call) names or builds a DataLoader."""
-        target = expr.func if isinstance(expr, cst.Call) else expr
-        dotted = dotted_name(target)
-        if dotted is None:
+        if not isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
             return None
-        if is_loader_name(dotted):
-            return dotted
-        if isinstance(expr, cst.Name):
-            for binding in self._names.lookup(expr.value, expr):
-                value = binding.node
-                if binding.kind == "assign" and isinstance(value, cst.Call):
-                    callee = dotted_name(value.func) or ""
-                    if callee.split(".")[-1] == "DataLoader":
-                        return dotted
-        return None
+        converted = as_ast(expr.func if isinstance(expr, cst.Call) else expr)
+        if converted is None:
+            return None
+        # the callee alone: its arguments are not read, so they are not converted
+        shown = ast.Call(converted, [], []) if isinstance(expr, cst.Call) else converted
+        return loader_label(shown, self._calls_at(expr))
+
+    def _calls_at(self, at: cst.CSTNode) -> CallsOf:
+        """The calls a name is bound to where `at` reads it, as `ast` reads them."""
+
+        def calls_of(name: str) -> list[ast.Call]:
+            calls = []
+            for binding in self._names.lookup(name, at):
+                if binding.kind == "assign" and isinstance(binding.node, cst.Call):
+                    converted = as_ast(binding.node)
+                    if isinstance(converted, ast.Call):
+                        calls.append(converted)
+            return calls
+
+        return calls_of
 
     def _is_optimizer_step(self, call: cst.Call) -> bool:
         assert isinstance(call.func, cst.Attribute)
@@ -918,15 +898,3 @@ def _prepares_dataset(info: FunctionInfo) -> bool:
     return info.cls is not None and prepares_dataset(
         info.name, (dotted_name(base.value) for base in info.cls.node.bases)
     )
-
-
-def _loader_dataset(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """The dataset a `DataLoader(...)` call reads: its first positional argument or `dataset=`."""
-    if not isinstance(expr, cst.Call) or (dotted_name(expr.func) or "").split(".")[-1] != "DataLoader":
-        return None
-    for arg in expr.args:
-        if arg.star:
-            return None
-        if arg.keyword is None or arg.keyword.value == "dataset":
-            return arg.value
-    return None

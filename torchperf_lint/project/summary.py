@@ -39,6 +39,7 @@ from ..analysis.branch_sides import (
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.fallbacks import fallback_shape, is_not_none_test
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
+from ..analysis.loader_loops import builds_loader, iterated_loader
 from ..analysis.loop_targets import batch_names
 from ..analysis.module_flags import module_flags
 from ..analysis.options import module_options, parsed_position
@@ -400,11 +401,6 @@ def _unwrapped(iterable: ast.AST, wrappers: frozenset[str] = ITERATION_WRAPPERS)
     return iterable
 
 
-def _builds_loader(value: ast.AST) -> bool:
-    """`DataLoader(...)`, however the name is reached."""
-    return isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "DataLoader"
-
-
 def _call_slots(node: ast.Call) -> list[tuple[str, ast.expr]]:
     """A call's arguments by slot: "0", "1", ... for positional ones, then the keywords."""
     slots = [(str(i), a) for i, a in enumerate(node.args)]
@@ -530,7 +526,7 @@ def _loader_line(value: ast.AST, local: _Locals) -> int:
         if len(built) != 1:
             return 0
         value = built[0]
-    return value.lineno if isinstance(value, ast.Call) and _builds_loader(value) else 0
+    return value.lineno if isinstance(value, ast.Call) and builds_loader(value) else 0
 
 
 def _passed_loaders(node: ast.Call, local: _Locals) -> dict[str, int]:
@@ -2364,37 +2360,16 @@ class _Summarizer:
         return isinstance(call.args[0], (ast.Name, ast.List, ast.Tuple, ast.Constant, ast.ListComp))
 
     # -- loaders ------------------------------------------------------------------------
-    def _loader(self, iterable: ast.AST, scopes: tuple[_Locals, ...]) -> Optional[str]:
-        """What a `for` loop iterates when that is a DataLoader: named like a loader, bound to
-        `DataLoader(...)`, or passed to any call the loop iterates (`enumerate(loader)`,
-        `metric_logger.log_every(loader, 10)`, `Prefetcher(loader)` bound to a name)."""
-        seen: list[ast.AST] = []
-        todo = [iterable]
-        while todo:
-            expr = todo.pop(0)
-            if any(expr is s for s in seen) or len(seen) > 32:
-                continue
-            seen.append(expr)
-            label = self._loader_label(expr, scopes[0])
-            if label is not None:
-                return label
-            if isinstance(expr, ast.Call):
-                todo.extend(a for a in expr.args if not isinstance(a, ast.Starred))
-            elif isinstance(expr, ast.Name):
-                todo.extend(v for v in scopes[0].values.get(expr.id, ()) if isinstance(v, ast.Call))
-        return None
-
     @staticmethod
-    def _loader_label(expr: ast.AST, local: _Locals) -> Optional[str]:
-        name = dotted(expr.func if isinstance(expr, ast.Call) else expr)
-        if name is None:
-            return None
-        if is_loader_name(name):
-            return name
-        if isinstance(expr, ast.Name):
-            if any(_builds_loader(value) for value in local.values.get(expr.id, ())):
-                return name
-        return None
+    def _loader(iterable: ast.AST, scopes: tuple[_Locals, ...]) -> Optional[str]:
+        """What a `for` loop iterates when that is a DataLoader (analysis/loader_loops.py, as the
+        file pass reads it), from the calls the function binds names to."""
+        values = scopes[0].values
+
+        def calls_of(name: str) -> list[ast.Call]:
+            return [value for value in values.get(name, ()) if isinstance(value, ast.Call)]
+
+        return iterated_loader(iterable, calls_of)
 
 
 # wrappers that hand a loop a loader's own items: not `zip`, which pairs them with others
@@ -2415,7 +2390,7 @@ def _walked_loader(iterable: ast.AST, local: _Locals) -> Optional[str]:
     if name in local.params:
         unbound = not local.stores.get(name, 0)
         return name if unbound and is_loader_name(name) else None
-    built = values and all(_builds_loader(v) for v in values)
+    built = values and all(builds_loader(v) for v in values)
     return "" if built and len(values) == local.stores.get(name, 0) else None
 
 
