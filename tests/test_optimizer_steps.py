@@ -20,46 +20,20 @@ import torch
 model = torch.nn.Linear(4, 1).cuda()
 """
 
-# each body steps `sgd` once per iteration and reads the loss on the host
-LOCAL = """
-def fit(x, y):
-    sgd = {bound}
-    for i in range(100):
-        loss = ((model(x) - y) ** 2).mean()
-        sgd.step(lambda: loss)
-        print(loss.item())
-"""
-
-GLOBAL_READ_IN_FUNCTION = """
-sgd = {bound}
-
-
-def fit(x, y):
-    for i in range(100):
-        loss = ((model(x) - y) ** 2).mean()
-        sgd.step(lambda: loss)
-        print(loss.item())
-"""
-
-TOP_LEVEL = """
-sgd = {bound}
+# steps `sgd` once per iteration and reads the loss on the host
+STEPS = """
 for i in range(100):
     loss = ((model(x) - y) ** 2).mean()
     sgd.step(lambda: loss)
     print(loss.item())
 """
+IN_FUNCTION = textwrap.indent(STEPS, "    ")
 
-SHADOWED = """
-sgd = torch.optim.SGD(model.parameters())
-
-
-def fit(x, y, schedule):
-    sgd = {bound}
-    for i in range(100):
-        loss = ((model(x) - y) ** 2).mean()
-        sgd.step(lambda: loss)
-        print(loss.item())
-"""
+LOCAL = "def fit(x, y):\n    sgd = {bound}" + IN_FUNCTION
+GLOBAL_READ_IN_FUNCTION = "sgd = {bound}\n\n\ndef fit(x, y):" + IN_FUNCTION
+TOP_LEVEL = "sgd = {bound}" + STEPS
+# the function's own binding hides the module's optimizer
+SHADOWED = "sgd = torch.optim.SGD(model.parameters())\n\n\n" + LOCAL
 
 OPTIMIZERS = ["torch.optim.LBFGS(model.parameters())", "optim.SGD(model.parameters(), lr=0.1)"]
 NOT_OPTIMIZERS = ["torch.optim.lr_scheduler.StepLR(opt, 10)", "make_stepper(model)", "schedule"]
