@@ -485,3 +485,48 @@ def test_a_dispatch_that_returns_before_its_final_raise_stays_hot() -> None:
         raise ValueError("unsupported input")
     """
     assert lint(body) == [7]
+
+
+# -- a block that ends by raising: one reading for both passes ------------------------------
+FAILING_BLOCKS = '''
+def f(a, b, y):
+    if a:
+        msg = """no
+such mode"""
+        raise ValueError(msg)  # a string whose lines start anywhere
+    if b:  raise KeyError(b)
+    if b:
+        x = 1
+        raise SystemExit(0)
+    if b:
+        def g():
+            return 1
+        raise NotImplementedError
+    if a:
+        for i in y:
+            break
+        raise RuntimeError
+    if a:
+        return 1
+'''
+
+
+def test_both_passes_read_which_blocks_end_by_raising_alike() -> None:
+    """The file pass parses a libcst block back and asks analysis/failing_blocks.py, which the
+    project pass asks of its own statements: the same answer for each `if` body."""
+    import ast
+
+    import libcst as cst
+
+    from torchperf_lint.analysis.cold import fails_at_end
+    from torchperf_lint.analysis.failing_blocks import fails_at_end as fails_on_ast
+
+    source = textwrap.dedent(FAILING_BLOCKS)
+    [function] = ast.parse(source).body
+    assert isinstance(function, ast.FunctionDef)
+    on_ast = [fails_on_ast(branch.body) for branch in function.body if isinstance(branch, ast.If)]
+    module = cst.parse_module(source)
+    [definition] = module.body
+    assert isinstance(definition, cst.FunctionDef)
+    on_cst = [fails_at_end(branch.body) for branch in definition.body.body if isinstance(branch, cst.If)]
+    assert on_ast == on_cst == [True, True, False, True, False, False]

@@ -13,8 +13,8 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 import libcst as cst
 
 from ..syntax.ast_view import as_ast
-from ..syntax.walker import descendants, dotted_name, final_statement
-from . import branch_sides, cache_misses
+from ..syntax.walker import descendants, final_statement
+from . import branch_sides, cache_misses, failing_blocks
 from .arguments import decided_sides
 from .branch_sides import Sides
 
@@ -150,28 +150,22 @@ def leaving_statement(body: cst.BaseSuite) -> Optional[cst.CSTNode]:
     return last if isinstance(last, (cst.Return, cst.Raise, cst.Break)) else None
 
 
-_LEAVING = (cst.Return, cst.Break, cst.Continue, cst.Yield)
-_OWN_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_CODE = cst.Module([])
 
 
 def fails_at_end(block: cst.BaseSuite) -> bool:
     """The block ends by raising an error (not `raise SystemExit(...)`, which ends a program that
     ran) and nothing before leaves it (`if a: return x` ... `raise ValueError(...)` dispatches):
-    what it does runs only on the way to the error."""
-    last = final_statement(block)
-    if not isinstance(last, cst.Raise):
+    what it does runs only on the way to the error. analysis/failing_blocks.py reads it, on the
+    block parsed back, as the project pass does; only a block whose last statement raises is."""
+    if not isinstance(final_statement(block), cst.Raise):
         return False
-    raised = last.exc.func if isinstance(last.exc, cst.Call) else last.exc
-    if raised is not None and dotted_name(raised) == "SystemExit":
+    try:  # a block renders as the suite after a colon: under any header it parses alone
+        parsed = ast.parse(f"if 1:{_CODE.code_for_node(block)}")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    todo: list[cst.CSTNode] = list(block.body[:-1]) if isinstance(block, cst.IndentedBlock) else []
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _LEAVING):
-            return False
-        if not isinstance(node, _OWN_SCOPES):
-            todo.extend(node.children)
-    return True
+    header = parsed.body[0]
+    return isinstance(header, ast.If) and failing_blocks.fails_at_end(header.body)
 
 
 def fails_after(ancestors: Iterator[cst.CSTNode]) -> bool:

@@ -37,6 +37,7 @@ from ..analysis.branch_sides import (
     gate_sides,
 )
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
+from ..analysis.failing_blocks import fails_at_end
 from ..analysis.fallbacks import fallback_shape, is_not_none_test
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
 from ..analysis.loader_loops import builds_loader, iterated_loader
@@ -815,25 +816,6 @@ def fills_looked_up_cache(branch: ast.If, block: list[ast.stmt]) -> bool:
     return cache_misses.fills_looked_up_cache(lookup, branch.test, body, later)
 
 
-def _fails(nodes: list[ast.stmt]) -> bool:
-    """The block ends by raising an error, and nothing before leaves it (analysis/cold.py's
-    fails_at_end): not `raise SystemExit(main())`, which ends a program that ran."""
-    last = nodes[-1] if nodes else None
-    if not isinstance(last, ast.Raise):
-        return False
-    raised = last.exc.func if isinstance(last.exc, ast.Call) else last.exc
-    if raised is not None and dotted(raised) == "SystemExit":
-        return False
-    todo: list[ast.AST] = list(nodes[:-1])
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
-            return False
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(node))
-    return True
-
-
 def _leaves(body: list[ast.stmt]) -> bool:
     return isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
@@ -1430,7 +1412,7 @@ class _Summarizer:
         after `if flag: return` run only when the flag is off."""
         # a block that ends by raising runs only on the way to an error (analysis/cold.py's
         # fails_after): `if outside.numel() > 0: bad = int(outside[0]); raise ...`
-        cold = _fails(nodes)
+        cold = fails_at_end(nodes)
         self.cold += cold
         guards = len(self.guards)
         for index, statement in enumerate(nodes):
