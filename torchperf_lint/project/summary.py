@@ -848,7 +848,7 @@ class _Locals:
     """Names a function binds (Python makes them local), and the calls simple ones are bound to."""
 
     def __init__(
-        self, function: Optional[FunctionNode], text_of: Callable[[ast.AST], str] = lambda node: ""
+        self, function: Optional[FunctionNode], text_of: Optional[Callable[[ast.AST], str]] = None
     ) -> None:
         self._text_of = text_of  # a node's lines of the module's text, for `text()`
         # filled while the function's body is walked; read once the outermost function ends
@@ -878,8 +878,11 @@ class _Locals:
                 self.params.add(arg.arg)
 
     def text(self) -> Optional[str]:
-        """The lines of the function's own text; None at the top level."""
-        return None if self.function is None else self._text_of(self.function)
+        """The lines of the function's own text; None at the top level, or where no text was given
+        (then `_adds_keys` says keys may be added: unknown, never "none")."""
+        if self.function is None or self._text_of is None:
+            return None
+        return self._text_of(self.function)
 
     def bound_once(self, name: str) -> Optional[ast.AST]:
         """The value `name` holds where the function binds it once, by a plain assignment."""
