@@ -502,6 +502,61 @@ def test_src_layout_and_namespace_packages_resolve(tmp_path: Path) -> None:
     assert _lint_project(tmp_path, files, "src/ns/models/net.py") == [(5, "TPL103")]
 
 
+_STEP_CALLING = """
+    import torch
+    {imports}
+
+    def fit(model, batches, optimizer):
+        for x in batches:
+            loss = model({call}(x)).sum()
+            loss.backward()
+            optimizer.step()
+    """
+_MIX = "import torch\n\ndef mix(x):\n    return x[range(2)]\n"
+
+
+@pytest.mark.parametrize(
+    ("imports", "call"),
+    [
+        ("import deeplearning.ssl_research.moco.builder", "deeplearning.ssl_research.moco.builder.mix"),
+        ("from deeplearning.ssl_research.moco.builder import mix", "mix"),
+        ("import deeplearning.ssl_research.moco.builder as builder", "builder.mix"),
+    ],
+)
+def test_an_import_under_a_root_the_project_lacks_names_its_own_module(
+    tmp_path: Path, imports: str, call: str
+) -> None:
+    """A repository exported from a larger tree (moco's `deeplearning.cross_image_ssl.moco.builder`
+    for its own moco/builder.py): the helper the step calls is hot."""
+    files = {
+        "moco/__init__.py": "",
+        "moco/builder.py": _MIX,
+        "train.py": _STEP_CALLING.format(imports=imports, call=call),
+    }
+    assert _lint_project(tmp_path, files, "moco/builder.py") == [(4, "TPL103")]
+
+
+@pytest.mark.parametrize(
+    ("imports", "call"),
+    [
+        ("import torchvision.models.ops", "torchvision.models.ops.mix"),  # a library's own module
+        ("import json.models.ops", "json.models.ops.mix"),  # the standard library's
+        ("import deeplearning.ops", "deeplearning.ops.mix"),  # one part: too little to tell
+    ],
+)
+def test_an_import_of_a_library_is_never_taken_for_a_project_module(
+    tmp_path: Path, imports: str, call: str
+) -> None:
+    files = {
+        "models/__init__.py": "",
+        "models/ops.py": _MIX,
+        "ops.py": _MIX,
+        "train.py": _STEP_CALLING.format(imports=imports, call=call),
+    }
+    assert _lint_project(tmp_path, files, "models/ops.py") == []
+    assert _lint_project(tmp_path, files, "ops.py") == []
+
+
 def test_a_file_that_cannot_be_parsed_does_not_stop_the_project(tmp_path: Path) -> None:
     files = {
         "broken.py": "def (:\n",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import sys
 from collections import deque
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Union
@@ -45,6 +46,12 @@ from .refs import ClassRef, External, FunctionRef, Instance, Module, Namespace, 
 from .stepping import stepped_functions
 from .summary import Call, Function
 
+# top-level packages whose modules a project's own files never stand for (see _relocated)
+_LIBRARY_ROOTS = frozenset(
+    """torch torchvision torchaudio torchtext numpy scipy sklearn PIL cv2 transformers timm lightning
+    pytorch_lightning accelerate diffusers datasets tensorflow jax flax detectron2 mmcv mmdet mmengine
+    apex deepspeed fairseq einops tqdm matplotlib pandas""".split()
+)
 _MAX_DEPTH = 12  # re-export chains followed before giving up (and cycles)
 _MAX_MODEL_DEPTH = 8  # nesting of model classes followed for what they build
 _MODEL_CODE = frozenset({"forward", "step-hook"})  # origins of a model's own code: its forward is the step
@@ -60,6 +67,14 @@ class Project:
         for module in self.modules.values():
             for name in _dotted_names(module.path, root):
                 self._by_name.setdefault(name, []).append(module)
+        # each module by its whole dotted name under the root, for imports from another root
+        self._by_root_name = {
+            name: module
+            for module in self.modules.values()
+            for name in [next(_dotted_names(module.path, root), "")]
+            if "." in name
+        }
+        self._relocations: dict[str, Optional[Module]] = {}
         self._global_memo: dict[tuple[int, str], Optional[Resolved]] = {}
         self._is_module_memo: dict[tuple[int, int], bool] = {}
         self._bases_memo: dict[tuple[int, int], list[Resolved]] = {}
@@ -130,8 +145,27 @@ class Project:
             return self._file_module(base.joinpath(*name.split(".")) if name else base)
         candidates = self._by_name.get(name)
         if not candidates:
-            return None
+            return self._relocated(name)
         return max(candidates, key=lambda m: (_common_parts(m.path, importer.path), -len(m.path.parts)))
+
+    def _relocated(self, name: str) -> Optional[Module]:
+        """The project module an absolute import names under a root the project does not have:
+        a repository exported from a larger tree imports `deeplearning.cross_image_ssl.moco.builder`
+        for its own `moco/builder.py`. The longest ending of two or more parts that is one
+        module's whole dotted name under the project root; never for the standard library or the
+        libraries models are built with (`torchvision.models.resnet` is not `models/resnet.py`)."""
+        head, _, rest = name.partition(".")
+        if not rest or head in _LIBRARY_ROOTS or head in sys.stdlib_module_names:
+            return None
+        if name not in self._relocations:
+            parts = name.split(".")
+            found = None
+            for start in range(1, len(parts) - 1):
+                found = self._by_root_name.get(".".join(parts[start:]))
+                if found is not None:
+                    break
+            self._relocations[name] = found
+        return self._relocations[name]
 
     def resolve_global(
         self, module: Union[Module, Namespace], name: str, depth: int = 0
@@ -196,7 +230,8 @@ class Project:
             elif isinstance(found, Instance):  # `corpus = Corpus()` at module level: `corpus.get_data`
                 found = self.find_method(found.cls, part)
             elif isinstance(found, External):
-                found = External(f"{found.qualified}.{part}")
+                qualified = f"{found.qualified}.{part}"
+                found = self._relocated(qualified) or External(qualified)
             else:
                 return None
         return found
