@@ -96,6 +96,9 @@ class Reason:
         return self.origin == "inference"
 
 
+_MAX_DEFAULT_DEPTH = 8  # names and items followed for a value on the default run
+
+
 class HotPaths:
     def __init__(
         self, facts: FileFacts, names: Names, entry: EntryFacts = NO_FACTS, shows_cuda: bool = True
@@ -690,6 +693,47 @@ class HotPaths:
         call passes its function (`enabled=amp` where every caller passes `amp=args.amp`, and
         `--amp` is opt-in)."""
         return argument_sides(expr, self._settings_around(expr, parameters=True))[0]
+
+    def value_by_default(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
+        """What `expr` holds on the default run, as far as the options' defaults and what every
+        project call passes decide it: through a name bound once, and an item of a dict literal
+        under a key they decide (`ptdtype = {"float32": torch.float32, ...}[args.dtype]` with
+        `--dtype` float32 by default gives `torch.float32`); `expr` itself otherwise."""
+        if depth > _MAX_DEFAULT_DEPTH:
+            return expr
+        if isinstance(expr, cst.Name):
+            bindings = self._names.lookup(expr.value, expr)
+            if len(bindings) == 1 and bindings[0].kind == "assign":
+                value = bindings[0].node
+                assert isinstance(value, cst.BaseExpression)
+                return self.value_by_default(value, depth + 1)
+            return expr
+        if not (
+            isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict) and len(expr.slice) == 1
+        ):
+            return expr
+        index = expr.slice[0].slice
+        key = self._string_by_default(index.value) if isinstance(index, cst.Index) else None
+        for element in expr.value.elements if key is not None else ():
+            if (
+                isinstance(element, cst.DictElement)
+                and isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value == key
+            ):
+                return self.value_by_default(element.value, depth + 1)
+        return expr
+
+    def _string_by_default(self, expr: cst.BaseExpression) -> Optional[str]:
+        if isinstance(expr, cst.SimpleString):
+            value = expr.evaluated_value
+            return value if isinstance(value, str) else None
+        parsed = as_ast(expr)
+        token = self._settings_around(expr, parameters=True).get(ast.unparse(parsed)) if parsed else None
+        try:
+            value = ast.literal_eval(token) if token is not None else None
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            return None
+        return value if isinstance(value, str) else None
 
     def _settings_around(self, node: cst.CSTNode, parameters: bool) -> dict[str, str]:
         """The command-line options' defaults around `node`, and with `parameters` what every

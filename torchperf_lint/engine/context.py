@@ -144,6 +144,11 @@ class Context:
         option's default): analysis/hotpath.py."""
         return self.hot.false_by_default(expr)
 
+    def value_by_default(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """What `expr` holds on the default run where the options decide it (`{"float32":
+        torch.float32, ...}[args.dtype]` gives `torch.float32`): analysis/hotpath.py."""
+        return self.hot.value_by_default(expr)
+
     def stepped(self, node: cst.CSTNode) -> bool:
         """A step or inference loop of the project runs the code at `node`: per step by evidence, not
         only by hypothesis (project/stepping.py). True where no project pass ran."""

@@ -38,6 +38,7 @@ _REDUCED_PRECISION = frozenset(
         "apex.amp",
     }
 )
+_AUTOCASTS = frozenset(name for name in _REDUCED_PRECISION if name.endswith("autocast"))
 _CAST_METHODS = frozenset({"half", "bfloat16"})
 _MATMUL_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 # Assignments that turn on TF32 (or lower) for matmuls. cudnn.allow_tf32 is True by default and
@@ -125,7 +126,11 @@ class Fp32Training(Rule):
     only an opt-in command-line option switches on does not count, and the message names its line
     (`if args.half: model.half()` with `--half` opt-in; `autocast(enabled=amp)` and
     `GradScaler(enabled=amp)` where every project caller passes `amp=args.amp` and `--amp` is
-    opt-in; the report then goes on the first `.backward()` the default run takes); files that hand the step to a trainer
+    opt-in; an autocast whose dtype the default run looks up as float32, `{"float32": torch.float32,
+    "bfloat16": torch.bfloat16}[args.dtype]` with `--dtype` float32 by default, which CUDA autocast
+    turns off, and the dict's other dtypes with it; the report then goes on the first
+    `.backward()` the default run takes); a dtype that only converts a copy on the host
+    (`tensor.cpu().to(torch.bfloat16)`, written to a file) is no precision decision; files that hand the step to a trainer
     (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`,
     `self.trainer.strategy.backward(loss)`, or a `def backward(self, loss)` hook that runs it
     for its callers), which own the precision setting; files whose model runs reduced precision
@@ -206,6 +211,39 @@ class Fp32Training(Rule):
                 loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
                 loss.backward()  # expect: TPL701
                 optimizer.step()
+            """,
+        "autocast-to-float32-by-default": """
+            import argparse
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dtype", type=str, default="float32", help="float32|bfloat16")
+            args = parser.parse_args()
+
+            ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+            autocast = torch.amp.autocast(device_type="cuda", dtype=ptdtype)
+            model = torch.nn.Linear(512, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+            for x, y in loader:
+                with autocast:
+                    loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()  # expect: TPL701
+                optimizer.step()
+            """,
+        "bfloat16-only-in-a-copy-written-out": """
+            import torch
+
+            def write_bf16(tensor, file):
+                file.write(tensor.detach().cpu().to(torch.bfloat16).view(torch.int16).numpy().tobytes())
+
+            def train(model, loader, optimizer, file):
+                model.cuda()
+                for x, y in loader:
+                    loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                    loss.backward()  # expect: TPL701
+                    optimizer.step()
+                write_bf16(model.weight, file)
             """,
         "autocast-switched-off-by-an-opt-in-option": """
             import argparse
@@ -295,6 +333,25 @@ class Fp32Training(Rule):
 
             def step(model, x, optimizer):
                 model(x.cuda()).sum().backward()
+                optimizer.step()
+            """,
+        "autocast-dtype-looked-up-bfloat16-by-default": """
+            import argparse
+
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dtype", type=str, default="bfloat16", help="float32|bfloat16")
+            args = parser.parse_args()
+
+            ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+            autocast = torch.amp.autocast(device_type="cuda", dtype=ptdtype)
+            model = torch.nn.Linear(512, 10).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+            for x, y in loader:
+                with autocast:
+                    loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
                 optimizer.step()
             """,
         "autocast-bf16": """
@@ -525,6 +582,8 @@ class Fp32Training(Rule):
             return
         opt_in = None  # a precision decision only an opt-in option takes, named in the message
         for marker in self._precision_markers(ctx, calls):
+            if _casts_a_host_copy(_used_at(marker, ctx), ctx):
+                continue  # a copy converted to write it out: no training runs in it
             if not _off_by_default(marker, ctx):
                 return
             opt_in = opt_in or marker
@@ -596,11 +655,44 @@ def _used_at(node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
 
 
 def _disabled(call: cst.CSTNode, ctx: Context) -> bool:
-    """`autocast(enabled=amp)` or `GradScaler(enabled=amp)` whose switch is off by default."""
+    """`autocast(enabled=amp)` or `GradScaler(enabled=amp)` whose switch is off by default, or
+    an autocast to float32 on the default run (`dtype=ptdtype`, looked up by `--dtype` float32
+    by default): CUDA autocast takes float16 and bfloat16 only, and turns itself off for float32."""
     if not isinstance(call, cst.Call):
         return False
     enabled = keyword(call, "enabled")
-    return enabled is not None and ctx.false_by_default(enabled.value)
+    if enabled is not None and ctx.false_by_default(enabled.value):
+        return True
+    dtype = keyword(call, "dtype")
+    if dtype is None or ctx.qualified_name(call) not in _AUTOCASTS:
+        return False
+    return ctx.qualified_name(ctx.value_by_default(dtype.value)) == "torch.float32"
+
+
+def _casts_a_host_copy(node: cst.CSTNode, ctx: Context) -> bool:
+    """`node` is the dtype of a cast of a tensor on the host (`tensor.detach().cpu().to(torch.bfloat16)`,
+    written to a file): no training runs in it."""
+    argument = ctx.parent(node)
+    call = ctx.parent(argument) if isinstance(argument, cst.Arg) and argument.value is node else None
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ("to", "type")
+        and ctx.is_host_tensor(call.func.value)
+    )
+
+
+def _not_chosen(node: cst.CSTNode, ctx: Context) -> bool:
+    """`node` is an item of a dict literal that the default run looks up under another key
+    (`torch.bfloat16` of `{"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]`,
+    `--dtype` float32 by default)."""
+    element = ctx.parent(node)
+    table = ctx.parent(element) if isinstance(element, cst.DictElement) and element.value is node else None
+    lookup = ctx.parent(table) if isinstance(table, cst.Dict) else None
+    if not (isinstance(lookup, cst.Subscript) and lookup.value is table):
+        return False
+    chosen = ctx.value_by_default(lookup)
+    return chosen is not lookup and chosen is not node
 
 
 def _off_by_default(marker: cst.CSTNode, ctx: Context) -> bool:
@@ -609,7 +701,7 @@ def _off_by_default(marker: cst.CSTNode, ctx: Context) -> bool:
     itself off (`GradScaler(enabled=amp)` with `--amp` opt-in), reads an option that is off
     (`amp=args.amp`), or uses an object built switched off (`grad_scaler.scale(loss)`)."""
     used = _used_at(marker, ctx)
-    if not ctx.setting_taken_by_default(used) or _disabled(used, ctx):
+    if not ctx.setting_taken_by_default(used) or _disabled(used, ctx) or _not_chosen(used, ctx):
         return True
     if isinstance(marker, cst.Attribute) and ctx.false_by_default(marker):
         return True  # `amp=args.amp`: the option that would switch it on is off
