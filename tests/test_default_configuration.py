@@ -228,3 +228,84 @@ def test_a_setting_a_shipped_config_sets_keeps_its_branch_hot(tmp_path: Path, co
 def test_without_exec_a_config_file_does_not_reach_the_script(tmp_path: Path) -> None:
     fixed = _SCRIPT.replace('exec(open("configurator.py").read())', "print(batch_size)")
     assert _script(tmp_path, fixed, **{"config/profile.py": "profile = True\n"}) == []
+
+
+# -- a setting read in a function, and one the main block binds again from an option -----------
+# (llm.c's train_gpt2.py: `FLASH = 0` at the top, `if FLASH:` in the attention's forward, and
+# `FLASH = args.flash` under `if __name__ == "__main__":` with `--flash` 0 by default)
+
+_FORWARD = """
+    import argparse
+
+    import torch
+    from torch import nn
+
+    NORMALIZE = False
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            y = self.fc(x)
+            if NORMALIZE:
+                y = y / y.abs().max().item()  # TPL105
+            return y
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--normalize", type=int, default=0)
+        args = parser.parse_args()
+        model = Net().cuda()
+        print(model(torch.randn(2, 3, device="cuda")))
+"""
+
+
+def _forward(tmp_path: Path, text: str) -> list[int]:
+    root = write_project(tmp_path, {"net.py": text})
+    return finding_lines(root, "net.py", "TPL105")
+
+
+def _item_line(text: str) -> list[int]:
+    lines = textwrap.dedent(text).lstrip("\n").splitlines()
+    return [number for number, line in enumerate(lines, 1) if ".item()" in line]
+
+
+@pytest.mark.parametrize(
+    "rebound",
+    [
+        "",  # bound once, to False
+        "        NORMALIZE = args.normalize\n",  # again, from an option off by default
+        "        NORMALIZE = False\n",  # again, to the same literal
+    ],
+)
+def test_a_setting_off_by_default_keeps_its_branch_in_a_function_cold(tmp_path: Path, rebound: str) -> None:
+    assert _forward(tmp_path, _FORWARD + rebound) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("NORMALIZE = False", "NORMALIZE = True"),  # on by default
+        (  # an option on by default
+            "default=0)\n        args = parser.parse_args()\n",
+            "default=1)\n        args = parser.parse_args()\n        NORMALIZE = args.normalize\n",
+        ),
+        (  # computed
+            "args = parser.parse_args()\n",
+            "args = parser.parse_args()\n        NORMALIZE = args.normalize or NORMALIZE\n",
+        ),
+        (
+            "            y = self.fc(x)\n",
+            "            NORMALIZE = x.is_cuda\n            y = self.fc(x)\n",
+        ),  # its own name
+        ("        def forward(self, x):\n", "        def forward(self, x, NORMALIZE=True):\n"),  # a parameter
+    ],
+)
+def test_a_setting_the_function_may_see_on_keeps_its_branch_hot(tmp_path: Path, old: str, new: str) -> None:
+    text = _FORWARD.replace(old, new)
+    assert text != _FORWARD
+    assert _forward(tmp_path, text) == _item_line(text)

@@ -725,8 +725,8 @@ class HotPaths:
 
     def _string_by_default(self, expr: cst.BaseExpression) -> Optional[str]:
         if isinstance(expr, cst.SimpleString):
-            value = expr.evaluated_value
-            return value if isinstance(value, str) else None
+            written = expr.evaluated_value
+            return written if isinstance(written, str) else None
         parsed = as_ast(expr)
         token = self._settings_around(expr, parameters=True).get(ast.unparse(parsed)) if parsed else None
         try:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Iterator
+from typing import Iterator, Optional
 
 from .arguments import NOT_NONE, value_token
 
+# the token of an option read among a name's bindings (`FLASH = args.flash`)
+READ_PREFIX = "="
 # what a `globals()` call may be read through without writing to it
 _READS = frozenset({"items", "keys", "values", "get", "copy"})
 
@@ -25,6 +27,10 @@ _READS = frozenset({"items", "keys", "values", "get", "copy"})
 @dataclasses.dataclass
 class ModuleFlags:
     flags: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> literal token, read by a test
+    # names bound more than once, each time to a literal or an option read (`FLASH = 0`, then
+    # `FLASH = args.flash` under `if __name__ == "__main__":`): name -> their tokens, an option
+    # read as READ_PREFIX + its text; the project pass keeps those whose values agree
+    choices: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     execs: bool = False  # calls `exec`: a configurator may rebind its globals
     assigned: list[str] = dataclasses.field(default_factory=list)  # names its top level assigns
 
@@ -88,11 +94,21 @@ def _writes_globals(tree: ast.Module) -> bool:
     return False
 
 
+def _setting_token(value: ast.expr) -> Optional[str]:
+    """A literal's token, or READ_PREFIX and the text of an attribute read (`args.flash`)."""
+    token = value_token(value)
+    if token is not None:
+        return token if token != NOT_NONE else None
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        return f"{READ_PREFIX}{value.value.id}.{value.attr}"
+    return None
+
+
 def module_flags(tree: ast.Module, source: str) -> ModuleFlags:
     """What `tree` fixes at its top level (module docstring)."""
     found = ModuleFlags()
     counts: dict[str, int] = {}
-    literal: dict[str, str] = {}
+    tokens: dict[str, list[Optional[str]]] = {}
     assigned: set[str] = set()
     for node in _scope_nodes(tree.body):
         for name in _bound_names(node):
@@ -103,23 +119,34 @@ def module_flags(tree: ast.Module, source: str) -> ModuleFlags:
             single = isinstance(node, ast.Assign) and len(node.targets) == 1
             if (single or isinstance(node, ast.AnnAssign)) and node.value is not None:
                 target = targets[0]
-                token = value_token(node.value)
-                if isinstance(target, ast.Name) and token is not None and token != NOT_NONE:
-                    literal[target.id] = token
+                if isinstance(target, ast.Name):
+                    tokens.setdefault(target.id, []).append(_setting_token(node.value))
     found.assigned = sorted(assigned)
+    # what a test reads, at the top level or in a function (which reads the global unless it
+    # binds the name itself: project/summary.py's Function.flag_reads)
     tested = {
         n.id
-        for node in _scope_nodes(tree.body)
+        for node in ast.walk(tree)
         if isinstance(node, (ast.If, ast.IfExp, ast.While))
         for n in ast.walk(node.test)
         if isinstance(n, ast.Name)
     }
-    literal = {name: token for name, token in literal.items() if name in tested}  # only what a test reads
+    bound = {name: found for name, found in tokens.items() if name in tested and len(found) == counts[name]}
+    literal = {
+        name: found[0]
+        for name, found in bound.items()
+        if len(found) == 1 and found[0] is not None and not found[0].startswith(READ_PREFIX)
+    }
+    choices = {
+        name: [token for token in found if token is not None]
+        for name, found in bound.items()
+        if len(found) > 1 and None not in found
+    }
     found.execs = "exec(" in source and any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "exec"
         for n in ast.walk(tree)
     )
-    if not literal or ("globals" in source or "vars(" in source) and _writes_globals(tree):
+    if not (literal or choices) or ("globals" in source or "vars(" in source) and _writes_globals(tree):
         return found
     declared = (
         {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
@@ -129,4 +156,5 @@ def module_flags(tree: ast.Module, source: str) -> ModuleFlags:
     found.flags = {
         name: token for name, token in literal.items() if counts.get(name) == 1 and name not in declared
     }
+    found.choices = {name: found for name, found in choices.items() if name not in declared}
     return found

@@ -860,7 +860,8 @@ class Project:
             configured = self.configured_names() if self._reads_configuration() else frozenset()
             option_tokens = self.option_tokens()
             self._arguments = argument_values(self, sites, option_tokens)
-            for key, options in [*option_tokens.items(), *flag_values(self, configured).items()]:
+            flags = flag_values(self, configured, option_tokens)
+            for key, options in [*option_tokens.items(), *flags.items()]:
                 values = self._arguments.setdefault(key, {})
                 values.update((read, token) for read, token in options.items() if read not in values)
             self._hot = self._spread_hot(self._arguments, {})
@@ -868,7 +869,10 @@ class Project:
 
     def _reads_configuration(self) -> bool:
         """Some module declares options or fixes settings, which a shipped config may set."""
-        return any(m.summary.option_defaults or m.summary.module_flags for m in self.modules.values())
+        return any(
+            m.summary.option_defaults or m.summary.module_flags or m.summary.module_flag_choices
+            for m in self.modules.values()
+        )
 
     def argument_values(self) -> dict[tuple[int, int], Values]:
         """Per function, what every call made per step passes (project/arguments.py)."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..analysis.arguments import OPTIONS, truth, value_token
+from ..analysis.module_flags import READ_PREFIX
 from ..analysis.options import UNKNOWN
 from .arguments import Values, bound_self, passed_tokens
 from .refs import ClassRef, FunctionRef, Module, ProjectView
@@ -57,13 +58,18 @@ def option_values(project: ProjectView, configured: frozenset[str]) -> dict[tupl
     return found
 
 
-def flag_values(project: ProjectView, configured: frozenset[str]) -> dict[tuple[int, int], Values]:
-    """Per module's top level (-1), the settings it fixes (analysis/module_flags.py) that the
+def flag_values(
+    project: ProjectView, configured: frozenset[str], options: dict[tuple[int, int], Values]
+) -> dict[tuple[int, int], Values]:
+    """Per module's top level (-1), and per function that reads them as globals
+    (Function.flag_reads), the settings the top level fixes (analysis/module_flags.py) that the
     default run keeps: none a shipped config names, none stored as an attribute anywhere
     (`bench.profile = True`), and, in a module that calls `exec`, none another module assigns
-    at its top level (a config file a configurator may run)."""
+    at its top level (a config file a configurator may run). A name bound more than once takes
+    the value its bindings agree on, an option read by the option's default (`options`: what the
+    top level's options hold): `FLASH = 0`, then `FLASH = args.flash` with `--flash` 0."""
 
-    flagged = [m for m in project.modules.values() if m.summary.module_flags]
+    flagged = [m for m in project.modules.values() if m.summary.module_flags or m.summary.module_flag_choices]
     if not flagged:
         return {}
     outer = {a for m in project.modules.values() for a in m.summary.outer_stores}
@@ -75,16 +81,50 @@ def flag_values(project: ProjectView, configured: frozenset[str]) -> dict[tuple[
     found: dict[tuple[int, int], Values] = {}
     for module in flagged:
         summary = module.summary
+        top = FunctionRef(module, -1).key()
+        fixed = {**summary.module_flags, **_agreed_choices(summary.module_flag_choices, options.get(top, {}))}
         values = {
             name: token
-            for name, token in summary.module_flags.items()
+            for name, token in fixed.items()
             if name not in configured
             and name not in outer
             and not (summary.execs and elsewhere.get(name, 0) > 1)
         }
-        if values:
-            found[FunctionRef(module, -1).key()] = values
+        if not values:
+            continue
+        found[top] = values
+        for index, function in enumerate(summary.functions):
+            read = {name: values[name] for name in function.flag_reads if name in values}
+            if read:
+                found[FunctionRef(module, index).key()] = read
     return found
+
+
+def _agreed_choices(choices: dict[str, list[str]], options: Values) -> dict[str, str]:
+    """The names whose every binding gives an equal value on the default run (`0` and `False`
+    too, as Python compares them): the token of the first."""
+    agreed: dict[str, str] = {}
+    for name, tokens in choices.items():
+        resolved = [options.get(t[len(READ_PREFIX) :]) if t.startswith(READ_PREFIX) else t for t in tokens]
+        values = [_literal(token) for token in resolved]
+        first, token = values[0], resolved[0]
+        if (
+            token is not None
+            and first is not _UNKNOWN
+            and all(v is not _UNKNOWN and v == first for v in values)
+        ):
+            agreed[name] = token
+    return agreed
+
+
+_UNKNOWN = object()
+
+
+def _literal(token: Optional[str]) -> object:
+    try:
+        return ast.literal_eval(token) if token is not None else _UNKNOWN
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return _UNKNOWN
 
 
 def project_module(project: ProjectView, key: int) -> Module:

@@ -229,6 +229,9 @@ class Function:
     # the names its own scope binds to a constructed optimizer (`opt = torch.optim.AdamW(...)`):
     # their `.step()` is an optimizer step (the file pass asks, analysis/hotpath.py)
     optimizers: list[str] = dataclasses.field(default_factory=list)
+    # the settings its module's top level fixes (Summary.module_flags, module_flag_choices) that
+    # its tests read as globals: it binds no such name itself (`if FLASH:` in a forward)
+    flag_reads: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def copies_to_host(self) -> str:
@@ -343,6 +346,8 @@ class Summary:
     # settings its top level fixes (analysis/module_flags.py): name -> literal token; whether it
     # calls `exec` (a configurator may rebind them); the names its top level assigns
     module_flags: dict[str, str] = dataclasses.field(default_factory=dict)
+    # names its top level binds more than once, each to a literal or an option read: their tokens
+    module_flag_choices: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     execs: bool = False
     assigned_globals: list[str] = dataclasses.field(default_factory=list)
 
@@ -385,6 +390,7 @@ class Summary:
             options_returning=data.get("options_returning", {}),
             all_names=data.get("all_names"),
             module_flags=data.get("module_flags", {}),
+            module_flag_choices=data.get("module_flag_choices", {}),
             execs=data.get("execs", False),
             assigned_globals=data.get("assigned_globals", []),
             registries=data.get("registries", []),
@@ -1326,6 +1332,7 @@ class _Summarizer:
         self.comprehensions = saved_comprehensions
         answers = self.function_stack[-1][1].empty_answers
         function.optimizers = self._optimizer_names(self.function_stack[-1][1])
+        function.flag_reads = self._flag_reads(node, self.function_stack[-1][1])
         function.empty_fallbacks = {
             key: answer
             for key, found in answers.items()
@@ -1397,12 +1404,30 @@ class _Summarizer:
         del self.guards[len(self.guards) - bool(guard) :]
         self.cold -= cold
 
+    def _flag_names(self) -> set[str]:
+        return {*self.summary.module_flags, *self.summary.module_flag_choices}
+
+    def _flag_reads(self, node: FunctionNode, local: _Locals) -> list[str]:
+        """The module's settings that the function's own tests read as globals."""
+        flags = self._flag_names()
+        if not flags:
+            return []
+        read = {
+            name.id
+            for test in _own_nodes(node.body)
+            if isinstance(test, (ast.If, ast.IfExp, ast.While))
+            for name in ast.walk(test.test)
+            if isinstance(name, ast.Name) and name.id in flags
+        }
+        return sorted(read - local.names - local.params - local.imported)
+
     def _guard(self, test: ast.expr, side: str) -> Optional[list[str]]:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
         one side of a branch, for the project pass to decide (analysis/arguments.py)."""
         function = self.current()
-        # at the top level, the settings it fixes (`if profile:`) too
-        flags = () if self.function_stack else self.summary.module_flags
+        # the settings its module fixes (`if profile:`, `if FLASH:` in a forward) too: the project
+        # pass hands a function their values where it reads them as globals (Function.flag_reads)
+        flags = self._flag_names()
         if not mentions(test, {*function.params, *function.namespaces, *flags}) or not (
             self.function_stack or function.namespaces or flags
         ):
@@ -2458,6 +2483,7 @@ def summarize(source: str) -> Optional[Summary]:
     summarizer.summary.options_returning = options.returning
     flags = module_flags(tree, source)
     summarizer.summary.module_flags = flags.flags
+    summarizer.summary.module_flag_choices = flags.choices
     summarizer.summary.execs = flags.execs
     summarizer.summary.assigned_globals = flags.assigned
     for node in _own_nodes(tree.body):

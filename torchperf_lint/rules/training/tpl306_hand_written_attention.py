@@ -365,7 +365,9 @@ class HandWrittenAttention(Rule):
     ## When it stays silent
     Cold code (`__init__`, module level, functions no hot path reaches); a function that also calls
     `scaled_dot_product_attention` or another fused attention kernel (a capability check with the
-    SDPA path beside the manual one), or one whose every caller in the file does; attention that
+    SDPA path beside the manual one) where the default run may take it, or one whose every caller
+    in the file does (a fused path under a setting off by default, `FLASH = 0` at the top of the
+    module or `--flash` 0, then `if FLASH:`, leaves the manual path the one that runs: reported); attention that
     returns, stores or otherwise reads the probabilities or the scores (`return out, att`,
     `self.attn_weights = att`, `if output_attentions: ...`; reading `att.dtype` or `att.size(-1)` is
     fine, and so are the same names reused in another branch or after a rebinding); a softmax over
@@ -388,6 +390,31 @@ class HandWrittenAttention(Rule):
     benchmark = "TPL306"
 
     BAD = {
+        "fused-path-behind-a-setting-off-by-default": """
+            import argparse
+            import math
+
+            import torch.nn.functional as F
+            from torch import nn
+
+            FLASH = 0
+
+            class CausalSelfAttention(nn.Module):
+                def forward(self, q, k, v):
+                    if FLASH:
+                        y = F.scaled_dot_product_attention(q, k, v)
+                    else:
+                        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))  # expect: TPL306
+                        att = F.softmax(att, dim=-1)
+                        y = att @ v
+                    return y
+
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--flash", type=int, default=0)
+                args = parser.parse_args()
+                FLASH = args.flash
+            """,
         "mingpt-four-lines": """
             import math
 
@@ -546,6 +573,24 @@ class HandWrittenAttention(Rule):
             """,
     }
     GOOD = {
+        "fused-path-behind-a-setting-on-by-default": """
+            import math
+
+            import torch.nn.functional as F
+            from torch import nn
+
+            FLASH = 1
+
+            class CausalSelfAttention(nn.Module):
+                def forward(self, q, k, v):
+                    if FLASH:
+                        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    else:
+                        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                        att = F.softmax(att, dim=-1)
+                        y = att @ v
+                    return y
+            """,
         "flash-branch-beside-the-manual-path": """
             import math
 
@@ -734,11 +779,14 @@ def _sdpa_function(softmax: cst.Call, ctx: Context) -> tuple[cst.BaseExpression,
 
 def _calls_fused(function: cst.FunctionDef, ctx: Context, through: bool = True) -> bool:
     """`function` calls a fused attention kernel, or (`through`) a function of the file that does
-    (`self.flash_attn(q, k, v)`)."""
+    (`self.flash_attn(q, k, v)`), where the default run may take it (not under `if FLASH:` with
+    the setting off by default)."""
     info = ctx.facts.functions.get(function)
     if info is None:
         return False
     for call in info.calls:
+        if not ctx.setting_taken_by_default(call):
+            continue
         if (dotted_name(call.func) or "").rsplit(".", 1)[-1] in _FUSED:
             return True
         if through and any(
