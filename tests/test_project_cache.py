@@ -187,7 +187,10 @@ _facts_strategy = st.builds(
     project_classes=st.frozensets(_names),
     keyword_items=st.lists(st.tuples(_ints, st.lists(st.tuples(_names, _names)).map(tuple))).map(tuple),
     encoder_wrappers=st.lists(st.tuples(_names, _names, st.integers(min_value=-1, max_value=10))).map(tuple),
-    optimizer_names=st.lists(st.tuples(st.integers(min_value=-1, max_value=10), st.frozensets(_names))).map(tuple),
+    optimizer_names=st.lists(st.tuples(st.integers(min_value=-1, max_value=10), st.frozensets(_names))).map(
+        tuple
+    ),
+    item_generators=st.lists(st.tuples(_ints, _names)).map(tuple),
 )
 
 

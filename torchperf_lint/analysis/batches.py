@@ -25,7 +25,6 @@ from ..syntax.walker import (
     FileFacts,
     all_params,
     bound_value,
-    descendants,
     dotted_name,
     returned_values,
 )
@@ -135,28 +134,17 @@ def _is_device_move(call: cst.Call) -> bool:
     return True
 
 
-def _yields_items_of_parameter(function: cst.FunctionDef) -> bool:
-    """`def cycle(dl): while True: for data in dl: yield data` (or `yield from dl`): a generator
-    whose items are the items of its first parameter."""
-    params = function.params.params
-    if not params:
-        return False
-    first = params[0].name.value
-    for node in descendants(function.body, enter_scopes=False):
-        if isinstance(node, cst.Yield) and isinstance(node.value, cst.From):
-            if isinstance(node.value.item, cst.Name) and node.value.item.value == first:
-                return True
-        if isinstance(node, cst.For) and isinstance(node.iter, cst.Name) and node.iter.value == first:
-            target = node.target
-            for inner in descendants(node.body, enter_scopes=False):
-                if (
-                    isinstance(inner, cst.Yield)
-                    and isinstance(target, cst.Name)
-                    and isinstance(inner.value, cst.Name)
-                    and inner.value.value == target.value
-                ):
-                    return True
-    return False
+def _argument_for(call: cst.Call, function: cst.FunctionDef, param: str) -> Optional[cst.BaseExpression]:
+    """What `call` hands `function`'s parameter `param`: by keyword, or by position."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    index = positional.index(param) if param in positional else -1
+    given = [arg for arg in call.args if arg.keyword is None]
+    if index < 0 or index >= len(given) or any(arg.star for arg in given[: index + 1]):
+        return None
+    return given[index].value
 
 
 class Batches:
@@ -327,8 +315,8 @@ class Batches:
                 return _DEVICE  # `NeighborLoader(data.to(device), ...)` samples from device data
             if (dotted_name(expr.func) or "").rsplit(".", 1)[-1] == "DataLoader":
                 return _HOST
-            inner = _first_positional(expr)
-            if inner is not None and self._passes_items_through(expr):
+            inner = self._items_handed_on(expr)
+            if inner is not None:
                 values.append(inner)
         elif isinstance(expr, cst.Name):
             bindings = self._names.lookup(expr.value, expr)
@@ -368,8 +356,8 @@ class Batches:
         if isinstance(expr, cst.Call):
             if self._names.qualified_name(expr) == "torch.utils.data.DataLoader":
                 return [expr]
-            inner = _first_positional(expr)
-            if inner is None or _places_on_device(expr) or not self._passes_items_through(expr):
+            inner = self._items_handed_on(expr)
+            if inner is None or _places_on_device(expr):
                 return None
             values = [inner]
         elif isinstance(expr, cst.Name):
@@ -415,16 +403,23 @@ class Batches:
                                 return isinstance(value.value, cst.Call) and _is_device_move(value.value)
         return False
 
-    def _passes_items_through(self, call: cst.Call) -> bool:
+    def _items_handed_on(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The argument whose items iterating `call`'s result walks: `iter(x)`,
+        `itertools.cycle(x)`, or a generator of the file that yields the items of a parameter
+        (the project pass's answer, analysis/item_generators.py) given it by position or name."""
         if self._names.qualified_name(call) in _ITERATORS:
-            return True
+            return _first_positional(call)
         if not isinstance(call.func, cst.Name):
-            return False
-        definitions = self._names.lookup(call.func.value, call)
-        return any(
-            b.kind == "def" and isinstance(b.node, cst.FunctionDef) and _yields_items_of_parameter(b.node)
-            for b in definitions
-        )
+            return None
+        for binding in self._names.lookup(call.func.value, call):
+            function = binding.node
+            if binding.kind != "def" or not isinstance(function, cst.FunctionDef):
+                continue
+            index = self._hot.function_index(function)
+            param = self._hot.entry.yielded_param_of(index) if index is not None else ""
+            if param:
+                return _argument_for(call, function, param)
+        return None
 
     def _binding(self, binding: Binding, name: str) -> Optional[Source]:
         node = binding.node

@@ -132,6 +132,9 @@ class EntryFacts:
     # per function (-1: the top level), the names its own scope binds to a constructed optimizer
     # (project/summary.py, Function.optimizers): their `.step()` steps one
     optimizer_names: tuple[tuple[int, frozenset[str]], ...] = ()
+    # per generator function, the parameter whose items it yields as they come (`def cycle(dl):
+    # ... yield data`; analysis/item_generators.py): `next(...)` of it draws the argument's items
+    item_generators: tuple[tuple[int, str], ...] = ()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -242,6 +245,9 @@ class EntryFacts:
             optimizer_names=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data.get("optimizer_names", ())
             ),
+            item_generators=tuple(
+                (int(index), str(param)) for index, param in data.get("item_generators", ())
+            ),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )
@@ -276,6 +282,9 @@ class EntryFacts:
 
     def module_params_of(self, index: int) -> frozenset[str]:
         return _row(self.module_parameters, index) or frozenset()
+
+    def yielded_param_of(self, index: int) -> str:
+        return _row(self.item_generators, index) or ""
 
 
 _Row = TypeVar("_Row")

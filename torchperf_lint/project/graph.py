@@ -1761,6 +1761,11 @@ class Project:
                 for index, function in [(-1, module.summary.toplevel), *enumerate(module.summary.functions)]
                 if function.optimizers
             ),
+            item_generators=tuple(
+                (index, function.yields_items_of)
+                for index, function in enumerate(module.summary.functions)
+                if function.yields_items_of
+            ),
             bounded_loops=frozenset(i for i, loop in enumerate(module.summary.loops) if loop.bounded),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),

@@ -39,6 +39,7 @@ from ..analysis.branch_sides import (
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.failing_blocks import fails_at_end
 from ..analysis.fallbacks import fallback_shape, is_not_none_test
+from ..analysis.item_generators import yielded_parameter
 from ..analysis.layers import CONTAINERS, LOOP_REPEATS
 from ..analysis.loader_loops import builds_loader, iterated_loader
 from ..analysis.loop_targets import batch_names
@@ -422,17 +423,6 @@ def _unpacked_target(target: ast.expr) -> str:
     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
         return f"self.{target.attr}"
     return ""
-
-
-def _yields_target(loop: ast.For | ast.AsyncFor) -> bool:
-    """The loop's body yields its target as it is (`for obj in iterable: ...; yield obj`)."""
-    if not isinstance(loop.target, ast.Name):
-        return False
-    return any(
-        isinstance(node, ast.Yield) and isinstance(node.value, ast.Name) and node.value.id == loop.target.id
-        for statement in loop.body
-        for node in _own_nodes([statement])
-    )
 
 
 def _iterated_name(iterable: ast.AST, local: _Locals, in_function: bool) -> tuple[str, str]:
@@ -1332,6 +1322,7 @@ class _Summarizer:
         self.comprehensions = saved_comprehensions
         answers = self.function_stack[-1][1].empty_answers
         function.optimizers = self._optimizer_names(self.function_stack[-1][1])
+        function.yields_items_of = yielded_parameter(node)
         function.flag_reads = self._flag_reads(node, self.function_stack[-1][1])
         function.empty_fallbacks = {
             key: answer
@@ -1388,8 +1379,6 @@ class _Summarizer:
             iterated = node.iter
             if isinstance(iterated, ast.Name) and iterated.id in self.locals().params:
                 self.item_loops[index] = iterated.id  # `for l in cfg:` one pass per item it is handed
-                if _yields_target(node):
-                    self.current().yields_items_of = iterated.id
         self.loop_stack[-1].append(index)
         self.statements(node.body)
         self.loop_stack[-1].pop()
