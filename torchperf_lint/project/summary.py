@@ -854,6 +854,7 @@ class _Locals:
         self.params: set[str] = set()
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
+        self.yields = False  # a generator: its body yields
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
         # names a `for` binds to the batches of a loader it walks itself (`for x, y in loader`):
         # "" for a loader the function builds, else the parameter that hands it the loader
@@ -1188,6 +1189,13 @@ class _Summarizer:
                     if isinstance(item, ast.AST):
                         self.visit(item)
 
+    def _Yield(self, node: Union[ast.Yield, ast.YieldFrom]) -> None:
+        if self.function_stack:
+            self.function_stack[-1][1].yields = True
+        self.children(node)
+
+    _YieldFrom = _Yield
+
     def _Import(self, node: ast.Import) -> None:
         for alias in node.names:
             bound = alias.asname or alias.name.split(".")[0]
@@ -1322,7 +1330,8 @@ class _Summarizer:
         self.comprehensions = saved_comprehensions
         answers = self.function_stack[-1][1].empty_answers
         function.optimizers = self._optimizer_names(self.function_stack[-1][1])
-        function.yields_items_of = yielded_parameter(node)
+        if self.function_stack[-1][1].yields:  # only a generator hands items on
+            function.yields_items_of = yielded_parameter(node)
         function.flag_reads = self._flag_reads(node, self.function_stack[-1][1])
         function.empty_fallbacks = {
             key: answer
