@@ -1747,3 +1747,61 @@ def test_a_loop_over_an_attribute_every_store_sets_to_a_tensor_walks_its_element
 ) -> None:
     root = write_project(tmp_path, {"nerf.py": EMBEDDING.replace(*variant)})
     assert routes(capsys, root, "nerf.py", "TPL201") == ([16] if reported else [])
+
+
+# -- a sum of a loss dict's values is a tensor -------------------------------------------------
+# DETR's engine.py: the criterion returns a dict of losses, a helper of another module hands it
+# back on one GPU, a comprehension scales it, and the step reads the sum with `.item()`
+REDUCE = """
+import torch
+import torch.distributed as dist
+
+
+def reduce_dict(input_dict):
+    if not dist.is_initialized() or dist.get_world_size() < 2:
+        return input_dict
+    names = sorted(input_dict.keys())
+    values = torch.stack([input_dict[k] for k in names])
+    dist.all_reduce(values)
+    return {k: v for k, v in zip(names, values)}
+"""
+LOSS_DICT_STEP = """
+import torch
+import utils
+
+
+def train_one_epoch(model, criterion, data_loader, optimizer, device):
+    for samples, targets in data_loader:
+        outputs = model(samples.to(device))
+        loss_dict = criterion(outputs, targets)
+        weight_dict = criterion.weight_dict
+        losses = sum(loss_dict[k] * weight_dict[k] for k in loss_dict.keys() if k in weight_dict)
+        reduced = utils.reduce_dict(loss_dict)
+        scaled = {k: v * weight_dict[k] for k, v in reduced.items() if k in weight_dict}
+        loss_value = sum(scaled.values()).item()
+        optimizer.zero_grad()
+        losses.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "reported"),
+    [
+        (("", ""), True),
+        (("sum(scaled.values()).item()", "sum(reduced.values()).item()"), True),  # handed back as is
+        (("sum(scaled.values()).item()", "sum(v * 2 for v in loss_dict.values()).item()"), True),
+        # the values copied to the host first: the copy is the sync, the sum reads host tensors
+        (("v * weight_dict[k] for k, v in reduced.items()", "v.cpu() for k, v in reduced.items()"), False),
+        # a dict of host tensors the step builds
+        (("scaled = {k: v", "scaled = {k: torch.tensor(1.0)"), False),
+        # a sum of the keys' lengths is a number
+        (("sum(scaled.values()).item()", "torch.tensor(sum(len(k) for k in scaled)).item()"), False),
+    ],
+)
+def test_a_sum_of_a_loss_dicts_values_is_a_tensor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], reported: bool
+) -> None:
+    root = write_project(tmp_path, {"utils.py": REDUCE, "engine.py": LOSS_DICT_STEP.replace(*variant)})
+    lines = [line for line in routes(capsys, root, "engine.py", "TPL107") if line == 13]
+    assert lines == ([13] if reported else [])

@@ -21,6 +21,7 @@ from ..syntax.walker import (
     visit,
 )
 from .casts import casts_only
+from .dict_items import mapping_values
 from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -236,6 +237,22 @@ class HostTensors:
             )
         return self.is_host_tensor(value)
 
+    def _summed_on_host(self, call: cst.Call) -> bool:
+        """`sum(host.values())` of `host = {k: v.cpu() for ...}`, `sum(t.cpu() for t in ts)`:
+        a sum of host tensors is one."""
+        given = (
+            call.args[0].value
+            if call.args and call.args[0].keyword is None and not call.args[0].star
+            else None
+        )
+        if isinstance(given, (cst.GeneratorExp, cst.ListComp)):
+            return self._operands_on_host([given])
+        func = given.func if isinstance(given, cst.Call) and not given.args else None
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "values"):
+            return False
+        values, opaque = mapping_values(func.value, self._names, self._hot.entry.handed_back)
+        return not opaque and self._operands_on_host(values)
+
     def _callee(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """The one function of this file that `call` names (`f(...)`, `self.f(...)`,
         `Cls.f(...)`): not a module instance's forward, whose weights may live on the device."""
@@ -298,6 +315,8 @@ class HostTensors:
         if self.received_over_rpc(call):
             return True
         qualified = self._names.qualified_name(call) or ""
+        if qualified == "builtins.sum":
+            return self._summed_on_host(call)
         name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
         if name in GENERATING_FACTORIES:
             if draws_around_tensor(call, name):

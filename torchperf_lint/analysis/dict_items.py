@@ -70,8 +70,42 @@ def handed_back(call: cst.Call, callees: HandedBack) -> Optional[cst.BaseExpress
     return None
 
 
+def mapping_values(
+    mapping: cst.BaseExpression, names: Names, callees: HandedBack, depth: int = 0
+) -> tuple[list[cst.BaseExpression], list[cst.BaseExpression]]:
+    """(the expressions `mapping`'s values are, the mappings it may be that nothing here shows):
+    a dict display's values, a comprehension's value, through names bound only to those and
+    through project helpers that hand their argument back (`reduce_dict(losses)` on one GPU);
+    a call's result or a parameter is opaque (a loss module's dict of tensors)."""
+    if isinstance(mapping, cst.DictComp):
+        return [mapping.value], []
+    if isinstance(mapping, cst.Dict):
+        elements = mapping.elements
+        if any(not isinstance(e, cst.DictElement) for e in elements):
+            return [], [mapping]  # `{**other}`: what it unpacks is not known here
+        return [e.value for e in elements], []
+    if depth < _MAX_DEPTH and isinstance(mapping, cst.Name):
+        bindings = names.lookup(mapping.value, mapping)
+        if bindings and all(b.kind == "assign" and isinstance(b.node, cst.BaseExpression) for b in bindings):
+            values: list[cst.BaseExpression] = []
+            opaque: list[cst.BaseExpression] = []
+            for binding in bindings:
+                more, unknown = mapping_values(binding.node, names, callees, depth + 1)  # type: ignore[arg-type]
+                values.extend(more)
+                opaque.extend(unknown)
+            return values, opaque
+    if depth < _MAX_DEPTH and isinstance(mapping, cst.Call):
+        given = handed_back(mapping, callees)
+        if given is not None:
+            return mapping_values(given, names, callees, depth + 1)
+    return [], [mapping]
+
+
+_MAX_DEPTH = 6  # names and handed-back helpers followed to a mapping's values
+
+
 def literal_key(item: cst.Subscript) -> Optional[str]:
-    """"d" of `x["d"]`."""
+    """ "d" of `x["d"]`."""
     if len(item.slice) != 1 or not isinstance(item.slice[0].slice, cst.Index):
         return None
     index = item.slice[0].slice.value
@@ -115,7 +149,11 @@ def _items(scope: cst.CSTNode, name: str, bindings: list) -> Optional[Items]:
             continue
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
-            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and target.value.value == name:
+            if (
+                isinstance(target, cst.Subscript)
+                and isinstance(target.value, cst.Name)
+                and target.value.value == name
+            ):
                 key = literal_key(target)
                 if key is None:
                     return None
