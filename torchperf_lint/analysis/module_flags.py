@@ -21,6 +21,8 @@ from .arguments import NOT_NONE, value_token
 
 _TEST_LINE = re.compile(r"^.*\b(?:if|elif|while)\b.*$", re.MULTILINE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GLOBAL_STATEMENT = re.compile(r"(?:^|;)[ \t]*global[ \t]+([A-Za-z_][\w \t,]*)", re.MULTILINE)
+_GLOBALS_CALL = re.compile(r"\bglobals\s*\(|\bvars\s*\(\s*\)")  # what _writes_globals looks for
 # the token of an option read among a name's bindings (`FLASH = args.flash`)
 READ_PREFIX = "="
 # what a `globals()` call may be read through without writing to it
@@ -148,13 +150,11 @@ def module_flags(tree: ast.Module, source: str) -> ModuleFlags:
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "exec"
         for n in ast.walk(tree)
     )
-    if not (literal or choices) or ("globals" in source or "vars(" in source) and _writes_globals(tree):
+    if not (literal or choices) or _GLOBALS_CALL.search(source) and _writes_globals(tree):
         return found
-    declared = (
-        {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
-        if "global" in source
-        else set()
-    )
+    # the names `global` statements declare, read off their lines (a comment that looks like one
+    # only leaves a setting open)
+    declared = {name for names in _GLOBAL_STATEMENT.findall(source) for name in _IDENTIFIER.findall(names)}
     found.flags = {
         name: token for name, token in literal.items() if counts.get(name) == 1 and name not in declared
     }

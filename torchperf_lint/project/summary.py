@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 from typing import Any, Callable, Iterable, Iterator, Optional, Union, cast
 
@@ -1402,12 +1403,15 @@ class _Summarizer:
         del self.guards[len(self.guards) - bool(guard) :]
         self.cold -= cold
 
-    def _flag_names(self) -> set[str]:
-        return {*self.summary.module_flags, *self.summary.module_flag_choices}
+    @functools.cached_property
+    def _flag_names(self) -> frozenset[str]:
+        """The settings the module's top level fixes: read once they are known, before the walk."""
+        return frozenset({*self.summary.module_flags, *self.summary.module_flag_choices})
 
     def _flag_reads(self, node: FunctionNode, local: _Locals) -> list[str]:
         """The module's settings that the function's own tests read as globals."""
-        flags = self._flag_names()
+        text = self.lines_of(node) if self._flag_names else ""
+        flags = {name for name in self._flag_names if name in text}  # most functions name none of them
         if not flags:
             return []
         read = {
@@ -1425,7 +1429,7 @@ class _Summarizer:
         function = self.current()
         # the settings its module fixes (`if profile:`, `if FLASH:` in a forward) too: the project
         # pass hands a function their values where it reads them as globals (Function.flag_reads)
-        flags = self._flag_names()
+        flags = self._flag_names
         if not mentions(test, {*function.params, *function.namespaces, *flags}) or not (
             self.function_stack or function.namespaces or flags
         ):
