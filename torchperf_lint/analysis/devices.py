@@ -21,7 +21,7 @@ from ..syntax.walker import (
     visit,
 )
 from .casts import casts_only
-from .dict_items import mapping_values
+from .dict_items import summed_values
 from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
@@ -240,18 +240,8 @@ class HostTensors:
     def _summed_on_host(self, call: cst.Call) -> bool:
         """`sum(host.values())` of `host = {k: v.cpu() for ...}`, `sum(t.cpu() for t in ts)`:
         a sum of host tensors is one."""
-        given = (
-            call.args[0].value
-            if call.args and call.args[0].keyword is None and not call.args[0].star
-            else None
-        )
-        if isinstance(given, (cst.GeneratorExp, cst.ListComp)):
-            return self._operands_on_host([given])
-        func = given.func if isinstance(given, cst.Call) and not given.args else None
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "values"):
-            return False
-        values, opaque = mapping_values(func.value, self._names, self._hot.entry.handed_back)
-        return not opaque and self._operands_on_host(values)
+        summed = summed_values(call, self._names, self._hot.entry.handed_back)
+        return summed is not None and not summed[1] and self._operands_on_host(summed[0])
 
     def _callee(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """The one function of this file that `call` names (`f(...)`, `self.f(...)`,

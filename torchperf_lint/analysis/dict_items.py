@@ -104,6 +104,33 @@ def mapping_values(
 _MAX_DEPTH = 6  # names and handed-back helpers followed to a mapping's values
 
 
+def walked_mapping(
+    source: Optional[cst.BaseExpression], methods: tuple[str, ...] = ("items", "values")
+) -> Optional[cst.BaseExpression]:
+    """`d` of `d.items()` or `d.values()` (`methods`): what a loop over `source` takes values of."""
+    if (
+        isinstance(source, cst.Call)
+        and not source.args
+        and isinstance(source.func, cst.Attribute)
+        and source.func.attr.value in methods
+    ):
+        return source.func.value
+    return None
+
+
+def summed_values(
+    call: cst.Call, names: Names, callees: HandedBack
+) -> Optional[tuple[list[cst.BaseExpression], list[cst.BaseExpression]]]:
+    """What `sum(...)` adds up, as `mapping_values` gives it: a mapping's values (`sum(losses.values())`)
+    or a comprehension's element (`sum(w[k] * d[k] for k in d)`); None for anything else."""
+    first = call.args[0] if call.args else None
+    given = first.value if first is not None and first.keyword is None and not first.star else None
+    if isinstance(given, (cst.GeneratorExp, cst.ListComp)):
+        return [given.elt], []
+    mapping = walked_mapping(given, ("values",))
+    return mapping_values(mapping, names, callees) if mapping is not None else None
+
+
 def literal_key(item: cst.Subscript) -> Optional[str]:
     """ "d" of `x["d"]`."""
     if len(item.slice) != 1 or not isinstance(item.slice[0].slice, cst.Index):

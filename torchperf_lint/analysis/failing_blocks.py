@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import ast
 
+from ..syntax.ast_nodes import own_nodes
 from .branch_sides import dotted
 
 _LEAVING = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)
-_OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def fails_at_end(statements: list[ast.stmt]) -> bool:
@@ -23,11 +23,4 @@ def fails_at_end(statements: list[ast.stmt]) -> bool:
     raised = last.exc.func if isinstance(last.exc, ast.Call) else last.exc
     if raised is not None and dotted(raised) == "SystemExit":
         return False
-    todo: list[ast.AST] = list(statements[:-1])
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _LEAVING):
-            return False
-        if not isinstance(node, _OWN_SCOPES):
-            todo.extend(ast.iter_child_nodes(node))
-    return True
+    return not any(isinstance(node, _LEAVING) for node in own_nodes(statements[:-1]))

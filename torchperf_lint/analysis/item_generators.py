@@ -8,20 +8,11 @@ argument (RULES.md, "Values that travel"). One reading on CPython's `ast`, in th
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Union
+from typing import Union
+
+from ..syntax.ast_nodes import own_nodes
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
-_OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def _own_nodes(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The nodes of a body, not those of functions, classes or lambdas defined in it."""
-    todo: list[ast.AST] = list(nodes)
-    while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, _OWN_SCOPES):
-            todo.extend(ast.iter_child_nodes(node))
 
 
 def yielded_parameter(function: FunctionNode) -> str:
@@ -29,7 +20,7 @@ def yielded_parameter(function: FunctionNode) -> str:
     `for ITEM in PARAM: ... yield ITEM`; "" for any other function."""
     arguments = function.args
     params = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    for node in _own_nodes(function.body):
+    for node in own_nodes(function.body):
         if isinstance(node, ast.YieldFrom) and isinstance(node.value, ast.Name) and node.value.id in params:
             return node.value.id
         if (
@@ -46,5 +37,5 @@ def yielded_parameter(function: FunctionNode) -> str:
 def _yields_name(body: list[ast.stmt], name: str) -> bool:
     return any(
         isinstance(node, ast.Yield) and isinstance(node.value, ast.Name) and node.value.id == name
-        for node in _own_nodes(body)
+        for node in own_nodes(body)
     )

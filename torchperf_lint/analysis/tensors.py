@@ -19,7 +19,7 @@ import libcst as cst
 
 from ..syntax.walker import Binding, FileFacts, bound_value, dotted_name, returned_values, visit
 from .cold import enumerate_counter
-from .dict_items import DictItems, mapping_values
+from .dict_items import DictItems, mapping_values, summed_values, walked_mapping
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .parameters import ParameterSequences
@@ -525,7 +525,7 @@ class TensorInference:
         losses.items()}`) are tensors too, and its items stay likely ones, whose rank the device
         values decide (`[int(v) for v in self.pad]` reads numbers of a 1-D buffer, rows of a 2-D
         one); a step loop's value is as surely a tensor as its schedule."""
-        mapping = _mapping_walked(source) if items else None
+        mapping = walked_mapping(source) if items else None
         if mapping is not None:
             return self.items_of(mapping)
         drawn: Optional[cst.BaseExpression] = source
@@ -540,23 +540,17 @@ class TensorInference:
         those of a dict display or comprehension, and of what a model or loss call returns (a
         tensor or a mapping of them: DETR's `loss_dict = criterion(outputs, targets)`), through
         names and project helpers that hand it back (analysis/dict_items.py)."""
-        values, opaque = mapping_values(mapping, self._names, self._hot.entry.handed_back)
+        return self._values_of(*mapping_values(mapping, self._names, self._hot.entry.handed_back))
+
+    def _values_of(self, values: list[cst.BaseExpression], opaque: list[cst.BaseExpression]) -> Tensorness:
+        """The items of a container: likely tensors at most, where any of them may be one."""
         found = self._joined([*map(self.infer, values), *map(self.infer, opaque)] or [Tensorness.NO])
         return min(found, Tensorness.LIKELY)
 
     def _summed(self, call: cst.Call) -> Tensorness:
         """`sum(losses.values())`, `sum(w[k] * d[k] for k in d)`: a sum of tensors is one."""
-        given = (
-            call.args[0].value
-            if call.args and call.args[0].keyword is None and not call.args[0].star
-            else None
-        )
-        mapping = _mapping_walked(given, ("values",)) if given is not None else None
-        if mapping is not None:
-            return self.items_of(mapping)
-        if isinstance(given, (cst.GeneratorExp, cst.ListComp)):
-            return min(self.infer(given.elt), Tensorness.LIKELY)
-        return Tensorness.NO
+        summed = summed_values(call, self._names, self._hot.entry.handed_back)
+        return self._values_of(*summed) if summed is not None else Tensorness.NO
 
     def _param(self, param: cst.Param, binding: Binding) -> Tensorness:
         if param.annotation is not None:
@@ -677,20 +671,6 @@ class _StringUses(cst.CSTVisitor):
 
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _ZIPPING = frozenset({"builtins.zip", "builtins.enumerate"})
-
-
-def _mapping_walked(
-    source: Optional[cst.BaseExpression], methods: tuple[str, ...] = ("items", "values")
-) -> Optional[cst.BaseExpression]:
-    """`d` of `d.items()` or `d.values()`."""
-    if (
-        isinstance(source, cst.Call)
-        and not source.args
-        and isinstance(source.func, cst.Attribute)
-        and source.func.attr.value in methods
-    ):
-        return source.func.value
-    return None
 
 
 def _zipped_source(

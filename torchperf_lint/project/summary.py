@@ -71,7 +71,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
-from ..syntax.ast_nodes import child_fields, every_node
+from ..syntax.ast_nodes import child_fields, every_node, own_nodes
 from .conv_wrappers import conv_wrapper
 from .dataset_items import items_in_memory
 from .precision import reduced_precision
@@ -1026,18 +1026,6 @@ def _dataset_token(expr: ast.AST, local: _Locals) -> str:
     return tokens.pop() if len(tokens) == 1 else ""
 
 
-def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node of a function body, not descending into nested functions, classes or lambdas
-    (their names are theirs), but yielding the nested definitions themselves."""
-    todo: list[ast.AST] = list(reversed(body))
-    while todo:
-        node = todo.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        todo.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
 class _Summarizer:
     def __init__(self, source: str) -> None:
         self.source = source
@@ -1416,7 +1404,7 @@ class _Summarizer:
             return []
         read = {
             name.id
-            for test in _own_nodes(node.body)
+            for test in own_nodes(node.body)
             if isinstance(test, (ast.If, ast.IfExp, ast.While))
             for name in ast.walk(test.test)
             if isinstance(name, ast.Name) and name.id in flags
@@ -2488,7 +2476,7 @@ def summarize(source: str) -> Optional[Summary]:
     summarizer.summary.module_flag_choices = flags.choices
     summarizer.summary.execs = flags.execs
     summarizer.summary.assigned_globals = flags.assigned
-    for node in _own_nodes(tree.body):
+    for node in own_nodes(tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             summarizer.module_locals.values.setdefault(node.targets[0].id, []).append(node.value)
         if isinstance(node, ast.Assign):

@@ -7,6 +7,7 @@ half of `ast.walk`'s. The project pass's summarizer and the readers it hands the
 from __future__ import annotations
 
 import ast
+from typing import Iterator
 
 # the fields that are contexts and operators: nodes of their own to `ast`, never read as such
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops"})
@@ -35,3 +36,17 @@ def every_node(tree: ast.AST) -> list[ast.AST]:
             elif isinstance(value, list):
                 found.extend(item for item in value if isinstance(item, ast.AST))
     return found
+
+
+_OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of a body in source order, not descending into the functions, classes or
+    lambdas defined in it (their names are theirs), but yielding those definitions themselves."""
+    todo: list[ast.AST] = list(reversed(body))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, _OWN_SCOPES):
+            todo.extend(reversed(list(ast.iter_child_nodes(node))))

@@ -785,14 +785,15 @@ def _calls_fused(function: cst.FunctionDef, ctx: Context, through: bool = True) 
     if info is None:
         return False
     for call in info.calls:
-        if not ctx.setting_taken_by_default(call):
-            continue
-        if (dotted_name(call.func) or "").rsplit(".", 1)[-1] in _FUSED:
-            return True
-        if through and any(
-            callee is not function and _calls_fused(callee, ctx, through=False)
-            for callee in ctx.hot.resolve_call(call)
-        ):
+        fused = (dotted_name(call.func) or "").rsplit(".", 1)[-1] in _FUSED or (
+            through
+            and any(
+                callee is not function and _calls_fused(callee, ctx, through=False)
+                for callee in ctx.hot.resolve_call(call)
+            )
+        )
+        # where the default run may take it: asked only of a fused call, not of every call
+        if fused and ctx.setting_taken_by_default(call):
             return True
     return False
 
