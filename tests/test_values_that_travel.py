@@ -1805,3 +1805,216 @@ def test_a_sum_of_a_loss_dicts_values_is_a_tensor(
     root = write_project(tmp_path, {"utils.py": REDUCE, "engine.py": LOSS_DICT_STEP.replace(*variant)})
     lines = [line for line in routes(capsys, root, "engine.py", "TPL107") if line == 13]
     assert lines == ([13] if reported else [])
+
+
+SAMPLING = """
+import torch
+
+
+def get_sigmas(n, sigma_max, device="cpu"):
+    sigmas = torch.linspace(sigma_max, 0.01, n)
+    return torch.cat([sigmas, sigmas.new_zeros([1])]).to(device)
+
+
+@torch.no_grad()
+def sample(model, x, sigmas, eta=1.0):
+    for i in range(len(sigmas) - 1):
+        denoised = model(x, sigmas[i])
+        if sigmas[i + 1] == 0:
+            x = denoised
+        else:
+            x = x + (sigmas[i + 1] - sigmas[i]) * eta * denoised
+    return x
+"""
+SAMPLE_SCRIPT = """
+import torch
+import sampling
+
+
+def evaluate(model, device, n):
+    sigmas = sampling.get_sigmas(50, 80.0, device=device)
+
+    def sample_fn(batch):
+        x = torch.randn([batch, 3, 32, 32], device=device) * 80.0
+        return sampling.sample(model, x, sigmas)
+
+    return [sample_fn(16) for _ in range(n)]
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "reported"),
+    [
+        (("", ""), True),
+        # the schedule moved by the caller itself
+        (("sampling.sample(model, x, sigmas)", "sampling.sample(model, x, sigmas.cpu().cuda())"), True),
+        (("sampling.sample(model, x, sigmas)", "sampling.sample(model, x, sigmas.to(device))"), True),
+        # left on the host: the CPU written out, the default kept, a cast that moves nothing
+        (("device=device)\n", "device='cpu')\n"), False),
+        (("80.0, device=device)", "80.0)"), False),
+        (("sampling.sample(model, x, sigmas)", "sampling.sample(model, x, sigmas.to(torch.half))"), False),
+        # another caller hands it a host schedule: not every call passes a device tensor
+        (
+            (
+                "    return [sample_fn",
+                "    sampling.sample(model, x=None, sigmas=torch.ones(3))\n    return [sample_fn",
+            ),
+            False,
+        ),
+    ],
+)
+def test_a_parameter_every_call_hands_a_device_tensor_is_on_the_device(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], reported: bool
+) -> None:
+    """k-diffusion's sampler tests `if sigmas[i + 1] == 0:` in its step loop, on the schedule the
+    training script builds with `get_sigmas_karras(..., device=device)` in the function that
+    nests the sampling closure: a sync every denoising step."""
+    root = write_project(tmp_path, {"sampling.py": SAMPLING, "evaluate.py": SAMPLE_SCRIPT.replace(*variant)})
+    assert routes(capsys, root, "sampling.py", "TPL107") == ([13] if reported else [])
+
+
+GRID = """
+import torch
+
+
+def unproject(fov, xi, height, device="cpu"):
+    return grid(fov, xi=xi if torch.is_tensor(xi) else torch.tensor([xi], device=device), device=device)
+
+
+def grid(fov, xi, device):
+    return torch.ones(8, device=device) * fov * xi
+
+
+def forward_step(model, batch):
+    xi = torch.zeros(4, device=batch.device)
+    return model(batch) * unproject(batch.mean(), xi, 8, device=batch.device)
+
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        loss = forward_step(model, batch.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "lines"),
+    [
+        (("", ""), []),
+        (("if torch.is_tensor(xi) else", "if isinstance(xi, torch.Tensor) else"), []),
+        # no test: a list of the device tensor every caller passes
+        (("xi if torch.is_tensor(xi) else torch.tensor([xi]", "torch.tensor([xi]"), [5]),
+    ],
+)
+def test_the_other_side_of_a_tensor_test_holds_no_tensor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], lines: list[int]
+) -> None:
+    """diffusers' `xi if torch.is_tensor(xi) else torch.tensor([xi], ...)`, where every caller
+    hands `xi` a device tensor: the list is built only from a number."""
+    root = write_project(tmp_path, {"grid.py": GRID.replace(*variant)})
+    assert routes(capsys, root, "grid.py", "TPL203") == lines
+
+
+WINDOW_BLOCK = """
+import torch
+from torch import nn
+
+
+def window_partition(x, window_size):
+    b, h, w, c = x.shape
+    x = x.view(b, h // window_size, window_size, w // window_size, window_size, c)
+    return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, window_size, window_size, c)
+
+
+class Block(nn.Module):
+    def __init__(self, size, window_size=8):
+        super().__init__()
+        self.size, self.window_size = size, window_size
+        self.proj = nn.Linear(64, 64)
+        self.register_buffer("attn_mask", self.calculate_mask(size))
+
+    def calculate_mask(self, x_size):
+        h, w = x_size
+        img_mask = torch.zeros((1, h, w, 1))
+        img_mask[:, h // 2 :, w // 2 :, :] = 1
+        windows = window_partition(img_mask, self.window_size).view(-1, self.window_size**2)
+        attn_mask = windows.unsqueeze(1) - windows.unsqueeze(2)
+        return attn_mask.masked_fill(attn_mask != 0, -100.0)
+
+    def forward(self, x, x_size):
+        if x_size == self.size:
+            mask = self.attn_mask
+        else:
+            mask = self.calculate_mask(x_size).to(x.device)
+        return self.proj(x) + mask.sum()
+"""
+WINDOW_TRAINING = """
+from block import Block
+
+
+def train(loader, optimizer):
+    model = Block((64, 64)).cuda()
+    for x, size in loader:
+        loss = model(x.cuda(), size)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "lines"),
+    [
+        (("", ""), [20]),
+        # what the step computes with stays on the host, or its move is a cast
+        ((".calculate_mask(x_size).to(x.device)", ".calculate_mask(x_size)"), []),
+        ((".calculate_mask(x_size).to(x.device)", ".calculate_mask(x_size).to(torch.half)"), []),
+        # the factory's value is not what the helper returns: only a count read off it is
+        (
+            (
+                "        return attn_mask.masked_fill(attn_mask != 0, -100.0)",
+                "        return self.base.repeat(int(attn_mask.sum()))",
+            ),
+            [],
+        ),
+        (
+            (
+                "window_partition(img_mask, self.window_size)",
+                "window_partition(self.base.expand(len(img_mask.tolist()), -1), 8)",
+            ),
+            [],
+        ),
+        # built on one side of a test the helper's callers decide, or kept as a cache refreshed rarely
+        (
+            (
+                "        img_mask = torch.zeros((1, h, w, 1))",
+                "        if self.window_size == 8:\n            img_mask = torch.zeros((1, h, w, 1))\n"
+                "        else:\n            img_mask = self.attn_mask.new_zeros((1, h, w, 1))",
+            ),
+            [],
+        ),
+        (
+            (
+                "            mask = self.calculate_mask(x_size).to(x.device)",
+                "            self.attn_mask = self.calculate_mask(x_size).to(x.device)\n            mask = self.attn_mask",
+            ),
+            [],
+        ),
+        # a second hot call that keeps the result on the host
+        (
+            (
+                "        return self.proj(x) + mask.sum()",
+                "        self.calculate_mask(x_size)\n        return self.proj(x) + mask.sum()",
+            ),
+            [],
+        ),
+    ],
+)
+def test_a_host_tensor_a_helper_returns_to_a_move_is_built_per_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: tuple[str, str], lines: list[int]
+) -> None:
+    """swinir's `calculate_mask` builds the shifted-window mask with `torch.zeros(...)` on the host,
+    and the block's `forward` moves what it returns with `.to(x.device)` for every image whose size
+    is not the training size: built on the CPU and copied per block, per image."""
+    root = write_project(tmp_path, {"train.py": WINDOW_TRAINING, "block.py": WINDOW_BLOCK.replace(*variant)})
+    assert routes(capsys, root, "block.py", "TPL101") == lines

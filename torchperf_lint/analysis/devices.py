@@ -716,6 +716,79 @@ def flows_into_tensor(
     return False
 
 
+def reaches_return(call: cst.Call, facts: FileFacts) -> bool:
+    """The factory runs on every call of its function (no branch around it: which side a call
+    takes is not known here), and its value is what the function returns, as built or derived
+    from it: through methods called on it, calls it is handed to, arithmetic, slices of it, and
+    the names it is bound to on the way (swinir's `img_mask = torch.zeros(...)`, then
+    `window_partition(img_mask, ...)`, `.view(...)`, `masked_fill(...)`, `return attn_mask`)."""
+    if _in_a_branch(call, facts):
+        return False
+    frontier: list[cst.CSTNode] = [call]
+    seen: set[cst.CSTNode] = set()
+    while frontier and len(seen) < _DERIVATIONS:
+        expr = frontier.pop()
+        if expr in seen:
+            continue
+        seen.add(expr)
+        expr = _derived_value(expr, facts)
+        if isinstance(facts.parents.get(expr), cst.Return):
+            return True
+        frontier.extend(reads_of_bound_name(expr, facts))
+    return False
+
+
+def _in_a_branch(node: cst.CSTNode, facts: FileFacts) -> bool:
+    """`node` sits on one side of an `if`, an if-expression or an `except` of its function."""
+    child, parent = node, facts.parents.get(node)
+    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+        if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test:
+            return True
+        if isinstance(parent, (cst.ExceptHandler, cst.Else)):
+            return True
+        child, parent = parent, facts.parents.get(parent)
+    return False
+
+
+# how many values `reaches_return` follows before it gives up (no return found)
+_DERIVATIONS = 16
+
+# what reads numbers or sizes off a tensor, or builds a new one of a size: not the tensor's data
+_HOST_NUMBER_READS = frozenset(
+    {"item", "tolist", "numel", "size", "dim", "int", "float", "len", "bool", "round"}
+)
+
+
+def _reads_host_number(call: cst.Call) -> bool:
+    """`int(t.sum())`, `len(t)`, `t.item()`, `t.size(0)`, `torch.ones(n)`: a number, a size or a
+    new tensor made from one, not a value derived from the tensor's data."""
+    name = dotted_name(call.func) or ""
+    last = name.rsplit(".", 1)[-1]
+    return last in _HOST_NUMBER_READS or (name.startswith("torch.") and last in GENERATING_FACTORIES)
+
+
+def _derived_value(expr: cst.CSTNode, facts: FileFacts) -> cst.CSTNode:
+    """The outermost expression around `expr` whose value is derived from it."""
+    while True:
+        parent = facts.parents.get(expr)
+        if isinstance(parent, cst.Attribute) and parent.value is expr:
+            call = facts.parents.get(parent)
+            if not (isinstance(call, cst.Call) and call.func is parent) or _reads_host_number(call):
+                return expr
+            expr = call
+        elif isinstance(parent, cst.Arg) and not parent.star:
+            call = facts.parents.get(parent)
+            if not isinstance(call, cst.Call) or _reads_host_number(call):
+                return expr
+            expr = call
+        elif isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)) or (
+            isinstance(parent, cst.Subscript) and parent.value is expr
+        ):
+            expr = parent
+        else:
+            return expr
+
+
 def _filled_with_tensor(
     read: cst.CSTNode, facts: FileFacts, is_tensor: Callable[[cst.BaseExpression], bool]
 ) -> bool:

@@ -45,6 +45,8 @@ class EntryFacts:
     # functions every call of the project runs without grad (project/grad_free.py)
     grad_free_functions: frozenset[int] = frozenset()
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
+    device_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a device tensor
+    moved_results: frozenset[int] = frozenset()  # functions whose result every hot call moves to the device
     module_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a model
     # keys of the dict literals it returns that the project only ever reads on the host
     host_read_keys: frozenset[str] = frozenset()
@@ -175,6 +177,10 @@ class EntryFacts:
             host_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data["host_parameters"]
             ),
+            device_parameters=tuple(
+                (int(index), frozenset(map(str, names))) for index, names in data.get("device_parameters", ())
+            ),
+            moved_results=frozenset(_ints(data.get("moved_results", ()))),
             host_read_keys=frozenset(map(str, data.get("host_read_keys", ()))),
             module_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data.get("module_parameters", ())
@@ -279,6 +285,9 @@ class EntryFacts:
 
     def host_params_of(self, index: int) -> frozenset[str]:
         return _row(self.host_parameters, index) or frozenset()
+
+    def device_params_of(self, index: int) -> frozenset[str]:
+        return _row(self.device_parameters, index) or frozenset()
 
     def module_params_of(self, index: int) -> frozenset[str]:
         return _row(self.module_parameters, index) or frozenset()

@@ -880,6 +880,16 @@ class HotPaths:
         index = self._function_index.get(function)
         return index is not None and name in self.entry.host_params_of(index)
 
+    def is_device_parameter(self, function: cst.FunctionDef, name: str) -> bool:
+        """Every call of `function` in the project passes a tensor on the device for `name`."""
+        index = self._function_index.get(function)
+        return index is not None and name in self.entry.device_params_of(index)
+
+    def result_moved_by_callers(self, function: cst.FunctionDef) -> bool:
+        """Every call of `function` made from hot code moves its result to the device."""
+        index = self._function_index.get(function)
+        return index is not None and index in self.entry.moved_results
+
     # -- queries ----------------------------------------------------------------------
     def reason(self, node: cst.CSTNode) -> Optional[Reason]:
         """Why `node` is hot, or None when it is cold."""

@@ -553,10 +553,12 @@ class TensorInference:
         return self._values_of(*summed) if summed is not None else Tensorness.NO
 
     def _param(self, param: cst.Param, binding: Binding) -> Tensorness:
+        func = binding.scope.node
+        if isinstance(func, cst.FunctionDef) and self._hot.is_device_parameter(func, param.name.value):
+            return Tensorness.CERTAIN  # every call of the project hands it a tensor on the device
         if param.annotation is not None:
             annotation = self._facts.module.code_for_node(param.annotation.annotation)
             return Tensorness.LIKELY if "Tensor" in annotation else Tensorness.NO
-        func = binding.scope.node
         if isinstance(func, cst.FunctionDef) and self._hot.is_host_parameter(func, param.name.value):
             return Tensorness.NO  # every caller passes a string, a number or a host copy
         if isinstance(func, cst.FunctionDef) and param.name.value in self._string_parameters(func):
@@ -706,11 +708,15 @@ def _zipped_source(
 
 
 def _isinstance_tensor_test(test: cst.BaseExpression, name: str, names: Names) -> Optional[bool]:
-    """True for `isinstance(name, torch.Tensor)`, False for its negation, None for any other
-    test (a tuple of types that includes Tensor still says nothing of the else branch's type)."""
+    """True for `isinstance(name, torch.Tensor)` (or `torch.is_tensor(name)`), False for its
+    negation, None for any other test (a tuple of types that includes Tensor still says nothing
+    of the else branch's type)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _isinstance_tensor_test(test.expression, name, names)
         return None if inner is None else not inner
+    if isinstance(test, cst.Call) and len(test.args) == 1 and names.qualified_name(test) == "torch.is_tensor":
+        subject = test.args[0].value
+        return True if isinstance(subject, cst.Name) and subject.value == name else None
     if not (isinstance(test, cst.Call) and dotted_name(test.func) == "isinstance" and len(test.args) == 2):
         return None
     subject, kind = test.args[0].value, test.args[1].value

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import sys
 from collections import deque
 from pathlib import Path
@@ -37,6 +38,7 @@ from .arguments import (
 )
 from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
+from .device_tensors import passes_device
 from .grad_free import grad_free_functions
 from .keyword_items import keyword_items
 from .layers import LayerProfiles
@@ -44,7 +46,7 @@ from .loaders import plain_loader_parameters, reiterated_loaders
 from .options import configured_names, flag_values, option_values
 from .refs import ClassRef, External, FunctionRef, Instance, Module, Namespace, Resolved
 from .stepping import stepped_functions
-from .summary import Call, Function
+from .summary import ENCLOSING, Call, Function
 
 # top-level packages whose modules a project's own files never stand for (see _relocated)
 _LIBRARY_ROOTS = frozenset(
@@ -99,6 +101,9 @@ class Project:
         self._helpers: Optional[dict[int, str]] = None
         self._default: Optional[dict[int, str]] = None  # module -> where its default device is CUDA
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._device: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._device_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._moved_results: Optional[frozenset[tuple[int, int]]] = None
         self._grad_free: Optional[dict[int, frozenset[int]]] = None
         self._movers: Optional[tuple[tuple[str, bool], ...]] = None
         self._key_reads: Optional[dict[str, bool]] = None
@@ -1388,6 +1393,73 @@ class Project:
         self._host = host
         return self._host
 
+    def device_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
+        """Parameters for which every call site of the project passes a tensor on the device
+        (project/device_tensors.py): one it moves or builds there, a local bound once to what a
+        project function returns on the device (given what that call passes), or one of its own
+        parameters that is such a parameter (iterated to a fixpoint)."""
+        if self._device is not None:
+            return self._device
+        edges = self._call_edges()
+        device: dict[tuple[int, int], frozenset[str]] = {}
+        while True:
+            seen: dict[tuple[int, int], set[str]] = {}
+            for caller, call, callee in edges:
+                known = device.get(caller.key(), frozenset())
+                slots = [
+                    *call.device_args,
+                    *(slot for slot, param in call.param_args.items() if param in known),
+                    *(slot for slot, name in call.bound_args.items() if self._binds_device(caller, name)),
+                ]
+                passed = {
+                    param
+                    for slot in slots
+                    if not (call.star and slot.isdigit())
+                    and (param := slot_parameter(call, callee.info, slot)) is not None
+                }
+                key = callee.key()
+                seen[key] = passed if key not in seen else seen[key] & passed
+            found = {key: frozenset(names) for key, names in seen.items() if names}
+            if found == device:
+                break
+            device = found
+        self._device = device
+        return self._device
+
+    def moved_results(self) -> frozenset[tuple[int, int]]:
+        """Functions whose result every call made from hot code moves to the device right away
+        (swinir's `self.calculate_mask(x_size).to(x.device)` in `forward`): what they build on
+        the host crosses to the device each time. At least one such call."""
+        if self._moved_results is None:
+            hot = self.hot()
+            moved: dict[tuple[int, int], bool] = {}
+            for caller, call, callee in self._call_edges():
+                if caller.key() in hot:
+                    key = callee.key()
+                    moved[key] = moved.get(key, True) and call.moved_result
+            self._moved_results = frozenset(key for key, every in moved.items() if every)
+        return self._moved_results
+
+    def _binds_device(self, caller: FunctionRef, name: str) -> bool:
+        """`caller` binds `name` once to a call of project functions that each hand back a tensor
+        on the device on every `return`, given what that call passes."""
+        if name.startswith(ENCLOSING):  # a name of the function it is nested in
+            parent = caller.info.parent
+            return parent >= 0 and self._binds_device(FunctionRef(caller.module, parent), name[1:])
+        binders = [c for c in (*caller.info.calls, *caller.info.cold_calls) if c.bound == name]
+        if len(binders) != 1:
+            return False
+        binder = binders[0]
+        targets = self.resolve_call(caller, binder)
+        return bool(targets) and all(
+            target.info.device_returns
+            and all(
+                passes_device(source, functools.partial(_given_token, binder, target.info))
+                for source in target.info.device_returns
+            )
+            for target in targets
+        )
+
     def _call_edges(self) -> list[tuple[FunctionRef, Call, FunctionRef]]:
         """Every resolved call of the project: (caller, call, callee)."""
         if self._edges is None:
@@ -1700,6 +1772,10 @@ class Project:
             no_grad_callables=no_grad,
             grad_free_functions=self.grad_free(module),
             host_parameters=host,
+            moved_results=frozenset(index for owner, index in self.moved_results() if owner == key),
+            device_parameters=tuple(
+                sorted(_of_module(self.device_parameters(), self._device_by_module).get(key, ()), key=_first)
+            ),
             module_parameters=tuple(
                 sorted(_of_module(self.module_parameters(), self._modules_by_module).get(key, ()), key=_first)
             ),
@@ -1819,6 +1895,15 @@ def _host_parameter_names(
     given.update(a for a in call.args if not a.isdigit())
     omitted = {p for p in params[bound:] if p not in given and _constant(callee.defaults.get(p))}
     return names, omitted
+
+
+def _given_token(call: Call, callee: Function, param: str) -> Optional[str]:
+    """What `call` writes for the callee's `param` (analysis/arguments.py's token, "?" for an
+    expression), its default where it passes nothing for it, None where `*args`/`**kwargs` may."""
+    for slot, token in call.args.items():
+        if slot_parameter(call, callee, slot) == param:
+            return token
+    return None if call.star else callee.defaults.get(param)
 
 
 def _constant(token: Optional[str]) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..analysis.vocabulary import is_loader_name
 from .arguments import slot_parameter
 from .refs import FunctionRef, Module, ProjectView
 from .summary import Call, Loop
@@ -126,7 +127,11 @@ class _Iterated:
         _create_validation_data_loader(...)`, then `_evaluate(model, validation_dataloader, ...)`
         in the epoch loop)."""
         for call in (*binder.info.calls, *binder.info.cold_calls):
-            slots = [slot for slot, bound in call.bound_args.items() if bound == name and not call.star]
+            slots = [
+                slot
+                for slot, bound in call.bound_args.items()
+                if bound == name and is_loader_name(bound) and not call.star
+            ]
             if slots and any(
                 self.handed_again(call, callee, slot)
                 for callee in self._project.resolve_call(binder, call)
@@ -191,7 +196,7 @@ def _hands_plain_loader(
     if slot in call.loaders:
         return True
     name = call.bound_args.get(slot)
-    if not name:
+    if not name or not is_loader_name(name):
         return False
     binders = [c for c in (*caller.info.calls, *caller.info.cold_calls) if c.bound == name]
     targets = project.resolve_call(caller, binders[0]) if len(binders) == 1 else []

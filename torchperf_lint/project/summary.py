@@ -74,6 +74,7 @@ from ..analysis.vocabulary import (
 from ..syntax.ast_nodes import child_fields, every_node, own_nodes
 from .conv_wrappers import conv_wrapper
 from .dataset_items import items_in_memory
+from .device_tensors import ON_DEVICE, device_source
 from .precision import reduced_precision
 
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
@@ -81,6 +82,10 @@ _HOST_FUNCTIONS = frozenset({"torch.from_numpy"})
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
+
+
+# marks a name of a function the caller is nested in, once per level (Call.bound_args)
+ENCLOSING = "^"
 
 
 @dataclasses.dataclass
@@ -129,8 +134,13 @@ class Call:
     # the batches it passes unmoved of a loop over a loader parameter: slot -> that parameter
     batches: dict[str, str] = dataclasses.field(default_factory=dict)
     # the locals it passes that are bound once to a call's result: slot -> the name (the call
-    # that binds it is the one whose `bound` is that name)
+    # that binds it is the one whose `bound` is that name; ENCLOSING marks, one per level: in the
+    # function the caller is nested in)
     bound_args: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the tensors it passes on the device whatever its caller is given (project/device_tensors.py)
+    device_args: list[str] = dataclasses.field(default_factory=list)
+    # its result is moved to the device right away (`self.calculate_mask(size).to(x.device)`)
+    moved_result: bool = False
     # the `with` items around it in its own function, dotted as written (`torch.no_grad`): the
     # project pass learns which functions every caller runs without grad (project/grad_free.py)
     contexts: list[str] = dataclasses.field(default_factory=list)
@@ -228,6 +238,8 @@ class Function:
 
     # per `return`: the parameter whose tensor it copies to the host (`return t.detach().cpu()`)
     host_copy_returns: list[str] = dataclasses.field(default_factory=list)
+    # per `return`: where it puts the tensor it hands back (project/device_tensors.py's sources)
+    device_returns: list[str] = dataclasses.field(default_factory=list)
     # the names its own scope binds to a constructed optimizer (`opt = torch.optim.AdamW(...)`):
     # their `.step()` is an optimizer step (the file pass asks, analysis/hotpath.py)
     optimizers: list[str] = dataclasses.field(default_factory=list)
@@ -1052,6 +1064,7 @@ class _Summarizer:
         self.outer_stores: set[str] = set()
         self.lambda_params: list[set[str]] = []  # they hide the function's parameters of that name
         self.host_reads: set[int] = set()  # ids of subscripts whose value is handed to the host
+        self.moved_results: set[int] = set()  # ids of calls whose result `.to(device)` moves
         self.conflicting_imports: set[str] = set()  # imported as different things by two functions
         self.comprehensions = 0  # comprehensions around the current node: their element repeats
         self.fills_container: set[int] = set()  # functions that return a container they fill
@@ -1844,6 +1857,7 @@ class _Summarizer:
             def host_data() -> None:
                 function.host_returns.append(self._holds_host_data(value, local))
                 function.host_copy_returns.append(_host_copy_of_param(value, local))
+                function.device_returns.append(self._device_source(value, local))
 
             self._later(host_data)
 
@@ -2027,6 +2041,16 @@ class _Summarizer:
 
     def _Call(self, node: ast.Call) -> None:
         func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and func.attr in ("to", "cuda")
+        ):
+            # not a result a `self.` attribute keeps: a cache, refreshed now and then (kornia's
+            # `self.pe = self._create_position_encoding(shape).to(...)` when inputs grow)
+            cached = id(node) in self.stored_calls
+            if not cached and device_source(node, _no_bindings, frozenset(), self.qualify) == ON_DEVICE:
+                self.moved_results.add(id(func.value))
         if isinstance(func, ast.Attribute) and func.attr in _HOST_METHODS and not node.args:
             self.host_reads.add(id(func.value))
         if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and node.args:
@@ -2119,6 +2143,7 @@ class _Summarizer:
                 call.leaves = leaves
                 call.spread = spread
                 call.stored = self.stored_calls.get(id(node), "")
+                call.moved_result = id(node) in self.moved_results
                 if star:
                     call.forwards = _forwarding(node, scopes[0].function)
                     call.kwargs_items = self._kwargs_items(node, scopes[0])
@@ -2131,7 +2156,12 @@ class _Summarizer:
                 call.instances = self._passed_instances(node)
                 call.loaders = _passed_loaders(node, scopes[0])
                 call.batches = _passed_batches(node, scopes[0])
-                call.bound_args = _passed_loader_names(node, scopes[0])
+                call.bound_args = _passed_results(node, scopes)
+                call.device_args = [
+                    slot
+                    for slot, value in _call_slots(node)
+                    if self._device_source(value, scopes[0]) == ON_DEVICE
+                ]
                 call.bound = bound
                 call.unpacked = self.unpacked_calls.get(id(node), [])
                 # on one step of a loop over a DataLoader (labelled before this runs): once per pass
@@ -2286,6 +2316,13 @@ class _Summarizer:
                     found[slot] = qualified
         return found
 
+    def _device_source(self, expr: ast.AST, local: _Locals) -> str:
+        def bindings(name: str) -> Optional[list[ast.AST]]:
+            values = local.values.get(name, [])
+            return values if values and len(values) == local.stores.get(name, 0) else None
+
+        return device_source(expr, bindings, frozenset(local.params), self.qualify)
+
     def _host_args(self, node: ast.Call, local: _Locals) -> list[str]:
         host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg, local)]
         host.extend(k.arg for k in node.keywords if k.arg and self._is_host(k.value, local))
@@ -2413,19 +2450,28 @@ def _passed_batches(node: ast.Call, local: _Locals) -> dict[str, str]:
     return found
 
 
-def _passed_loader_names(node: ast.Call, local: _Locals) -> dict[str, str]:
-    """Slot -> the local name, for each name named like a loader and bound once to a call's
-    result that the call passes (`dataloader = make_loader(...)`, then `evaluate(model,
-    dataloader)`): the project pass asks whether that call returns a DataLoader."""
+def _no_bindings(name: str) -> None:
+    return None  # a move reads its receiver's place from the call alone
+
+
+def _passed_results(node: ast.Call, scopes: tuple[_Locals, ...]) -> dict[str, str]:
+    """Slot -> the name, for each name bound once to a call's result that the call passes
+    (`dataloader = make_loader(...)`, then `evaluate(model, dataloader)`): the project pass asks
+    what that call returns (a DataLoader, a tensor on the device). A name of a function it is
+    nested in, where it binds no such name itself, has one ENCLOSING mark per level up."""
     found = {}
     for slot, value in _call_slots(node):
+        if not isinstance(value, ast.Name):
+            continue
+        level = next((level for level, scope in enumerate(scopes) if value.id in scope.names), -1)
+        owner = scopes[level] if level >= 0 else None
         if (
-            isinstance(value, ast.Name)
-            and is_loader_name(value.id)
-            and value.id not in local.params
-            and isinstance(local.bound_once(value.id), ast.Call)
+            owner is not None
+            and owner.function is not None
+            and value.id not in owner.params
+            and isinstance(owner.bound_once(value.id), ast.Call)
         ):
-            found[slot] = value.id
+            found[slot] = ENCLOSING * level + value.id
     return found
 
 
