@@ -25,6 +25,21 @@ def on_cst(judge: Callable[[ast.AST], Sides], test: cst.BaseExpression) -> Sides
     return judge(parsed) if parsed is not None else (False, False)
 
 
+def periodic(test: cst.BaseExpression) -> bool:
+    """`step % 100 == 0`, `not (i + 1) % n`, or either inside `and`/`or`: a test that holds once
+    every n steps (still training code: the hot path keeps it, rules that count what runs at
+    every step leave it out)."""
+    if isinstance(test, cst.BinaryOperation):
+        return isinstance(test.operator, cst.Modulo) or periodic(test.left) or periodic(test.right)
+    if isinstance(test, cst.Comparison):
+        return periodic(test.left) or any(periodic(c.comparator) for c in test.comparisons)
+    if isinstance(test, cst.BooleanOperation):
+        return periodic(test.left) or periodic(test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return periodic(test.expression)
+    return False
+
+
 def cold_sides(test: cst.BaseExpression) -> Sides:
     """(the body is cold, the else branch is cold) for `if test:` (analysis/branch_sides.py)."""
     return on_cst(branch_sides.cold_sides, test)

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from ...analysis.cold import periodic
 from ...engine.context import Context
 from ...engine.findings import Report, Safety
 from ...syntax.walker import dotted_name
@@ -31,17 +32,6 @@ _TIMERS = frozenset(
     }
 )
 _EVENTS = frozenset({"torch.cuda.Event", "torch.Event", "torch.cuda.streams.Event"})
-
-
-def _is_periodic(test: cst.BaseExpression) -> bool:
-    """`step % 100 == 0`, `not i % n`, or either inside `and`/`or`: once every n steps."""
-    if isinstance(test, cst.BooleanOperation):
-        return _is_periodic(test.left) or _is_periodic(test.right)
-    if isinstance(test, cst.UnaryOperation):
-        return _is_periodic(test.expression)
-    if isinstance(test, cst.Comparison):
-        return _is_periodic(test.left) or any(_is_periodic(c.comparator) for c in test.comparisons)
-    return isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo)
 
 
 def _reads_timer(call: cst.Call, ctx: Context) -> bool:
@@ -290,6 +280,6 @@ class SynchronizeInStep(Rule):
         for ancestor in ctx.ancestors(node):
             if ancestor is scope:
                 return False
-            if isinstance(ancestor, cst.If) and _is_periodic(ancestor.test):
+            if isinstance(ancestor, cst.If) and periodic(ancestor.test):
                 return True
         return False

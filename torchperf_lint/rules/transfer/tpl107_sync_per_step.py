@@ -6,7 +6,7 @@ from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
-from ...analysis.cold import cold_sides
+from ...analysis.cold import cold_sides, periodic
 from ...analysis.names import statement_of
 from ...engine.context import Context
 from ...engine.findings import Fix, Report, Safety
@@ -24,27 +24,13 @@ from .common import (
 )
 
 
-def _contains_modulo(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, cst.Modulo):
-            return True
-        return _contains_modulo(expr.left) or _contains_modulo(expr.right)
-    if isinstance(expr, cst.Comparison):
-        return _contains_modulo(expr.left) or any(_contains_modulo(c.comparator) for c in expr.comparisons)
-    if isinstance(expr, cst.BooleanOperation):
-        return _contains_modulo(expr.left) or _contains_modulo(expr.right)
-    if isinstance(expr, cst.UnaryOperation):
-        return _contains_modulo(expr.expression)
-    return False
-
-
 def _runs_periodically(node: cst.CSTNode, ctx: Context) -> bool:
     """In the body of `if step % log_every == 0:` inside the loop: not every iteration."""
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef)):
             return False
-        if isinstance(ancestor, cst.If) and child is ancestor.body and _contains_modulo(ancestor.test):
+        if isinstance(ancestor, cst.If) and child is ancestor.body and periodic(ancestor.test):
             return True
         child = ancestor
     return False
