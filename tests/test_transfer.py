@@ -908,6 +908,24 @@ def test_a_factory_fix_never_takes_its_device_from_a_size_or_a_container() -> No
     (finding,) = [f for f in lint_source(source, "embed.py", select=["TPL101"])]
     assert "grid.device" in finding.message
     assert "embed_dim.device" not in finding.message and "k_dict.device" not in finding.message
+    # swinir's `calculate_mask(self, x_size)`: `H, W = x_size` unpacks a size, and no tensor is in scope
+    mask = textwrap.dedent(
+        """
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def calculate_mask(self, x_size):
+                h, w = x_size
+                return torch.zeros((1, h, w, 1)) - 100.0
+
+            def forward(self, x, x_size):
+                return x.cuda() + self.calculate_mask(x_size).cuda()
+        """
+    )
+    (finding,) = [f for f in lint_source(mask, "block.py", select=["TPL101"])]
+    assert "x_size.device" not in finding.message
+    assert "x_size.device" not in fix_source(mask, path="block.py", unsafe=True, select=["TPL101"])
 
 
 _RPC_TRAINER = """

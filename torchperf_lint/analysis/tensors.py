@@ -621,10 +621,19 @@ _CONTAINER_METHODS = frozenset({"items", "keys", "values", "append", "extend", "
 class _PlainUses(cst.CSTVisitor):
     """Names a function uses as sizes or containers, never as tensors: a size argument of a
     torch call (`torch.zeros([n, embed_dim])`, `range(n)`), the receiver of a container method
-    (`k_dict.items()`), the sequence of `enumerate(...)`."""
+    (`k_dict.items()`), the sequence of `enumerate(...)`, a name unpacked into names (`h, w =
+    x_size`: a tensor can be unpacked too, but a fix that needs a device does not bet on it)."""
 
     def __init__(self) -> None:
         self.names: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if (
+            isinstance(node.value, cst.Name)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, (cst.Tuple, cst.List))
+        ):
+            self.names.add(node.value.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = dotted_name(node.func) or ""
