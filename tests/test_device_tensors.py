@@ -12,9 +12,8 @@ BOUND = {"moved": ["x.cuda()"], "twice": ["x.cuda()", "x.cpu()"], "chain": ["mov
 
 
 def _source(code: str) -> str:
-    def bindings(name: str) -> list[ast.AST] | None:
-        values = BOUND.get(name)
-        return [ast.parse(v, mode="eval").body for v in values] if values else None
+    def bindings(name: str) -> list[ast.AST]:
+        return [ast.parse(v, mode="eval").body for v in BOUND.get(name, ())]
 
     def qualify(name: str) -> str:
         return name.replace("th.", "torch.", 1) if name.startswith("th.") else name

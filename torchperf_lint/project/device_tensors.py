@@ -27,7 +27,8 @@ _PLACING = frozenset(f"torch.{name}" for name in GENERATING_FACTORIES | FROM_HOS
 # the most local names a source is followed through (`s = t.to(d); u = s; f(u)`)
 _DEPTH = 3
 
-Bindings = Callable[[str], Optional[Sequence[ast.AST]]]  # every value a local name is bound to
+# every value a local name is bound to, where plain assignments are all that bind it; else none
+Bindings = Callable[[str], Sequence[ast.AST]]
 
 
 def device_source(
@@ -35,8 +36,8 @@ def device_source(
 ) -> str:
     """Where `expr` puts a tensor: ON_DEVICE, PARAMETER_PREFIX + a parameter, or ""."""
     if isinstance(expr, ast.Name):
-        values = bindings(expr.id) if expr.id not in params and depth < _DEPTH else None
-        found = {device_source(v, bindings, params, qualify, depth + 1) for v in values or ()}
+        values = bindings(expr.id) if expr.id not in params and depth < _DEPTH else ()
+        found = {device_source(v, bindings, params, qualify, depth + 1) for v in values}
         return found.pop() if len(found) == 1 else ""
     if not isinstance(expr, ast.Call):
         return ""

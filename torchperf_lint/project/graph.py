@@ -13,7 +13,7 @@ import functools
 import sys
 from collections import deque
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from ..analysis.entry import INFERENCE_LOOP, EntryFacts, ExternalReason
 from ..analysis.vocabulary import (
@@ -1368,29 +1368,18 @@ class Project:
         a number, `.cpu()`, `.numpy()`, `.item()`, `torch.from_numpy(...)`), or one of its own
         parameters that is such a parameter (iterated to a fixpoint), or leaves it at a constant
         default; at least one call passes a host value itself."""
-        if self._host is not None:
-            return self._host
-        edges = self._call_edges()
-        plain = plain_loader_parameters(self)
-        host: dict[tuple[int, int], frozenset[str]] = {}
-        while True:
-            seen: dict[tuple[int, int], set[str]] = {}
-            given: dict[tuple[int, int], set[str]] = {}
-            for caller, call, callee in edges:
+        if self._host is None:
+            plain = plain_loader_parameters(self)
+
+            def passed_host(
+                caller: FunctionRef, call: Call, callee: FunctionRef, host: frozenset[str]
+            ) -> tuple[set[str], set[str]]:
                 batches = [
                     slot for slot, param in call.batches.items() if param in plain.get(caller.key(), ())
                 ]
-                passed, omitted = _host_parameter_names(
-                    call, callee.info, host.get(caller.key(), frozenset()), batches
-                )
-                key = callee.key()
-                seen[key] = passed | omitted if key not in seen else seen[key] & (passed | omitted)
-                given.setdefault(key, set()).update(passed)
-            found = {key: frozenset(names & given[key]) for key, names in seen.items() if names & given[key]}
-            if found == host:
-                break
-            host = found
-        self._host = host
+                return _host_parameter_names(call, callee.info, host, batches)
+
+            self._host = self._passed_by_every_call(passed_host)
         return self._host
 
     def device_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
@@ -1398,18 +1387,20 @@ class Project:
         (project/device_tensors.py): one it moves or builds there, a local bound once to what a
         project function returns on the device (given what that call passes), or one of its own
         parameters that is such a parameter (iterated to a fixpoint)."""
-        if self._device is not None:
-            return self._device
-        edges = self._call_edges()
-        device: dict[tuple[int, int], frozenset[str]] = {}
-        while True:
-            seen: dict[tuple[int, int], set[str]] = {}
-            for caller, call, callee in edges:
-                known = device.get(caller.key(), frozenset())
+        if self._device is None:
+            moved: dict[int, list[str]] = {}  # per call: the slots it passes on the device itself
+
+            def passed_device(
+                caller: FunctionRef, call: Call, callee: FunctionRef, device: frozenset[str]
+            ) -> tuple[set[str], set[str]]:
+                if id(call) not in moved:
+                    bound = [
+                        slot for slot, name in call.bound_args.items() if self._binds_device(caller, name)
+                    ]
+                    moved[id(call)] = [*call.device_args, *bound]
                 slots = [
-                    *call.device_args,
-                    *(slot for slot, param in call.param_args.items() if param in known),
-                    *(slot for slot, name in call.bound_args.items() if self._binds_device(caller, name)),
+                    *moved[id(call)],
+                    *(slot for slot, param in call.param_args.items() if param in device),
                 ]
                 passed = {
                     param
@@ -1417,14 +1408,31 @@ class Project:
                     if not (call.star and slot.isdigit())
                     and (param := slot_parameter(call, callee.info, slot)) is not None
                 }
-                key = callee.key()
-                seen[key] = passed if key not in seen else seen[key] & passed
-            found = {key: frozenset(names) for key, names in seen.items() if names}
-            if found == device:
-                break
-            device = found
-        self._device = device
+                return passed, set()
+
+            self._device = self._passed_by_every_call(passed_device)
         return self._device
+
+    def _passed_by_every_call(self, passed_by: _PassedBy) -> dict[tuple[int, int], frozenset[str]]:
+        """Per function, the parameters every resolved call of the project passes a value of one
+        kind for, or leaves at a default of that kind: `passed_by(caller, call, callee, known)`
+        gives both sets for one call, `known` being the caller's own such parameters. Iterated to a
+        fixpoint; at least one call passes the value itself."""
+        edges = self._call_edges()
+        found: dict[tuple[int, int], frozenset[str]] = {}
+        while True:
+            seen: dict[tuple[int, int], set[str]] = {}
+            given: dict[tuple[int, int], set[str]] = {}
+            for caller, call, callee in edges:
+                passed, omitted = passed_by(caller, call, callee, found.get(caller.key(), frozenset()))
+                key = callee.key()
+                either = passed | omitted
+                seen[key] = either if key not in seen else seen[key] & either
+                given.setdefault(key, set()).update(passed)
+            now = {key: frozenset(names & given[key]) for key, names in seen.items() if names & given[key]}
+            if now == found:
+                return found
+            found = now
 
     def moved_results(self) -> frozenset[tuple[int, int]]:
         """Functions whose result every call made from hot code moves to the device right away
@@ -1446,10 +1454,9 @@ class Project:
         if name.startswith(ENCLOSING):  # a name of the function it is nested in
             parent = caller.info.parent
             return parent >= 0 and self._binds_device(FunctionRef(caller.module, parent), name[1:])
-        binders = [c for c in (*caller.info.calls, *caller.info.cold_calls) if c.bound == name]
-        if len(binders) != 1:
+        binder = caller.info.binder_of(name)
+        if binder is None:
             return False
-        binder = binders[0]
         targets = self.resolve_call(caller, binder)
         return bool(targets) and all(
             target.info.device_returns
@@ -1868,6 +1875,12 @@ def _written_callees(module: Module) -> list[str]:
             if call.kind in ("global", "dotted")
         )
     )
+
+
+# what one call passes of a kind of value (project.host_parameters, device_parameters): (caller,
+# call, callee, the caller's own parameters holding one) -> (parameters it passes one for, those
+# it leaves at a default that is one)
+_PassedBy = Callable[[FunctionRef, Call, FunctionRef, frozenset[str]], tuple[set[str], set[str]]]
 
 
 def _first(item: tuple[int, Any]) -> int:

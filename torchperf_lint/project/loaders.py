@@ -198,6 +198,6 @@ def _hands_plain_loader(
     name = call.bound_args.get(slot)
     if not name or not is_loader_name(name):
         return False
-    binders = [c for c in (*caller.info.calls, *caller.info.cold_calls) if c.bound == name]
-    targets = project.resolve_call(caller, binders[0]) if len(binders) == 1 else []
+    binder = caller.info.binder_of(name)
+    targets = project.resolve_call(caller, binder) if binder is not None else []
     return bool(targets) and all(target.info.returns_loader > 0 for target in targets)

@@ -260,6 +260,12 @@ class Function:
         arrays): `Corpus.get_data` tokenising a file into `torch.LongTensor(n)`."""
         return bool(self.host_returns) and all(self.host_returns)
 
+    def binder_of(self, name: str) -> Optional[Call]:
+        """The one call, hot or cold, whose result the function binds to `name` (`name = f(...)`),
+        if only one does."""
+        binders = [call for call in (*self.calls, *self.cold_calls) if call.bound == name]
+        return binders[0] if len(binders) == 1 else None
+
     @property
     def returns_cuda_device(self) -> bool:
         """A device helper that may pick CUDA: `dist_util.dev()`, `select_device(opt.device)`."""
@@ -669,8 +675,8 @@ def _each_binding(value: ast.AST, local: _Locals) -> list[ast.AST]:
     call and none handing the name back; the value itself otherwise."""
     if not isinstance(value, ast.Name) or value.id in local.params or local.function is None:
         return [value]
-    values = local.values.get(value.id, ())
-    if not values or local.stores.get(value.id, 0) != len(values):
+    values = local.assigned_values(value.id)
+    if not values:
         return [value]
     if any(_hands_back(each, value.id) or not isinstance(_strip_chain(each), ast.Call) for each in values):
         return [value]  # a value handed back, or one that is no call: what it holds is not known
@@ -893,6 +899,12 @@ class _Locals:
         if self.function is None or self._text_of is None:
             return None
         return self._text_of(self.function)
+
+    def assigned_values(self, name: str) -> list[ast.AST]:
+        """Every value the function binds `name` to, where plain assignments are all that bind
+        it; empty otherwise (a parameter, a loop target, an unpacking, a name it never binds)."""
+        values = self.values.get(name, [])
+        return values if len(values) == self.stores.get(name, 0) else []
 
     def bound_once(self, name: str) -> Optional[ast.AST]:
         """The value `name` holds where the function binds it once, by a plain assignment."""
@@ -2317,11 +2329,7 @@ class _Summarizer:
         return found
 
     def _device_source(self, expr: ast.AST, local: _Locals) -> str:
-        def bindings(name: str) -> Optional[list[ast.AST]]:
-            values = local.values.get(name, [])
-            return values if values and len(values) == local.stores.get(name, 0) else None
-
-        return device_source(expr, bindings, frozenset(local.params), self.qualify)
+        return device_source(expr, local.assigned_values, frozenset(local.params), self.qualify)
 
     def _host_args(self, node: ast.Call, local: _Locals) -> list[str]:
         host = [str(i) for i, arg in enumerate(node.args) if self._is_host(arg, local)]
@@ -2366,8 +2374,8 @@ class _Summarizer:
         if isinstance(expr, ast.Name):
             if expr.id in seen:
                 return True
-            values = local.values.get(expr.id, ())
-            if expr.id in local.params or not values or local.stores.get(expr.id, 0) != len(values):
+            values = local.assigned_values(expr.id)
+            if expr.id in local.params or not values:
                 return False
             return all(self._holds_host_data(v, local, seen | {expr.id}) for v in values)
         if not isinstance(expr, ast.Call):
@@ -2423,12 +2431,11 @@ def _walked_loader(iterable: ast.AST, local: _Locals) -> Optional[str]:
     if not isinstance(inner, ast.Name):
         return None
     name = inner.id
-    values = local.values.get(name, ())
     if name in local.params:
         unbound = not local.stores.get(name, 0)
         return name if unbound and is_loader_name(name) else None
-    built = values and all(builds_loader(v) for v in values)
-    return "" if built and len(values) == local.stores.get(name, 0) else None
+    values = local.assigned_values(name)
+    return "" if values and all(builds_loader(v) for v in values) else None
 
 
 def _batch_of(name: str, local: _Locals) -> Optional[str]:
@@ -2450,8 +2457,8 @@ def _passed_batches(node: ast.Call, local: _Locals) -> dict[str, str]:
     return found
 
 
-def _no_bindings(name: str) -> None:
-    return None  # a move reads its receiver's place from the call alone
+def _no_bindings(name: str) -> list[ast.AST]:
+    return []  # a move reads its receiver's place from the call alone
 
 
 def _passed_results(node: ast.Call, scopes: tuple[_Locals, ...]) -> dict[str, str]:
@@ -2484,9 +2491,8 @@ def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int
     if isinstance(expr, ast.Name):
         if expr.id in local.params:
             return "" if expr.id in function.rebinds else expr.id
-        values = local.values.get(expr.id, ())
-        found = {_own_parameter(v, local, function, depth + 1) for v in values}
-        return found.pop() if len(found) == 1 and len(values) == local.stores.get(expr.id, 0) else ""
+        found = {_own_parameter(v, local, function, depth + 1) for v in local.assigned_values(expr.id)}
+        return found.pop() if len(found) == 1 else ""
     if isinstance(expr, ast.Subscript):
         return _own_parameter(expr.value, local, function, depth + 1)
     if isinstance(expr, ast.IfExp):
