@@ -2018,3 +2018,60 @@ def test_a_host_tensor_a_helper_returns_to_a_move_is_built_per_step(
     is not the training size: built on the CPU and copied per block, per image."""
     root = write_project(tmp_path, {"train.py": WINDOW_TRAINING, "block.py": WINDOW_BLOCK.replace(*variant)})
     assert routes(capsys, root, "block.py", "TPL101") == lines
+
+
+# -- a call through a dict of bound methods runs each of them ----------------------------------
+# DETR's SetCriterion: `get_loss` picks the loss by name from `loss_map = {"labels":
+# self.loss_labels, ...}` and calls it with the matcher's indices, from the criterion's forward
+CRITERION = """
+import torch
+from torch import nn
+
+
+class SetCriterion(nn.Module):
+    def loss_labels(self, outputs, targets):
+        return {"error": outputs.sum().item()}
+
+    def loss_boxes(self, outputs, targets):
+        return {"boxes": (outputs - targets).abs().mean()}
+
+    def get_loss(self, loss, outputs, targets):
+        loss_map = {"labels": self.loss_labels, "boxes": self.loss_boxes}
+        return loss_map[loss](outputs, targets)
+
+    def forward(self, outputs, targets):
+        losses = {}
+        for loss in ("labels", "boxes"):
+            losses.update(self.get_loss(loss, outputs, targets))
+        return losses
+"""
+CRITERION_TRAIN = """
+from criterion import SetCriterion
+
+
+def train(model, loader, optimizer):
+    criterion = SetCriterion()
+    for x, y in loader:
+        losses = criterion(model(x), y)
+        sum(losses.values()).backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), [7]),
+        # the literal key picks the one callable the call runs
+        (("loss_map[loss](outputs", 'loss_map["boxes"](outputs'), []),
+        (("loss_map[loss](outputs", 'loss_map["labels"](outputs'), [7]),
+        # a table bound twice, or holding a value that is not a name: not followed
+        (("        return loss_map[loss]", "        loss_map = {}\n        return loss_map[loss]"), []),
+        (('"boxes": self.loss_boxes}', '"boxes": self.loss_boxes, "none": lambda o, t: {}}'), []),
+    ],
+)
+def test_a_call_through_a_dict_of_bound_methods_runs_each_of_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    files = {"train.py": CRITERION_TRAIN, "criterion.py": CRITERION}
+    assert edited_routes(capsys, tmp_path, files, variant, "criterion.py", "TPL105") == lines

@@ -946,6 +946,27 @@ def _only_unpacked_mapping(node: ast.Call) -> Optional[ast.expr]:
     return unpacked[0]
 
 
+def _table_callables(func: ast.AST, scopes: tuple[_Locals, ...]) -> list[ast.expr]:
+    """The callables a call through a dict display may run: `loss_map[loss](...)` after
+    `loss_map = {"labels": self.loss_labels, "boxes": self.loss_boxes}` (the nearest scope that
+    binds the name, by that one assignment), the one under a literal key (`loss_map["boxes"]`);
+    none where a value is not a name or an attribute chain, or the table is bound otherwise."""
+    if not isinstance(func, ast.Subscript):
+        return []
+    table: Optional[ast.AST] = func.value
+    if isinstance(table, ast.Name):
+        scope = next((scope for scope in scopes if table.id in scope.names or table.id in scope.values), None)
+        table = scope.bound_once(table.id) if scope is not None else None
+    if not isinstance(table, ast.Dict) or any(key is None for key in table.keys):
+        return []
+    if not all(dotted(value) is not None for value in table.values):
+        return []
+    key = _string_key(func.slice)
+    keys = [_string_key(name) if name is not None else None for name in table.keys]
+    chosen = [value for name, value in zip(keys, table.values, strict=True) if name == key]
+    return chosen if key is not None and chosen else list(table.values)
+
+
 def _spread_name(node: ast.Call) -> str:
     """NAME for a call whose only unpacking is `**vars(NAME)`; "" otherwise."""
     value = _only_unpacked_mapping(node)
@@ -2147,8 +2168,11 @@ class _Summarizer:
             ):
                 function.handed_model_loops.append(loop)
             described = _scaler_step(node, scopes[0]) or self._describe(func, scopes, function.cls)
-            if described is not None:
-                kind, target = described
+            # `loss_map[loss](...)` calls one of the table's callables: a call of each
+            dispatched = [
+                self._describe(value, scopes, function.cls) for value in _table_callables(func, scopes)
+            ]
+            for kind, target in filter(None, [described] if described is not None else dispatched):
                 call = Call(
                     kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards
                 )
