@@ -490,6 +490,15 @@ class Context:
         number (analysis/device_values.py)."""
         return self._device_values.zero_dim(expr) and not self.is_host_tensor(expr) and self.runs_on_cuda
 
+    def host_index_tensor(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is certainly a tensor, on the CPU, that may hold several indices (not certainly 0-dim):
+        a CUDA tensor indexed with it gets a copy of it first (a 0-dim one is read as a number)."""
+        return (
+            self.is_tensor(expr, certain=True)
+            and self.is_host_tensor(expr)
+            and not self._device_values.zero_dim(expr)
+        )
+
     def device_mask(self, expr: cst.BaseExpression) -> bool:
         """`expr` is a boolean tensor that may live on the device: indexing with it counts its
         true elements on the host (analysis/device_values.py)."""

@@ -17,6 +17,7 @@ from ..base import Rule
 SYNC = "copied to the device at every call, a full sync (the host waits for all queued GPU work), not a small copy"
 ON_DEVICE = "build the index once on the device (a buffer registered in __init__)"
 SLICE_FIX = "index with a slice"
+HOST_TENSOR_ADVICE = "build it on the device (device=...), or move it there once where it is made"
 NUMPY_ADVICE = (
     "make the index on the device (torch.randperm(n, device=...) for a shuffle, torch.arange for a range)"
 )
@@ -41,6 +42,8 @@ def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, 
         return "a list comprehension", None
     if ctx.is_index_array(value):
         return "a NumPy array", None
+    if ctx.runs_on_cuda and ctx.host_index_tensor(value):
+        return "a CPU tensor", None
     return None
 
 
@@ -223,7 +226,9 @@ class PythonRangeIndexing(Rule):
     Flags a tensor subscript that contains `range(...)`, `list(range(...))`, a list display of
     ints or a list comprehension: `pred[range(n), target]`, `x[:, [2, 1, 0]]`, `v[:, [-1]]`, in
     hot code; and one indexed with a NumPy array of indices or a slice of one (`b_obs[inds[start:end]]`
-    after `inds = np.arange(n); np.random.shuffle(inds)`, the minibatches of a PPO update). Inference
+    after `inds = np.arange(n); np.random.shuffle(inds)`, the minibatches of a PPO update), or
+    with a tensor built on the CPU (`pair_ix[:, torch.randperm(n)[:k]]`, `x[torch.from_numpy(keep)]`)
+    in a project that runs on CUDA. Inference
     steps are hot too: a loop that runs the model once per iteration outside training (a `generate`
     that samples one token per iteration, a predictor's stream over images) pays one sync per
     generated token or per image (`v[:, [-1]]` in a top-k sampler).
@@ -282,7 +287,8 @@ class PythonRangeIndexing(Rule):
       indices of both signs (`[0, -1]`: which elements depends on the length); descending lists
       written to; list comprehensions. Their message says to build the index once on the device.
     - Not fixed: a NumPy index array; the message says to make it on the device
-      (`torch.randperm(n, device=...)` shuffles there).
+      (`torch.randperm(n, device=...)` shuffles there). Nor a CPU index tensor: the message says
+      to build it on the device, or to move it there once where it is made.
 
     ## When it stays silent
     Cold code (an index built once costs nothing per step), including branches a step does not
@@ -290,7 +296,9 @@ class PythonRangeIndexing(Rule):
     calls a model's own `generate` once per sample (the per-token loop inside is the step) (`if x.device.type == "cpu":`, an `except` handler); tensors on the host (a
     `torch.tensor(shape)` indexed by a list copies nothing to the device); subscripts of lists,
     dicts and NumPy arrays; `range` rebound by the file; single ints and slices; one element of a
-    NumPy array (`inds[0]`, an int).
+    NumPy array (`inds[0]`, an int); a 0-dim CPU tensor (`x[torch.tensor(3)]`, read as a number);
+    a CPU index that is not certainly a tensor (a parameter every caller hands a host value:
+    a dict key, a string).
     """
 
     code = "TPL103"
@@ -416,6 +424,33 @@ class PythonRangeIndexing(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        # torch-geometric's LPFormer: a CPU permutation drops pairs of a CUDA edge index every step
+        "cpu-permutation-index": """
+            import math
+            import torch
+            from torch import nn
+
+            class Drop(nn.Module):
+                def forward(self, pair_ix, scores):
+                    keep = math.ceil(pair_ix.size(1) * 0.9)
+                    indices = torch.randperm(pair_ix.size(1))[:keep]
+                    pair_ix = pair_ix[:, indices]  # expect: TPL103
+                    return pair_ix, scores[indices]  # expect: TPL103
+
+            drop = Drop().cuda()
+            """,
+        "index-from-numpy-in-step-loop": """
+            import numpy as np
+            import torch
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    x, y = x.cuda(), y.cuda()
+                    keep = torch.from_numpy(np.flatnonzero(np.random.rand(len(y)) > 0.1))
+                    loss = model(x[keep]).sum()  # expect: TPL103
+                    loss.backward()
+                    optimizer.step()
+            """,
     }
     FIXED = {
         "seed-weighted-nll": """
@@ -530,6 +565,23 @@ class PythonRangeIndexing(Rule):
                     gain = torch.tensor(shape)[[1, 0, 1, 0]]
                     model(x, gain).sum().backward()
                     optimizer.step()
+            """,
+        # a 0-dim CPU tensor is read as a number; a parameter of host values is not a tensor
+        "host-scalar-and-host-keys": """
+            import torch
+            from torch import nn
+
+            def pick(table, key):
+                return table[key]
+
+            class Net(nn.Module):
+                def forward(self, x, lengths):
+                    last = torch.tensor(3)
+                    kept = torch.arange(4)
+                    table = {"a": x}
+                    return x[last] + pick(table, "a") + x.cpu()[kept].sum() + lengths
+
+            net = Net().cuda()
             """,
         "same-line-in-init": """
             import torch
@@ -650,6 +702,8 @@ class PythonRangeIndexing(Rule):
                 return
             if what == "a NumPy array":
                 advice = Advice(NUMPY_ADVICE)
+            elif what == "a CPU tensor":
+                advice = Advice(HOST_TENSOR_ADVICE)
             else:
                 advice = self._advice(node, position, range_call, ctx)
             yield self.report(node, reason=reason, fix=advice.fix, what=what, advice=advice.text)
