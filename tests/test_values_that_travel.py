@@ -2075,3 +2075,121 @@ def test_a_call_through_a_dict_of_bound_methods_runs_each_of_them(
 ) -> None:
     files = {"train.py": CRITERION_TRAIN, "criterion.py": CRITERION}
     assert edited_routes(capsys, tmp_path, files, variant, "criterion.py", "TPL105") == lines
+
+
+# -- an instance a constructor's argument hands an object is what its attribute holds -----------
+# A trainer class keeps the EMA helper its caller builds (`self.ema = ema`) and updates it after
+# every optimizer step; the helper's per-parameter loop lives in another module
+EMA_HELPER = """
+import torch
+
+
+class Ema:
+    def __init__(self, model, decay=0.999):
+        self.shadow = [p.detach().clone() for p in model.parameters()]
+        self.decay = decay
+
+    def update(self, model):
+        with torch.no_grad():
+            for s, p in zip(self.shadow, model.parameters()):
+                s.mul_(self.decay).add_(p, alpha=1 - self.decay)
+"""
+EMA_TRAINER = """
+import torch
+from ema import Ema
+
+
+class Trainer:
+    def __init__(self, model, ema, loader, optimizer):
+        self.model = model
+        self.ema = ema
+        self.loader = loader
+        self.optimizer = optimizer
+
+    def run(self):
+        for x, y in self.loader:
+            loss = self.model(x.cuda()).sum()
+            loss.backward()
+            self.optimizer.step()
+            self.ema.update(self.model)
+
+
+def main(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    ema = Ema(model)
+    Trainer(model, ema, loader, optimizer).run()
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), [11]),
+        # passed by keyword
+        (
+            (
+                "Trainer(model, ema, loader, optimizer)",
+                "Trainer(model, loader=loader, optimizer=optimizer, ema=ema)",
+            ),
+            [11],
+        ),
+        # another store of the attribute, in any method: what it holds is not known
+        (("    def run(self):", "    def reset(self):\n        self.ema = None\n\n    def run(self):"), []),
+        # a store from outside the class
+        (
+            (
+                "    Trainer(model, ema, loader, optimizer).run()",
+                "    trainer = Trainer(model, ema, loader, optimizer)\n    trainer.ema = None\n    trainer.run()",
+            ),
+            [],
+        ),
+        # another construction hands something else
+        (
+            (
+                "    Trainer(model, ema, loader, optimizer).run()",
+                "    Trainer(model, ema, loader, optimizer).run()\n    Trainer(model, model, loader, optimizer)",
+            ),
+            [],
+        ),
+        # the name is bound to something else too
+        (("    ema = Ema(model)", "    ema = Ema(model) if loader else load_ema()"), []),
+    ],
+)
+def test_an_instance_a_construction_hands_the_init_is_what_its_attribute_holds(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    files = {"ema.py": EMA_HELPER, "train.py": EMA_TRAINER}
+    assert edited_routes(capsys, tmp_path, files, variant, "ema.py", "TPL204") == lines
+
+
+EMA_RUNNER = """
+import torch
+import ema as averaging
+import train
+
+
+def main(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    ema = averaging.Ema(model)
+    train.Trainer(model, ema, loader, optimizer).run()
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), [11]),
+        # a positional argument of a construction written `module.Class(...)` fills the
+        # parameter after `self`: here the model, which is no EMA helper
+        (
+            ("train.Trainer(model, ema, loader, optimizer)", "train.Trainer(ema, model, loader, optimizer)"),
+            [],
+        ),
+    ],
+)
+def test_a_construction_through_a_module_hands_its_arguments_after_self(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    trainer = EMA_TRAINER.split("\ndef main")[0]
+    files = {"ema.py": EMA_HELPER, "train.py": trainer, "run.py": EMA_RUNNER}
+    assert edited_routes(capsys, tmp_path, files, variant, "ema.py", "TPL204") == lines

@@ -62,6 +62,8 @@ def bound_self(call: Call, callee: Function) -> bool:
     if callee.cls < 0 or call.kind == "def" or "staticmethod" in callee.decorators:
         return False
     if call.kind in ("global", "dotted"):
+        if callee.name == "__init__":  # a construction (`mod.Net(...)`), not `Base.__init__(self, ...)`
+            return not call.target.endswith(".__init__")
         # an instance's __call__/forward passes `self` itself; `Cls.method(obj, ...)` does not
         return callee.params[:1] == ["self"] and "." not in call.target
     return True  # self.m(...), super().m(...), obj.m(...)

@@ -40,6 +40,7 @@ from .checkpoints import published_functions
 from .datasets import InMemoryDatasets
 from .device_tensors import passes_device
 from .grad_free import grad_free_functions
+from .held_instances import Held, held_instances
 from .keyword_items import keyword_items
 from .layers import LayerProfiles
 from .loaders import plain_loader_parameters, reiterated_loaders
@@ -114,6 +115,7 @@ class Project:
         self._hot_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._host_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._modules_passed: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._held: Optional[Held] = None
         self._edges: Optional[list[tuple[FunctionRef, Call, FunctionRef]]] = None
         self._modules_by_module: dict[int, list[tuple[int, Any]]] = {}
         self.layers = LayerProfiles(self)
@@ -326,12 +328,19 @@ class Project:
 
     def attribute_classes(self, cls: ClassRef, attribute: str) -> list[ClassRef]:
         """The classes of `self.<attribute> = Callee(...)` in the class or its bases: `Callee`
-        itself, or the classes a project function or method `Callee` returns instances of."""
+        itself, or the classes a project function or method `Callee` returns instances of; or of
+        `self.<attribute> = param` in `__init__`, from what every construction passes
+        (project/held_instances.py)."""
         for current in self.lineage(cls):
             callee = current.info.attributes.get(attribute)
             if callee is not None:
                 return self._built_by(cls, current.module, callee)
-        return []
+        init = self.find_method(cls, "__init__")
+        if init is None:
+            return []
+        if self._held is None:
+            self._held = held_instances(self)
+        return self._held.get(init.key(), {}).get(attribute, [])
 
     def attribute_methods(self, cls: ClassRef, attribute: str) -> list[FunctionRef]:
         """The bound methods `self.<attribute>` may hold: those a method of the class or a base

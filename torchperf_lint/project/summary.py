@@ -2002,11 +2002,12 @@ class _Summarizer:
         classes = self._classes_of(name)
         return classes.pop() if classes is not None and len(classes) == 1 else None
 
-    def _classes_of(self, name: str) -> Optional[set[str]]:
+    def _classes_of(self, name: str, scopes: Optional[tuple[_Locals, ...]] = None) -> Optional[set[str]]:
         """The classes (as written) the bindings of `name` in the innermost scope binding it
         construct, each binding one (`netD = Discriminator(...)`, then `netD = DDP(netD)` under
-        a flag: both), or None where a binding builds no instance or `name` is a parameter."""
-        for scope in self.scopes():
+        a flag: both), or None where a binding builds no instance or `name` is a parameter.
+        `scopes`: those of the call being described, once its function has been walked."""
+        for scope in scopes or self.scopes():
             if name in scope.params:
                 return None  # what the caller passed, maybe rebound: not this scope's own
             if name not in scope.values:
@@ -2026,13 +2027,13 @@ class _Summarizer:
             return classes or None
         return None
 
-    def _passed_instances(self, node: ast.Call) -> dict[str, list[str]]:
+    def _passed_instances(self, node: ast.Call, scopes: tuple[_Locals, ...]) -> dict[str, list[str]]:
         """The classes each name it passes was built from (`train(args, generator, discriminator)`
         after `discriminator = Discriminator(...)`, maybe wrapped in DDP): slot -> classes."""
         found: dict[str, list[str]] = {}
         for slot, value in _call_slots(node):
             if isinstance(value, ast.Name):
-                classes = self._classes_of(value.id)
+                classes = self._classes_of(value.id, scopes)
                 if classes:
                     found[slot] = sorted(classes)
         return found
@@ -2189,7 +2190,7 @@ class _Summarizer:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
                 call.wrapped = self._wrapped(node, scopes[0])
-                call.instances = self._passed_instances(node)
+                call.instances = self._passed_instances(node, scopes)
                 call.loaders = _passed_loaders(node, scopes[0])
                 call.batches = _passed_batches(node, scopes[0])
                 call.bound_args = _passed_results(node, scopes)
