@@ -2125,6 +2125,8 @@ def main(model, loader):
     "variant, lines",
     [
         (("", ""), [11]),
+        # built in place
+        (("    ema = Ema(model)\n    Trainer(model, ema,", "    Trainer(model, Ema(model).cuda(),"), [11]),
         # passed by keyword
         (
             (

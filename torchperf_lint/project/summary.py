@@ -2029,13 +2029,18 @@ class _Summarizer:
 
     def _passed_instances(self, node: ast.Call, scopes: tuple[_Locals, ...]) -> dict[str, list[str]]:
         """The classes each name it passes was built from (`train(args, generator, discriminator)`
-        after `discriminator = Discriminator(...)`, maybe wrapped in DDP): slot -> classes."""
+        after `discriminator = Discriminator(...)`, maybe wrapped in DDP), or each instance it
+        builds in place (`Trainer(model, Ema(model))`): slot -> classes."""
         found: dict[str, list[str]] = {}
         for slot, value in _call_slots(node):
             if isinstance(value, ast.Name):
                 classes = self._classes_of(value.id, scopes)
                 if classes:
                     found[slot] = sorted(classes)
+            elif isinstance(value, ast.Call):
+                callee = _constructed(value)
+                if callee is not None and callee.split(".")[-1][:1].isupper():
+                    found[slot] = [callee]
         return found
 
     def _setter_argument(self, node: ast.Call) -> Optional[str]:
