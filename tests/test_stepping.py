@@ -259,3 +259,31 @@ def test_a_program_that_builds_the_other_subclass_steps_it_too(tmp_path: Path) -
     """
     root = write_project(tmp_path, {"metrics.py": _METRICS, "evaluate.py": script})
     assert _lines(root, "metrics.py") == [(17, "TPL101"), (25, "TPL101")]
+
+
+_WRAPPER = """
+from metrics import Curve, Metric
+
+
+class Running(Metric):
+    def __init__(self, base_metric):
+        super().__init__()
+        self.base_metric = base_metric
+
+    def update(self, *args):
+        self.base_metric.forward(*args)
+
+
+class RunningCurve(Running):
+    def __init__(self):
+        super().__init__(base_metric=Curve())
+"""
+
+
+def test_a_method_called_on_an_attribute_runs_on_what_the_attribute_holds(tmp_path: Path) -> None:
+    # torchmetrics' Running wrappers hold the metric their subclass builds (`super().__init__(
+    # base_metric=MeanMetric())`): `self.base_metric.forward()` runs Metric.forward on that metric,
+    # not on Embedded, whose loop steps Metric.forward; Curve's compute stays hot by assumption
+    root = write_project(tmp_path, {"metrics.py": _METRICS, "running.py": _WRAPPER})
+    assert _lines(root, "metrics.py") == [(17, "TPL101")]
+    assert _lines(root, "metrics.py", library=True) == [(17, "TPL101"), (25, "TPL101")]

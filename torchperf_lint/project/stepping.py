@@ -31,6 +31,7 @@ from typing import Iterable, Optional
 
 from ..analysis.vocabulary import STEP_HOOKS
 from .refs import ClassRef, FunctionRef, Instance, Module, ProjectView
+from .summary import Call
 
 
 def stepped_functions(project: ProjectView) -> dict[int, frozenset[int]]:
@@ -138,11 +139,31 @@ def _callers(
                     on = callee_class  # a base-class method, run on the subclass
                 elif not _ancestor(project, callee_class, caller_class):
                     continue  # another subclass: its instances run their own override
+            elif runs_on is not None and not _may_hold(
+                project, _held_classes(project, caller, call), runs_on
+            ):
+                continue  # `self.base_metric.forward()` runs the forward of what the attribute holds
             key = (caller.key(), on.key() if on is not None else None)
             if key not in found:
                 found[key] = (caller, on)
                 todo.append((caller, on))
     return list(found.values())
+
+
+def _held_classes(project: ProjectView, caller: FunctionRef, call: Call) -> list[ClassRef]:
+    """The classes whose instance a call of a method on an attribute of `self` runs on
+    (`self.base_metric.forward(...)`: what the attribute holds); none known for other calls."""
+    caller_class = _class_of(caller)
+    if call.kind != "selfattr" or caller_class is None:
+        return []
+    return project.attribute_classes(caller_class, call.target.split("|")[0])
+
+
+def _may_hold(project: ProjectView, held: list[ClassRef], runs_on: ClassRef) -> bool:
+    """An instance of one of `held` (none: any class) may be one of `runs_on`."""
+    return not held or any(
+        _ancestor(project, cls, runs_on) or _ancestor(project, runs_on, cls) for cls in held
+    )
 
 
 def _class_of(function: FunctionRef) -> Optional[ClassRef]:
