@@ -42,9 +42,20 @@ def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, 
         return "a list comprehension", None
     if ctx.is_index_array(value):
         return "a NumPy array", None
-    if ctx.runs_on_cuda and ctx.host_index_tensor(value):
+    if ctx.runs_on_cuda and _made_per_step(value, ctx) and ctx.host_index_tensor(value):
         return "a CPU tensor", None
     return None
+
+
+def _made_per_step(value: cst.BaseExpression, ctx: Context) -> bool:
+    """The index is made where it is used, at every step: not kept on an object or bound in cold
+    code (`self.idx = torch.randperm(n)` in `__init__`: a constant copied per step, TPL102's)."""
+    if isinstance(value, cst.Attribute):
+        return False
+    if isinstance(value, cst.Name):
+        bindings = ctx.bindings(value.value, value)
+        return bool(bindings) and all(b.kind == "param" or ctx.is_hot(b.node) for b in bindings)
+    return True
 
 
 def _int_value(expr: cst.BaseExpression) -> Optional[int]:
@@ -297,6 +308,7 @@ class PythonRangeIndexing(Rule):
     `torch.tensor(shape)` indexed by a list copies nothing to the device); subscripts of lists,
     dicts and NumPy arrays; `range` rebound by the file; single ints and slices; one element of a
     NumPy array (`inds[0]`, an int); a 0-dim CPU tensor (`x[torch.tensor(3)]`, read as a number);
+    a CPU index built once (`self.idx = torch.randperm(n)` in `__init__`: TPL102's constant);
     a CPU index that is not certainly a tensor (a parameter every caller hands a host value:
     a dict key, a string).
     """
@@ -566,7 +578,8 @@ class PythonRangeIndexing(Rule):
                     model(x, gain).sum().backward()
                     optimizer.step()
             """,
-        # a 0-dim CPU tensor is read as a number; a parameter of host values is not a tensor
+        # a 0-dim CPU tensor is read as a number; a parameter of host values is not a tensor; an
+        # index built once (`__init__`, module level) is a constant copied per step (TPL102's)
         "host-scalar-and-host-keys": """
             import torch
             from torch import nn
@@ -574,11 +587,18 @@ class PythonRangeIndexing(Rule):
             def pick(table, key):
                 return table[key]
 
+            ORDER = torch.arange(4)
+
             class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.idx = torch.randperm(4)
+
                 def forward(self, x, lengths):
                     last = torch.tensor(3)
                     kept = torch.arange(4)
                     table = {"a": x}
+                    lengths = lengths[self.idx] + lengths[ORDER]
                     return x[last] + pick(table, "a") + x.cpu()[kept].sum() + lengths
 
             net = Net().cuda()
