@@ -586,7 +586,7 @@ def _absent_attributes(
         return
     families: dict[tuple[int, int], Optional[set[str]]] = {}
     for function, info in probes:
-        cls = _owner_class(function)
+        cls = owner_class(function)
         if cls is None:
             continue
         key = (id(function.module), cls)
@@ -598,7 +598,7 @@ def _absent_attributes(
                 yield function, attribute
 
 
-def _owner_class(function: FunctionRef) -> Optional[int]:
+def owner_class(function: FunctionRef) -> Optional[int]:
     """The class whose method `function` is, or is nested in."""
     functions, info = function.module.summary.functions, function.info
     while info.cls < 0 and info.parent >= 0:
@@ -616,7 +616,7 @@ def _family_stores(project: ProjectView, cls: ClassRef) -> Optional[set[str]]:
     stored: set[str] = set()
     for module in {id(m.module): m.module for m in members}.values():
         for index, info in enumerate(module.summary.functions):
-            owner = _owner_class(FunctionRef(module, index))
+            owner = owner_class(FunctionRef(module, index))
             if owner is None or (id(module), owner) not in family:
                 continue
             if "self" in info.computed_stores:

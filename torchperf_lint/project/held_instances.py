@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .arguments import slot_parameter
+from .arguments import owner_class, slot_parameter
 from .refs import ClassRef, FunctionRef, Module, ProjectView
 from .summary import Call
 
@@ -83,15 +83,12 @@ def _single_stores(project: ProjectView, init: FunctionRef, outer: set[str]) -> 
     its bases or its subclasses binds (`self.ema = None` in `reset()` would), nor a store on
     another object anywhere in the project (`trainer.ema = ...`), with the parameter."""
     cls = ClassRef(init.module, init.info.cls)
-    members = {member.key(): member for member in [*project.lineage(cls), *project.subclasses(cls)]}
+    members = [*project.lineage(cls), *project.subclasses(cls)]
+    family = {member.key() for member in members}
     counts: dict[str, int] = {}
-    for member in members.values():
-        module = member.module
-        for info in module.summary.functions:
-            owner = info
-            while owner.cls < 0 and owner.parent >= 0:
-                owner = module.summary.functions[owner.parent]
-            if (id(module), owner.cls) != member.key():
+    for module in {id(member.module): member.module for member in members}.values():
+        for index, info in enumerate(module.summary.functions):
+            if (id(module), owner_class(FunctionRef(module, index))) not in family:
                 continue
             for attribute, _ in info.self_stores:  # every `self.ATTR = ...`, a nested function's too
                 counts[attribute] = counts.get(attribute, 0) + 1
