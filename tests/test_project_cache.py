@@ -178,6 +178,7 @@ _facts_strategy = st.builds(
     grad_free_functions=st.frozensets(_ints),
     host_parameters=st.lists(st.tuples(_ints, st.frozensets(_names))).map(tuple),
     device_parameters=st.lists(st.tuples(_ints, st.frozensets(_names))).map(tuple),
+    host_tensor_parameters=st.lists(st.tuples(_ints, st.frozensets(_names))).map(tuple),
     moved_results=st.frozensets(_ints),
     runs_on_cuda=st.none() | st.text(),
     cuda_helper=st.none() | st.text(),

@@ -116,6 +116,69 @@ def test_a_transform_the_cuda_script_only_imports_does_not_run_on_cuda(tmp_path:
     assert finding_lines(root, "data.py", "TPL101") == []
 
 
+_BUILD = """
+    import torch
+    from torch import nn
+
+    class Criterion(nn.Module):
+        def forward(self, pred, target):
+            keep = torch.rand(pred.shape[0]) > 0.5
+            return ((pred - target) ** 2)[keep].mean()
+
+    def build(device):
+        criterion = Criterion()
+        criterion.to(device)
+        return criterion
+    """
+_UNUSED = """
+    import torch
+    from torch import nn
+
+    class Unused(nn.Module):
+        def forward(self, pred):
+            return pred * (torch.rand(pred.shape[0]) > 0.5)
+
+    def build_unused(device):
+        return Unused().to(device)
+    """
+_BUILDING_TRAIN = """
+    import torch
+    from models import builders, unused
+
+    def make(device):
+        return builders.build(device)
+
+    def main(model, loader, optimizer):
+        device = torch.device("cuda")
+        criterion = make(device)
+        for x, y in loader:
+            loss = criterion(model(x.to(device)), y.to(device))
+            loss.backward()
+            optimizer.step()
+    """
+
+
+def test_a_model_moved_by_a_builder_a_cuda_script_calls_runs_on_cuda(tmp_path: Path) -> None:
+    # DETR's main.py calls build_model(args), whose build() moves the criterion it makes to
+    # torch.device(args.device): the criterion's forward runs in the CUDA process
+    files = {"train.py": _BUILDING_TRAIN, "models/__init__.py": "", "models/builders.py": _BUILD}
+    root = write_project(tmp_path, {**files, "models/unused.py": _UNUSED})
+    assert _facts(root, "models/builders.py").runs_on_cuda == (
+        "Criterion is moved to the device in build (models/builders.py), called from train.py, which shows CUDA use"
+    )
+    assert finding_lines(root, "models/builders.py", "TPL101") == [6]
+    # a builder the script imports and never calls
+    assert _facts(root, "models/unused.py").runs_on_cuda is None
+
+
+def test_a_model_moved_by_a_builder_nothing_calls_is_not_on_cuda(tmp_path: Path) -> None:
+    train = _BUILDING_TRAIN.replace("builders.build(device)", "None")
+    files = {"train.py": train, "models/__init__.py": "", "models/builders.py": _BUILD}
+    root = write_project(tmp_path, files)
+    assert _facts(root, "models/builders.py").runs_on_cuda is None
+    assert finding_lines(root, "models/builders.py", "TPL101") == []
+
+
 _SOLVER = """
     import torch
     from torch import nn

@@ -26,6 +26,7 @@ from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .tensors import Tensorness
+from .unpacked_items import WALKED, item_source
 from .vocabulary import FROM_HOST_DATA, GENERATING_FACTORIES, LAYOUT_READS, LEGACY_CPU_TYPES
 
 # Where each generating factory takes its size: every positional argument (sizes may be given
@@ -47,6 +48,8 @@ _FOLLOW_DEFAULT_DEVICE = frozenset({"tensor", "as_tensor", "asarray", "Tensor"})
 # Functions that return a dtype.
 # torch namespaces whose functions compute where their tensor operands are (`F.interpolate`).
 _FOLLOW_OPERANDS = ("nn.functional.", "linalg.", "fft.", "special.")
+# How far `holds_tensors` follows names, containers and returns.
+_HOLDS_DEPTH = 6
 # Operators between masks: neither side is a plain number to leave out.
 _MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 
@@ -193,17 +196,58 @@ class HostTensors:
             element = unpacked_element(node, name, self._facts)
             return element is not None and self.is_host_tensor(element)
         if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
-            # `for sigma in sigmas` over a host tensor: each element is a row of it, on the host
-            return (
-                isinstance(node.target, cst.Name)
-                and node.target.value == name
-                and self.is_host_tensor(node.iter)
-            )
+            # `for sigma in sigmas` over a host tensor: each element is a row of it, on the host;
+            # `for t, (_, j) in zip(targets, indices)`: an item of an item of `indices`
+            walked = walked_items(node.target, node.iter, name)
+            return walked is not None and self.is_host_tensor(walked)
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node
             return isinstance(function, cst.FunctionDef) and (
-                self._hot.is_host_parameter(function, name) or name in self._assumed.get(function, ())
+                self._hot.is_host_parameter(function, name)
+                or self._holds_host_tensors(function, name)
+                or name in self._assumed.get(function, ())
             )
+        return False
+
+    def _holds_host_tensors(self, function: cst.FunctionDef, name: str) -> bool:
+        """Every call passes CPU tensors for the parameter (project/host_tensors.py), in a module
+        whose torch builders fill CPU tensors."""
+        return not self._factories_on_device and self._hot.holds_host_tensors(function, name)
+
+    def holds_tensors(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` certainly holds tensors: one, or a tuple or list of them (`idx =
+        self._get_src_permutation_idx(indices)`, which returns two), an item of such a parameter
+        (project/host_tensors.py) or of a tuple or list of them."""
+        if self._tensorness(expr) == Tensorness.CERTAIN:
+            return True
+        if depth > _HOLDS_DEPTH:
+            return False
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return bool(expr.elements) and all(
+                not isinstance(e, cst.StarredElement) and self.holds_tensors(e.value, depth + 1)
+                for e in expr.elements
+            )
+        if isinstance(expr, cst.Subscript):
+            return self.holds_tensors(expr.value, depth + 1)
+        if isinstance(expr, cst.Call):
+            function = self._callee(expr)
+            values = _returned_values(function) if function is not None else []
+            return bool(values) and all(self.holds_tensors(v, depth + 1) for v in values)
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self._names.reaching(expr)
+        return bool(bindings) and all(self._binds_tensors(b, expr.value, depth + 1) for b in bindings)
+
+    def _binds_tensors(self, binding: Binding, name: str, depth: int) -> bool:
+        node = binding.node
+        if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
+            return self.holds_tensors(node, depth)
+        if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
+            walked = walked_items(node.target, node.iter, name)
+            return walked is not None and self.holds_tensors(walked, depth)
+        if binding.kind == "param" and isinstance(node, cst.Param):
+            function = binding.scope.node
+            return isinstance(function, cst.FunctionDef) and self._holds_host_tensors(function, name)
         return False
 
     def _returns_host(self, call: cst.Call, position: Optional[tuple[int, int]] = None) -> bool:
@@ -508,6 +552,40 @@ def _proxy(call: cst.Call) -> Optional[str]:
 
 def _names_device(call: cst.Call) -> bool:
     return any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
+
+
+def walked_items(
+    target: cst.BaseExpression, walked: cst.BaseExpression, name: str
+) -> Optional[cst.BaseExpression]:
+    """What a loop's `name` is an item (or an item of an item) of, for a loop target walking
+    `walked` (analysis/unpacked_items.py); None for `enumerate`'s count or a name it does not bind."""
+    if isinstance(target, cst.Name):
+        return walked if target.value == name else None
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    elements = target.elements
+    if any(isinstance(e, cst.StarredElement) for e in elements):
+        return None
+    position = next((i for i, e in enumerate(elements) if _binds_name(e.value, name)), None)
+    if position is None:
+        return None
+    call = walked if isinstance(walked, cst.Call) else None
+    plain = call is not None and all(a.keyword is None and not a.star for a in call.args)
+    wrapper = call.func.value if call is not None and plain and isinstance(call.func, cst.Name) else ""
+    source = item_source(
+        position, len(elements), wrapper, len(call.args) if call is not None and plain else 0
+    )
+    if source is None or call is None and source != WALKED:
+        return None
+    return walked if source == WALKED else call.args[source].value  # type: ignore[union-attr]
+
+
+def _binds_name(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds_name(e.value, name) for e in target.elements)
+    return False
 
 
 def _returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:

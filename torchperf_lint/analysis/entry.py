@@ -46,6 +46,8 @@ class EntryFacts:
     grad_free_functions: frozenset[int] = frozenset()
     host_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a host value
     device_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a device tensor
+    # every caller passes CPU tensors, or lists and tuples of them (project/host_tensors.py)
+    host_tensor_parameters: tuple[tuple[int, frozenset[str]], ...] = ()
     moved_results: frozenset[int] = frozenset()  # functions whose result every hot call moves to the device
     module_parameters: tuple[tuple[int, frozenset[str]], ...] = ()  # every caller passes a model
     # keys of the dict literals it returns that the project only ever reads on the host
@@ -180,6 +182,10 @@ class EntryFacts:
             device_parameters=tuple(
                 (int(index), frozenset(map(str, names))) for index, names in data.get("device_parameters", ())
             ),
+            host_tensor_parameters=tuple(
+                (int(index), frozenset(map(str, names)))
+                for index, names in data.get("host_tensor_parameters", ())
+            ),
             moved_results=frozenset(_ints(data.get("moved_results", ()))),
             host_read_keys=frozenset(map(str, data.get("host_read_keys", ()))),
             module_parameters=tuple(
@@ -288,6 +294,9 @@ class EntryFacts:
 
     def device_params_of(self, index: int) -> frozenset[str]:
         return _row(self.device_parameters, index) or frozenset()
+
+    def host_tensor_params_of(self, index: int) -> frozenset[str]:
+        return _row(self.host_tensor_parameters, index) or frozenset()
 
     def module_params_of(self, index: int) -> frozenset[str]:
         return _row(self.module_parameters, index) or frozenset()

@@ -880,6 +880,12 @@ class HotPaths:
         index = self._function_index.get(function)
         return index is not None and name in self.entry.host_params_of(index)
 
+    def holds_host_tensors(self, function: cst.FunctionDef, name: str) -> bool:
+        """Every call of `function` in the project passes CPU tensors for `name`, or lists and
+        tuples of them (project/host_tensors.py)."""
+        index = self._function_index.get(function)
+        return index is not None and name in self.entry.host_tensor_params_of(index)
+
     def is_device_parameter(self, function: cst.FunctionDef, name: str) -> bool:
         """Every call of `function` in the project passes a tensor on the device for `name`."""
         index = self._function_index.get(function)

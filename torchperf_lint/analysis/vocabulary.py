@@ -414,9 +414,10 @@ def keeps_host_array(method: str) -> bool:
 
 
 def builds_host_array(qualified: str, names_device: bool) -> bool:
-    """A call of `qualified` builds an array of host data: any NumPy call, `list(...)`, a torch
-    builder from data or a generating factory without `device=` (`names_device`)."""
-    if qualified.startswith("numpy.") or qualified == "builtins.list":
+    """A call of `qualified` builds an array of host data: any NumPy or SciPy call (SciPy hands
+    back NumPy arrays: `linear_sum_assignment(cost)`), `list(...)`, a torch builder from data or a
+    generating factory without `device=` (`names_device`)."""
+    if qualified.startswith(("numpy.", "scipy.")) or qualified == "builtins.list":
         return True
     builder = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
     host_builder = builder in GENERATING_FACTORIES or builder in FROM_HOST_DATA or builder in LEGACY_CPU_TYPES

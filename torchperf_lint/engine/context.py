@@ -491,10 +491,11 @@ class Context:
         return self._device_values.zero_dim(expr) and not self.is_host_tensor(expr) and self.runs_on_cuda
 
     def host_index_tensor(self, expr: cst.BaseExpression) -> bool:
-        """`expr` is certainly a tensor, on the CPU, that may hold several indices (not certainly 0-dim):
-        a CUDA tensor indexed with it gets a copy of it first (a 0-dim one is read as a number)."""
+        """`expr` is certainly a tensor on the CPU, or a tuple or list of them (DETR's matcher
+        indices), that may hold several indices (not certainly 0-dim): a CUDA tensor indexed with
+        it gets a copy of it first (a 0-dim one is read as a number)."""
         return (
-            self.is_tensor(expr, certain=True)
+            self._host_tensors.holds_tensors(expr)
             and self.is_host_tensor(expr)
             and not self._device_values.zero_dim(expr)
         )

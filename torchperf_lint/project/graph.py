@@ -104,6 +104,8 @@ class Project:
         self._host: Optional[dict[tuple[int, int], frozenset[str]]] = None
         self._device: Optional[dict[tuple[int, int], frozenset[str]]] = None
         self._device_by_module: dict[int, list[tuple[int, Any]]] = {}
+        self._host_tensors: Optional[dict[tuple[int, int], frozenset[str]]] = None
+        self._host_tensors_by_module: dict[int, list[tuple[int, Any]]] = {}
         self._moved_results: Optional[frozenset[tuple[int, int]]] = None
         self._grad_free: Optional[dict[int, frozenset[int]]] = None
         self._movers: Optional[tuple[tuple[str, bool], ...]] = None
@@ -1158,6 +1160,16 @@ class Project:
                 if entry is not None:
                     moved = f"{model.info.qualname} is moved to the device in {module.display}, which shows CUDA use"
                     queue.append((entry, None, moved))
+            # a model the functions it calls move (DETR's main.py calls build_model, whose build()
+            # moves the criterion to `torch.device(args.device)`): it runs in this process too
+            for model, mover in self._moved_by_callees(module):
+                entry = self.entry_point(model)
+                if entry is not None:
+                    moved = (
+                        f"{model.info.qualname} is moved to the device in {mover.info.qualname} "
+                        f"({mover.module.display}), called from {module.display}, which shows CUDA use"
+                    )
+                    queue.append((entry, None, moved))
             # the training function it calls (DETR's main.py calls engine.train_one_epoch once per
             # epoch): its step loops run in this process, on its device
             for function, position in self._call_sites(module):
@@ -1366,10 +1378,36 @@ class Project:
     def _moved_models(self, module: Module) -> Iterator[ClassRef]:
         """The project's model classes `module` constructs and moves (`Net().to(device)`)."""
         for info in [module.summary.toplevel, *module.summary.functions]:
-            for callee in info.moved:
-                found = self.resolve_dotted(module, callee)
-                if isinstance(found, ClassRef) and self.is_module_class(found):
-                    yield found
+            yield from self._moved_by(module, info)
+
+    def _moved_by(self, module: Module, info: Function) -> Iterator[ClassRef]:
+        for callee in info.moved:
+            found = self.resolve_dotted(module, callee)
+            if isinstance(found, ClassRef) and self.is_module_class(found):
+                yield found
+
+    def _moved_by_callees(self, module: Module) -> Iterator[tuple[ClassRef, FunctionRef]]:
+        """The model classes that the project functions `module` calls, or those call in turn (a
+        few calls deep), construct and move, with the function that moves each."""
+        seen: set[tuple[int, int]] = set()
+        todo = deque(
+            (callee, 1)
+            for function, position in self._call_sites(module)
+            for callee in self.callees(function, position)
+        )
+        while todo:
+            function, depth = todo.popleft()
+            if function.key() in seen:
+                continue
+            seen.add(function.key())
+            for model in self._moved_by(function.module, function.info):
+                yield model, function
+            if depth < _MOVER_DEPTH:
+                todo.extend(
+                    (callee, depth + 1)
+                    for position in range(len(function.info.calls))
+                    for callee in self.callees(function, position)
+                )
 
     # -- host values passed through calls -------------------------------------------------
     def host_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
@@ -1411,16 +1449,50 @@ class Project:
                     *moved[id(call)],
                     *(slot for slot, param in call.param_args.items() if param in device),
                 ]
-                passed = {
-                    param
-                    for slot in slots
-                    if not (call.star and slot.isdigit())
-                    and (param := slot_parameter(call, callee.info, slot)) is not None
-                }
-                return passed, set()
+                return _filled_parameters(call, callee, slots, call.star), set()
 
             self._device = self._passed_by_every_call(passed_device)
         return self._device
+
+    def host_tensor_parameters(self) -> dict[tuple[int, int], frozenset[str]]:
+        """Parameters for which every call site of the project passes CPU tensors only, or lists
+        and tuples of them (project/host_tensors.py): built there, a local bound only to what
+        project functions return so on every `return` (DETR's `indices = self.matcher(outputs,
+        targets)`), or one of its own such parameters (iterated to a fixpoint). Where a module
+        makes CUDA the default device the file pass does not believe it (analysis/devices.py)."""
+        if self._host_tensors is None:
+            results: dict[tuple[int, str], bool] = {}
+
+            def passed_host_tensors(
+                caller: FunctionRef, call: Call, callee: FunctionRef, known: frozenset[str]
+            ) -> tuple[set[str], set[str]]:
+                slots = [
+                    *call.host_tensor_args,
+                    *(
+                        slot
+                        for slot, name in call.bound_args.items()
+                        if self._binds_host_tensors(caller, name, results)
+                    ),
+                    *(slot for slot, param in call.param_args.items() if param in known),
+                ]
+                return _filled_parameters(call, callee, slots, call.unpacks_args), set()
+
+            self._host_tensors = self._passed_by_every_call(passed_host_tensors)
+        return self._host_tensors
+
+    def _binds_host_tensors(self, caller: FunctionRef, name: str, memo: dict[tuple[int, str], bool]) -> bool:
+        """`caller` binds `name` only to calls of project functions that each hand back CPU tensors
+        on every `return`."""
+        caller, name = _binding_function(caller, name)
+        key = (id(caller.info), name)
+        if key not in memo:
+            binders = caller.info.binders_of(name) if caller.index >= 0 else []
+            memo[key] = bool(binders) and all(
+                (targets := self.resolve_call(caller, binder))
+                and all(t.info.returns_host_tensors for t in targets)
+                for binder in binders
+            )
+        return memo[key]
 
     def _passed_by_every_call(self, passed_by: _PassedBy) -> dict[tuple[int, int], frozenset[str]]:
         """Per function, the parameters every resolved call of the project passes a value of one
@@ -1460,10 +1532,8 @@ class Project:
     def _binds_device(self, caller: FunctionRef, name: str) -> bool:
         """`caller` binds `name` once to a call of project functions that each hand back a tensor
         on the device on every `return`, given what that call passes."""
-        if name.startswith(ENCLOSING):  # a name of the function it is nested in
-            parent = caller.info.parent
-            return parent >= 0 and self._binds_device(FunctionRef(caller.module, parent), name[1:])
-        binder = caller.info.binder_of(name)
+        caller, name = _binding_function(caller, name)
+        binder = caller.info.binder_of(name) if caller.index >= 0 else None
         if binder is None:
             return False
         targets = self.resolve_call(caller, binder)
@@ -1792,6 +1862,12 @@ class Project:
             device_parameters=tuple(
                 sorted(_of_module(self.device_parameters(), self._device_by_module).get(key, ()), key=_first)
             ),
+            host_tensor_parameters=tuple(
+                sorted(
+                    _of_module(self.host_tensor_parameters(), self._host_tensors_by_module).get(key, ()),
+                    key=_first,
+                )
+            ),
             module_parameters=tuple(
                 sorted(_of_module(self.module_parameters(), self._modules_by_module).get(key, ()), key=_first)
             ),
@@ -1862,6 +1938,33 @@ class Project:
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )
+
+
+def _filled_parameters(
+    call: Call, callee: FunctionRef, slots: Iterable[str], unsure_positions: bool
+) -> set[str]:
+    """The callee's parameters `call` fills at `slots`; none by position where those are not sure
+    (`unsure_positions`: an unpacking comes before them)."""
+    return {
+        param
+        for slot in slots
+        if not (unsure_positions and slot.isdigit())
+        and (param := slot_parameter(call, callee.info, slot)) is not None
+    }
+
+
+def _binding_function(caller: FunctionRef, name: str) -> tuple[FunctionRef, str]:
+    """The function that binds a name Call.bound_args gives, and the name there: the caller, or
+    the function it is nested in, one level per ENCLOSING mark (the top level, index -1, where
+    there is none)."""
+    while name.startswith(ENCLOSING):
+        caller = FunctionRef(caller.module, caller.info.parent if caller.index >= 0 else -1)
+        name = name[1:]
+    return caller, name
+
+
+# how many calls deep cuda_reasons looks for a model moved by what a CUDA script calls
+_MOVER_DEPTH = 3
 
 
 def _of_module(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .arguments import owner_class, slot_parameter
-from .refs import ClassRef, FunctionRef, Module, ProjectView
+from .refs import ClassRef, FunctionRef, ProjectView
 from .summary import Call
 
 # (module id, __init__'s index) -> attribute -> the classes it holds
@@ -36,7 +36,8 @@ def held_instances(project: ProjectView) -> Held:
                     continue
                 inits[init.key()] = init
                 joined = passed.setdefault(init.key(), {})
-                handed = {} if call.star else _handed_classes(project, module, call, init)
+                caller = FunctionRef(module, offset - 1)
+                handed = {} if call.star else _handed_classes(project, caller, call, init)
                 for param in {param for _, param in init.info.self_stores if param}:
                     classes, before = handed.get(param), joined.get(param, {})
                     # one construction that hands something else leaves the parameter unknown
@@ -65,17 +66,38 @@ def _initializer(project: ProjectView, caller: FunctionRef, call: Call) -> Optio
 
 
 def _handed_classes(
-    project: ProjectView, module: Module, call: Call, init: FunctionRef
+    project: ProjectView, caller: FunctionRef, call: Call, init: FunctionRef
 ) -> dict[str, dict[tuple[int, int], ClassRef]]:
     """`__init__`'s parameters this construction passes a name bound only to instances of
-    project classes for, with those classes."""
+    project classes for, with those classes: constructed there, or returned by the project
+    functions it is bound to (DETR's `matcher = build_matcher(args)`)."""
     found: dict[str, dict[tuple[int, int], ClassRef]] = {}
     for slot, written in call.instances.items():
         param = slot_parameter(call, init.info, slot)
-        classes = [project.resolve_dotted(module, name) for name in written]
+        classes = [project.resolve_dotted(caller.module, name) for name in written]
         if param is not None and classes and all(isinstance(c, ClassRef) for c in classes):
             found[param] = {c.key(): c for c in classes if isinstance(c, ClassRef)}
+    for slot, name in call.bound_args.items():
+        param = slot_parameter(call, init.info, slot)
+        built = _built_by(project, caller, name) if param is not None and slot not in call.instances else []
+        if param is not None and built:
+            found[param] = {c.key(): c for c in built}
     return found
+
+
+def _built_by(project: ProjectView, caller: FunctionRef, name: str) -> list[ClassRef]:
+    """The classes of the instances the project functions `caller` binds `name` to return, each
+    binding one; empty where any returns something else. Only module functions (`build_x(args)`):
+    a method's call would ask for the held instances being found."""
+    binders = caller.info.binders_of(name)
+    classes: list[ClassRef] = []
+    for binder in binders:
+        targets = project.resolve_call(caller, binder) if binder.kind in ("global", "dotted") else []
+        returned = [project.returned_classes(target) for target in targets]
+        if not returned or not all(returned):
+            return []
+        classes.extend(cls for each in returned for cls in each)
+    return classes
 
 
 def _single_stores(project: ProjectView, init: FunctionRef, outer: set[str]) -> dict[str, str]:

@@ -130,7 +130,10 @@ class _Iterated:
             slots = [
                 slot
                 for slot, bound in call.bound_args.items()
-                if bound == name and is_loader_name(bound) and not call.star
+                if bound == name
+                and is_loader_name(bound)
+                and not call.star
+                and name not in binder.info.call_bindings
             ]
             if slots and any(
                 self.handed_again(call, callee, slot)

@@ -75,6 +75,7 @@ from ..syntax.ast_nodes import child_fields, every_node, own_nodes
 from .conv_wrappers import conv_wrapper
 from .dataset_items import items_in_memory
 from .device_tensors import ON_DEVICE, device_source
+from .host_tensors import HostTensors
 from .precision import reduced_precision
 
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
@@ -139,6 +140,11 @@ class Call:
     bound_args: dict[str, str] = dataclasses.field(default_factory=dict)
     # the tensors it passes on the device whatever its caller is given (project/device_tensors.py)
     device_args: list[str] = dataclasses.field(default_factory=list)
+    # what it passes that holds CPU tensors only, by slot (project/host_tensors.py)
+    host_tensor_args: list[str] = dataclasses.field(default_factory=list)
+    # passes `*args`: which parameters its positional arguments fill is not known (with `**kwargs`
+    # alone it is: param_args, host_tensor_args)
+    unpacks_args: bool = False
     # its result is moved to the device right away (`self.calculate_mask(size).to(x.device)`)
     moved_result: bool = False
     # the `with` items around it in its own function, dotted as written (`torch.no_grad`): the
@@ -235,6 +241,12 @@ class Function:
     empty_fallbacks: dict[str, bool] = dataclasses.field(default_factory=dict)
     # per `return`: whether it hands back an array of host data built here (`return ids.view(b, -1)`)
     host_returns: list[bool] = dataclasses.field(default_factory=list)
+    # per `return`: whether it hands back CPU tensors only, or lists and tuples of them
+    # (project/host_tensors.py: DETR's matcher indices)
+    host_tensor_returns: list[bool] = dataclasses.field(default_factory=list)
+    # the names it binds two or more times, each time to a call's result (`name = f(...)`) and
+    # never otherwise: how many such bindings (Call.bound_args passes them)
+    call_bindings: dict[str, int] = dataclasses.field(default_factory=dict)
 
     # per `return`: the parameter whose tensor it copies to the host (`return t.detach().cpu()`)
     host_copy_returns: list[str] = dataclasses.field(default_factory=list)
@@ -259,6 +271,17 @@ class Function:
         """Every `return` hands back host data the function builds (analysis/constants.py's host
         arrays): `Corpus.get_data` tokenising a file into `torch.LongTensor(n)`."""
         return bool(self.host_returns) and all(self.host_returns)
+
+    @property
+    def returns_host_tensors(self) -> bool:
+        """Every `return` hands back CPU tensors, or lists and tuples of them."""
+        return bool(self.host_tensor_returns) and all(self.host_tensor_returns)
+
+    def binders_of(self, name: str) -> list[Call]:
+        """Every call whose result the function binds to `name`, where those are all that bind it
+        (Call.bound_args); empty where some binding is not a call the summary describes."""
+        binders = [call for call in (*self.calls, *self.cold_calls) if call.bound == name]
+        return binders if len(binders) == self.call_bindings.get(name, 1) else []
 
     def binder_of(self, name: str) -> Optional[Call]:
         """The one call, hot or cold, whose result the function binds to `name` (`name = f(...)`),
@@ -1144,6 +1167,22 @@ class _Summarizer:
     def locals(self) -> _Locals:
         return self.function_stack[-1][1] if self.function_stack else self.module_locals
 
+    def _call_bindings(self, local: _Locals) -> dict[str, int]:
+        """Function.call_bindings: the names bound two or more times, each `name = f(...)`."""
+        return {
+            name: len(values)
+            for name, values in local.values.items()
+            if len(values) > 1 and _bound_to_calls(name, local, self.bound_calls)
+        }
+
+    def _host_tensors(self, local: _Locals) -> HostTensors:
+        return HostTensors(
+            local.assigned_values,
+            frozenset(local.params),
+            self.qualify,
+            lambda expr: self._holds_host_data(expr, local),
+        )
+
     def scopes(self) -> tuple[_Locals, ...]:
         """The current function's locals, then those of the functions it is nested in."""
         if not self.function_stack:
@@ -1368,6 +1407,7 @@ class _Summarizer:
         if self.function_stack[-1][1].yields:  # only a generator hands items on
             function.yields_items_of = yielded_parameter(node)
         function.flag_reads = self._flag_reads(node, self.function_stack[-1][1])
+        function.call_bindings = self._call_bindings(self.function_stack[-1][1])
         function.empty_fallbacks = {
             key: answer
             for key, found in answers.items()
@@ -1889,6 +1929,7 @@ class _Summarizer:
 
             def host_data() -> None:
                 function.host_returns.append(self._holds_host_data(value, local))
+                function.host_tensor_returns.append(self._host_tensors(local).holds(value))
                 function.host_copy_returns.append(_host_copy_of_param(value, local))
                 function.device_returns.append(self._device_source(value, local))
 
@@ -2180,7 +2221,14 @@ class _Summarizer:
             ]
             for kind, target in filter(None, [described] if described is not None else dispatched):
                 call = Call(
-                    kind, target, loop, node.lineno, self._host_args(node, scopes[0]), args, star, guards
+                    kind,
+                    target,
+                    loop,
+                    node.lineno,
+                    host_args=self._host_args(node, scopes[0]),
+                    args=args,
+                    star=star,
+                    guards=guards,
                 )
                 call.leaves = leaves
                 call.spread = spread
@@ -2191,18 +2239,23 @@ class _Summarizer:
                     call.kwargs_items = self._kwargs_items(node, scopes[0])
                     call.config_unpack = _unpacks_configuration(node, scopes[0])
                 call.contexts = contexts
-                if not star:
+                call.unpacks_args = any(isinstance(a, ast.Starred) for a in node.args)
+                if not call.unpacks_args:
                     call.param_args = self._param_args(node, scopes[0], function)
                 call.datasets = self._datasets(node, scopes[0])
                 call.wrapped = self._wrapped(node, scopes[0])
                 call.instances = self._passed_instances(node, scopes)
                 call.loaders = _passed_loaders(node, scopes[0])
                 call.batches = _passed_batches(node, scopes[0])
-                call.bound_args = _passed_results(node, scopes)
+                call.bound_args = _passed_results(node, scopes, self.bound_calls)
                 call.device_args = [
                     slot
                     for slot, value in _call_slots(node)
                     if self._device_source(value, scopes[0]) == ON_DEVICE
+                ]
+                host_tensors = self._host_tensors(scopes[0])
+                call.host_tensor_args = [
+                    slot for slot, value in _call_slots(node) if host_tensors.holds(value)
                 ]
                 call.bound = bound
                 call.unpacked = self.unpacked_calls.get(id(node), [])
@@ -2491,11 +2544,14 @@ def _no_bindings(name: str) -> list[ast.AST]:
     return []  # a move reads its receiver's place from the call alone
 
 
-def _passed_results(node: ast.Call, scopes: tuple[_Locals, ...]) -> dict[str, str]:
-    """Slot -> the name, for each name bound once to a call's result that the call passes
-    (`dataloader = make_loader(...)`, then `evaluate(model, dataloader)`): the project pass asks
-    what that call returns (a DataLoader, a tensor on the device). A name of a function it is
-    nested in, where it binds no such name itself, has one ENCLOSING mark per level up."""
+def _passed_results(
+    node: ast.Call, scopes: tuple[_Locals, ...], bound_calls: dict[int, str]
+) -> dict[str, str]:
+    """Slot -> the name, for each name bound only to calls' results that the call passes
+    (`dataloader = make_loader(...)`, then `evaluate(model, dataloader)`; `indices =
+    self.matcher(...)` twice): the project pass asks what those calls return (a DataLoader, a
+    tensor on the device, CPU tensors). A name of a function it is nested in, where it binds no
+    such name itself, has one ENCLOSING mark per level up."""
     found = {}
     for slot, value in _call_slots(node):
         if not isinstance(value, ast.Name):
@@ -2506,10 +2562,19 @@ def _passed_results(node: ast.Call, scopes: tuple[_Locals, ...]) -> dict[str, st
             owner is not None
             and owner.function is not None
             and value.id not in owner.params
-            and isinstance(owner.bound_once(value.id), ast.Call)
+            and (
+                isinstance(owner.bound_once(value.id), ast.Call)
+                or _bound_to_calls(value.id, owner, bound_calls)
+            )
         ):
             found[slot] = ENCLOSING * level + value.id
     return found
+
+
+def _bound_to_calls(name: str, local: _Locals, bound_calls: dict[int, str]) -> bool:
+    """Every binding of `name` in the function is `name = f(...)`."""
+    values = local.assigned_values(name)
+    return bool(values) and all(isinstance(v, ast.Call) and bound_calls.get(id(v)) == name for v in values)
 
 
 def _own_parameter(expr: ast.AST, local: _Locals, function: Function, depth: int = 0) -> str:

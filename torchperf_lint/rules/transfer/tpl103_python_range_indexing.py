@@ -33,6 +33,10 @@ def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, 
             inner = value.args[0].value
             if isinstance(inner, cst.Call) and ctx.qualified_name(inner) == "builtins.range":
                 return "list(range())", value
+        # a project function's CPU tensors (`x[self.permutation(indices)]`); a torch factory
+        # called in place is TPL101's
+        if not (qualified or "").startswith("torch.") and ctx.runs_on_cuda and ctx.host_index_tensor(value):
+            return "a CPU tensor", None
         return None
     if isinstance(value, cst.List) and value.elements:
         if all(_int_value(e.value) is not None for e in value.elements):
@@ -463,6 +467,38 @@ class PythonRangeIndexing(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        "matcher-indices-in-loss": """
+            import torch
+            from scipy.optimize import linear_sum_assignment
+            from torch import nn
+
+            class Matcher(nn.Module):
+                @torch.no_grad()
+                def forward(self, logits, targets):
+                    cost = logits.softmax(-1).cpu()
+                    pairs = [linear_sum_assignment(c) for c in cost]
+                    return [(torch.as_tensor(i), torch.as_tensor(j)) for i, j in pairs]
+
+            class Criterion(nn.Module):
+                def __init__(self, matcher):
+                    super().__init__()
+                    self.matcher = matcher
+
+                def forward(self, logits, targets):
+                    indices = self.matcher(logits, targets)
+                    return self.loss_labels(logits, targets, indices)
+
+                def loss_labels(self, logits, targets, indices):
+                    idx = self.permutation(indices)
+                    labels = torch.cat([t["labels"][j] for t, (_, j) in zip(targets, indices)])  # expect: TPL103
+                    return logits[idx].sum() + labels.sum()  # expect: TPL103
+
+                def permutation(self, indices):
+                    batch = torch.cat([torch.full_like(src, i) for i, (src, _) in enumerate(indices)])
+                    return batch, torch.cat([src for src, _ in indices])
+
+            criterion = Criterion(Matcher()).cuda()
+            """,
     }
     FIXED = {
         "seed-weighted-nll": """
@@ -602,6 +638,46 @@ class PythonRangeIndexing(Rule):
                     return x[last] + pick(table, "a") + x.cpu()[kept].sum() + lengths
 
             net = Net().cuda()
+            """,
+        "matcher-indices-on-the-device-or-unknown": """
+            import torch
+            from scipy.optimize import linear_sum_assignment
+            from torch import nn
+
+            class Matcher(nn.Module):
+                @torch.no_grad()
+                def forward(self, logits, targets):
+                    cost = logits.softmax(-1).cpu()
+                    pairs = [linear_sum_assignment(c) for c in cost]
+                    return [(torch.as_tensor(i, device=logits.device), torch.as_tensor(j)) for i, j in pairs]
+
+            class Picker(nn.Module):
+                def forward(self, logits, targets):
+                    return [(torch.as_tensor(t["keep"]), torch.as_tensor(t["labels"])) for t in targets]
+
+            class Criterion(nn.Module):
+                def __init__(self, matcher):
+                    super().__init__()
+                    self.matcher = matcher
+
+                def forward(self, logits, targets):
+                    indices = self.matcher(logits, targets)
+                    counts = [(i, len(t["labels"])) for i, t in enumerate(targets)]
+                    return self.loss_labels(logits, targets, indices) + self.loss_counts(logits, counts)
+
+                def loss_labels(self, logits, targets, indices):
+                    labels = torch.cat([t["labels"][j] for t, (_, j) in zip(targets, indices)])
+                    return logits[self.permutation(indices)].sum() + labels.sum()
+
+                def loss_counts(self, logits, counts):
+                    return sum(logits[i, n] for i, n in counts)
+
+                def permutation(self, indices):
+                    batch = torch.cat([torch.full_like(src, i) for i, (src, _) in enumerate(indices)])
+                    return batch, torch.cat([src for src, _ in indices])
+
+            criterion = Criterion(Matcher()).cuda()
+            other = Criterion(Picker()).cuda()
             """,
         "same-line-in-init": """
             import torch
