@@ -13,8 +13,7 @@ import libcst as cst
 import pytest
 
 from tests.helpers import finding_lines, write_project
-from torchperf_lint.analysis.devices import walked_items
-from torchperf_lint.analysis.unpacked_items import WALKED, item_source
+from torchperf_lint.analysis.unpacked_items import WALKED, item_source, walked_source
 from torchperf_lint.project.host_tensors import HostTensors, comprehension_items
 
 BOUND = {
@@ -110,22 +109,38 @@ def test_where_an_unpacked_name_finds_its_value(
 
 
 @pytest.mark.parametrize(
-    ("loop", "name", "walked"),
+    ("loop", "name", "walked", "direct"),
     [
-        ("for t, (_, j) in zip(targets, indices): pass", "j", "indices"),
-        ("for i, (src, _) in enumerate(indices): pass", "src", "indices"),
-        ("for i, (src, _) in enumerate(indices): pass", "i", None),
-        ("for a, b in pairs: pass", "b", "pairs"),
-        ("for row in rows: pass", "row", "rows"),
-        ("for row in rows: pass", "other", None),
-        ("for a, *rest in pairs: pass", "a", None),
+        ("for t, (_, j) in zip(targets, indices): pass", "j", "indices", None),
+        ("for t, (_, j) in zip(targets, indices): pass", "t", "targets", "targets"),
+        ("for i, (src, _) in enumerate(indices): pass", "src", "indices", None),
+        ("for i, (a, b) in enumerate(zip(xs, ys)): pass", "b", "ys", "ys"),
+        ("for i, (src, _) in enumerate(indices): pass", "i", None, None),
+        ("for a, b in pairs: pass", "b", "pairs", None),
+        ("for a, b in zip(xs, ys, zs): pass", "b", "zip(xs, ys, zs)", None),
+        ("for row in rows: pass", "row", "rows", "rows"),
+        ("for row in rows: pass", "other", None, None),
+        ("for a, *rest in pairs: pass", "a", None, None),
     ],
 )
-def test_what_a_loop_name_is_an_item_of_in_the_file_pass(loop: str, name: str, walked: str | None) -> None:
+def test_what_a_loop_name_is_drawn_from_in_the_file_pass(
+    loop: str, name: str, walked: str | None, direct: str | None
+) -> None:
+    """With items of items (the host reading): `j` is somewhere in `indices`; without (tensorness),
+    only a name drawn from the walked value or an argument of `zip`/`enumerate` is."""
     statement = cst.parse_statement(loop)
     assert isinstance(statement, cst.For)
-    found = walked_items(statement.target, statement.iter, name)
-    assert (cst.Module([]).code_for_node(found) if found is not None else None) == walked
+
+    def qualify(call: cst.Call) -> str | None:
+        return f"builtins.{call.func.value}" if isinstance(call.func, cst.Name) else None
+
+    def code(found: cst.BaseExpression | None) -> str | None:
+        return cst.Module([]).code_for_node(found) if found is not None else None
+
+    assert code(walked_source(statement.target, statement.iter, name, qualify)) == walked
+    assert (
+        code(walked_source(statement.target, statement.iter, name, qualify, items_of_items=False)) == direct
+    )
 
 
 MATCHER = """

@@ -238,11 +238,16 @@ def test_the_rows_of_a_host_tensor_are_host_tensors() -> None:
                 probe(row)
             for row in x:
                 probe(row)
-            for a, b in zip(sigmas, sigmas):
+            for a, b in zip(sigmas, x):
                 probe(a)
+                probe(b)
+            for i, (lo, hi) in enumerate(zip(sigmas[:-1], sigmas[1:])):
+                probe(hi)
+                probe(i)
         """
     )
-    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, False]
+    # unpacked from zip/enumerate, each name is a row of the argument it comes from
+    assert [ctx.is_host_tensor(p) for p in probes] == [True, True, False, True, False, True, False]
 
 
 def test_in_place_updates_leave_a_tensor_where_it_was() -> None:

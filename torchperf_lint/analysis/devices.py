@@ -26,7 +26,7 @@ from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .tensors import Tensorness
-from .unpacked_items import WALKED, item_source
+from .unpacked_items import walked_source
 from .vocabulary import FROM_HOST_DATA, GENERATING_FACTORIES, LAYOUT_READS, LEGACY_CPU_TYPES
 
 # Where each generating factory takes its size: every positional argument (sizes may be given
@@ -198,7 +198,7 @@ class HostTensors:
         if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
             # `for sigma in sigmas` over a host tensor: each element is a row of it, on the host;
             # `for t, (_, j) in zip(targets, indices)`: an item of an item of `indices`
-            walked = walked_items(node.target, node.iter, name)
+            walked = walked_source(node.target, node.iter, name, self._names.qualified_name)
             return walked is not None and self.is_host_tensor(walked)
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node
@@ -243,7 +243,7 @@ class HostTensors:
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.holds_tensors(node, depth)
         if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
-            walked = walked_items(node.target, node.iter, name)
+            walked = walked_source(node.target, node.iter, name, self._names.qualified_name)
             return walked is not None and self.holds_tensors(walked, depth)
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node
@@ -552,40 +552,6 @@ def _proxy(call: cst.Call) -> Optional[str]:
 
 def _names_device(call: cst.Call) -> bool:
     return any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
-
-
-def walked_items(
-    target: cst.BaseExpression, walked: cst.BaseExpression, name: str
-) -> Optional[cst.BaseExpression]:
-    """What a loop's `name` is an item (or an item of an item) of, for a loop target walking
-    `walked` (analysis/unpacked_items.py); None for `enumerate`'s count or a name it does not bind."""
-    if isinstance(target, cst.Name):
-        return walked if target.value == name else None
-    if not isinstance(target, (cst.Tuple, cst.List)):
-        return None
-    elements = target.elements
-    if any(isinstance(e, cst.StarredElement) for e in elements):
-        return None
-    position = next((i for i, e in enumerate(elements) if _binds_name(e.value, name)), None)
-    if position is None:
-        return None
-    call = walked if isinstance(walked, cst.Call) else None
-    plain = call is not None and all(a.keyword is None and not a.star for a in call.args)
-    wrapper = call.func.value if call is not None and plain and isinstance(call.func, cst.Name) else ""
-    source = item_source(
-        position, len(elements), wrapper, len(call.args) if call is not None and plain else 0
-    )
-    if source is None or call is None and source != WALKED:
-        return None
-    return walked if source == WALKED else call.args[source].value  # type: ignore[union-attr]
-
-
-def _binds_name(target: cst.BaseExpression, name: str) -> bool:
-    if isinstance(target, cst.Name):
-        return target.value == name
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_binds_name(e.value, name) for e in target.elements)
-    return False
 
 
 def _returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:

@@ -23,6 +23,7 @@ from .dict_items import DictItems, mapping_values, summed_values, walked_mapping
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .parameters import ParameterSequences
+from .unpacked_items import ZIPPING, walked_source
 
 
 class Tensorness(enum.IntEnum):
@@ -529,9 +530,9 @@ class TensorInference:
         if mapping is not None:
             return self.items_of(mapping)
         drawn: Optional[cst.BaseExpression] = source
-        if isinstance(source, cst.Call) and self._names.qualified_name(source) in _ZIPPING:
+        if isinstance(source, cst.Call) and self._names.qualified_name(source) in ZIPPING:
             # `{t["image_id"].item(): o for t, o in zip(targets, results)}`: what `name` is drawn from
-            drawn = _zipped_source(target, source, name, self._names)
+            drawn = walked_source(target, source, name, self._names.qualified_name, items_of_items=False)
         found = self.infer(drawn) if drawn is not None else Tensorness.NO
         return min(found, Tensorness.LIKELY) if items else found
 
@@ -681,39 +682,6 @@ class _StringUses(cst.CSTVisitor):
 
 
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-_ZIPPING = frozenset({"builtins.zip", "builtins.enumerate"})
-
-
-def _zipped_source(
-    target: cst.BaseExpression, call: cst.Call, name: str, names: Names
-) -> Optional[cst.BaseExpression]:
-    """The iterable of `zip(a, b)` (or `enumerate(a)`, nested: `enumerate(zip(a, b))`) that
-    hands `name` its items, as `target` unpacks them; None for an enumerate counter, a starred
-    or keyword argument, or a name `target` does not bind one to one."""
-    given = [a.value for a in call.args if a.keyword is None and not a.star]
-    if len(given) != len(call.args) or not given:
-        return None
-    # None for enumerate's counter, which is no tensor
-    sources = [None, given[0]] if names.qualified_name(call) == "builtins.enumerate" else given
-    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(sources):
-        return None
-    for element, source in zip(target.elements, sources, strict=True):
-        value = element.value
-        if (
-            isinstance(value, cst.Name)
-            and value.value == name
-            and not isinstance(element, cst.StarredElement)
-        ):
-            return source
-        if (
-            isinstance(value, (cst.Tuple, cst.List))
-            and isinstance(source, cst.Call)
-            and names.qualified_name(source) in _ZIPPING
-        ):
-            found = _zipped_source(value, source, name, names)
-            if found is not None:
-                return found
-    return None
 
 
 def _isinstance_tensor_test(test: cst.BaseExpression, name: str, names: Names) -> Optional[bool]:

@@ -908,6 +908,7 @@ class _Locals:
         # `ids = A if TEST else B`: the CHOSEN_PREFIX token, read where a call passes the name
         # bound nowhere else (analysis/arguments.py)
         self.chosen: dict[str, str] = {}
+        self.host_tensors: Optional[HostTensors] = None  # its reader, once asked (_host_tensors)
         if function is None:
             return
         args = function.args
@@ -1176,12 +1177,14 @@ class _Summarizer:
         }
 
     def _host_tensors(self, local: _Locals) -> HostTensors:
-        return HostTensors(
-            local.assigned_values,
-            frozenset(local.params),
-            self.qualify,
-            lambda expr: self._holds_host_data(expr, local),
-        )
+        if local.host_tensors is None:
+            local.host_tensors = HostTensors(
+                local.assigned_values,
+                frozenset(local.params),
+                self.qualify,
+                lambda expr: self._holds_host_data(expr, local),
+            )
+        return local.host_tensors
 
     def scopes(self) -> tuple[_Locals, ...]:
         """The current function's locals, then those of the functions it is nested in."""
