@@ -13,7 +13,8 @@ import libcst as cst
 import pytest
 
 from tests.helpers import finding_lines, write_project
-from torchperf_lint.analysis.unpacked_items import WALKED, item_source, walked_source
+from torchperf_lint.analysis.tensors import walked_source
+from torchperf_lint.analysis.unpacked_items import WALKED, item_source
 from torchperf_lint.project.host_tensors import HostTensors, comprehension_items
 
 BOUND = {
@@ -131,16 +132,11 @@ def test_what_a_loop_name_is_drawn_from_in_the_file_pass(
     statement = cst.parse_statement(loop)
     assert isinstance(statement, cst.For)
 
-    def qualify(call: cst.Call) -> str | None:
-        return f"builtins.{call.func.value}" if isinstance(call.func, cst.Name) else None
-
     def code(found: cst.BaseExpression | None) -> str | None:
         return cst.Module([]).code_for_node(found) if found is not None else None
 
-    assert code(walked_source(statement.target, statement.iter, name, qualify)) == walked
-    assert (
-        code(walked_source(statement.target, statement.iter, name, qualify, items_of_items=False)) == direct
-    )
+    assert code(walked_source(statement.target, statement.iter, name)) == walked
+    assert code(walked_source(statement.target, statement.iter, name, items_of_items=False)) == direct
 
 
 MATCHER = """

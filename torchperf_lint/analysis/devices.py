@@ -25,8 +25,7 @@ from .dict_items import summed_values
 from .host_arguments import HostArguments
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
-from .tensors import Tensorness
-from .unpacked_items import walked_source
+from .tensors import Tensorness, walked_source
 from .vocabulary import FROM_HOST_DATA, GENERATING_FACTORIES, LAYOUT_READS, LEGACY_CPU_TYPES
 
 # Where each generating factory takes its size: every positional argument (sizes may be given
@@ -198,7 +197,7 @@ class HostTensors:
         if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
             # `for sigma in sigmas` over a host tensor: each element is a row of it, on the host;
             # `for t, (_, j) in zip(targets, indices)`: an item of an item of `indices`
-            walked = walked_source(node.target, node.iter, name, self._names.qualified_name)
+            walked = walked_source(node.target, node.iter, name)
             return walked is not None and self.is_host_tensor(walked)
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node
@@ -243,7 +242,7 @@ class HostTensors:
         if binding.kind == "assign" and isinstance(node, cst.BaseExpression):
             return self.holds_tensors(node, depth)
         if binding.kind in ("for", "compfor") and isinstance(node, (cst.For, cst.CompFor)):
-            walked = walked_source(node.target, node.iter, name, self._names.qualified_name)
+            walked = walked_source(node.target, node.iter, name)
             return walked is not None and self.holds_tensors(walked, depth)
         if binding.kind == "param" and isinstance(node, cst.Param):
             function = binding.scope.node

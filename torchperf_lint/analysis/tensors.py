@@ -17,13 +17,14 @@ from typing import Optional
 
 import libcst as cst
 
+from ..syntax.ast_view import as_ast
 from ..syntax.walker import Binding, FileFacts, bound_value, dotted_name, returned_values, visit
 from .cold import enumerate_counter
 from .dict_items import DictItems, mapping_values, summed_values, walked_mapping
 from .hotpath import HotPaths
 from .names import Names, annotated_parameter
 from .parameters import ParameterSequences
-from .unpacked_items import ZIPPING, walked_source
+from .unpacked_items import drawn_path
 
 
 class Tensorness(enum.IntEnum):
@@ -530,9 +531,9 @@ class TensorInference:
         if mapping is not None:
             return self.items_of(mapping)
         drawn: Optional[cst.BaseExpression] = source
-        if isinstance(source, cst.Call) and self._names.qualified_name(source) in ZIPPING:
+        if isinstance(source, cst.Call) and self._names.qualified_name(source) in _ZIPPING:
             # `{t["image_id"].item(): o for t, o in zip(targets, results)}`: what `name` is drawn from
-            drawn = walked_source(target, source, name, self._names.qualified_name, items_of_items=False)
+            drawn = walked_source(target, source, name, items_of_items=False)
         found = self.infer(drawn) if drawn is not None else Tensorness.NO
         return min(found, Tensorness.LIKELY) if items else found
 
@@ -679,6 +680,29 @@ class _StringUses(cst.CSTVisitor):
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         if isinstance(node.expression, cst.Name):
             self.names.add(node.expression.value)
+
+
+_ZIPPING = frozenset({"builtins.zip", "builtins.enumerate"})
+
+
+def walked_source(
+    target: cst.BaseExpression, walked: cst.BaseExpression, name: str, items_of_items: bool = True
+) -> Optional[cst.BaseExpression]:
+    """What a loop or comprehension target walking `walked` draws `name` from
+    (analysis/unpacked_items.py's one reading, on the converted target and iterable): `walked`
+    itself, or an argument of the `zip`/`enumerate` calls in it; None for a count, or for a name
+    drawn from items' items without `items_of_items`."""
+    converted_target, converted_walked = as_ast(target), as_ast(walked)
+    if converted_target is None or converted_walked is None:
+        return None
+    path = drawn_path(converted_target, converted_walked, name, items_of_items)
+    if path is None:
+        return None
+    found = walked
+    for index in path:
+        assert isinstance(found, cst.Call)  # the path descends through the calls it read
+        found = found.args[index].value
+    return found
 
 
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})

@@ -1,18 +1,20 @@
-"""What a name a loop unpacks is an item of, for both passes (item_source; walked_source reads a
-libcst target with it, project/host_tensors.py an `ast` comprehension): `for t, (_, j) in zip(targets,
-indices)` binds `j` within the items of `indices`, `for i, x in enumerate(xs)` binds `x` to an
-item of `xs` and `i` to a count, `for a, b in pairs` binds both within the items of `pairs`. A value
-every item of which is on the host (a CPU tensor, a list of them) gives names on the host.
+"""What a name a loop unpacks is drawn from, one reading on CPython's `ast` for both passes (the
+file pass converts libcst's target and iterable, syntax/ast_view.py, and follows the path it gets
+on its own nodes: analysis/tensors.py, walked_source): `for t, (_, j) in zip(targets, indices)`
+draws `j` from the items of `indices`, `for i, x in enumerate(xs)` draws `x` from `xs` and `i` is a
+count, `for a, b in pairs` draws both from the items of `pairs`. A value every item of which is on
+the host (a CPU tensor, a list of them) gives names on the host.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
-
-import libcst as cst
+import ast
+from typing import Optional
 
 # item_source's answer for a name unpacked from the walked value's own items
 WALKED = -1
+# the wrappers whose items are drawn from their arguments
+ZIPPING = frozenset({"zip", "enumerate"})
 
 
 def item_source(position: int, count: int, wrapper: str, arguments: int) -> Optional[int]:
@@ -27,51 +29,32 @@ def item_source(position: int, count: int, wrapper: str, arguments: int) -> Opti
     return WALKED
 
 
-# a call's qualified name (`builtins.zip`), as the file's names read it
-Qualify = Callable[[cst.Call], Optional[str]]
-_WRAPPERS = {"builtins.zip": "zip", "builtins.enumerate": "enumerate"}
-ZIPPING = frozenset(_WRAPPERS)
-
-
-def walked_source(
-    target: cst.BaseExpression,
-    walked: cst.BaseExpression,
-    name: str,
-    qualify: Qualify,
-    items_of_items: bool = True,
-) -> Optional[cst.BaseExpression]:
-    """What a loop or comprehension target walking `walked` draws `name` from, on libcst: the
-    walked value for a plain name, the matching argument of `zip` or `enumerate` (nested:
-    `enumerate(zip(a, b))`), None for `enumerate`'s count or a name the target does not bind.
-    A name unpacked from the walked value's own items (`for t, (_, j) in zip(targets,
-    indices)`: `j` from the items of `indices`) gives that value with `items_of_items`, None
-    without."""
-    if isinstance(target, cst.Name):
-        return walked if target.value == name else None
-    if not isinstance(target, (cst.Tuple, cst.List)):
+def drawn_path(
+    target: ast.AST, walked: ast.AST, name: str, items_of_items: bool = True
+) -> Optional[list[int]]:
+    """How a loop target walking `walked` draws `name`: the positional arguments to descend
+    through `zip`/`enumerate` calls (nested: `enumerate(zip(a, b))`), to the value whose items
+    hold it ([] for `walked` itself). A name unpacked from those items' own items (`(_, j)` from
+    the items of `indices`) ends there too with `items_of_items`, and has no path without; None
+    for `enumerate`'s count or a name the target does not bind."""
+    if isinstance(target, ast.Name):
+        return [] if target.id == name else None
+    if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in target.elts):
         return None
-    elements = target.elements
-    if any(isinstance(e, cst.StarredElement) for e in elements):
-        return None
-    call = walked if isinstance(walked, cst.Call) else None
-    plain = call is not None and bool(call.args) and all(a.keyword is None and not a.star for a in call.args)
-    wrapper = _WRAPPERS.get(qualify(call) or "", "") if call is not None and plain else ""
-    for position, element in enumerate(elements):
-        if not _binds(element.value, name):
+    call = walked if isinstance(walked, ast.Call) else None
+    plain = call is not None and bool(call.args) and not call.keywords
+    plain = plain and not any(isinstance(a, ast.Starred) for a in call.args)  # type: ignore[union-attr]
+    func = call.func if call is not None else None
+    wrapper = func.id if plain and isinstance(func, ast.Name) and func.id in ZIPPING else ""
+    arguments = len(call.args) if call is not None and plain else 0
+    for position, element in enumerate(target.elts):
+        if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(element)):
             continue
-        source = item_source(
-            position, len(elements), wrapper, len(call.args) if call is not None and plain else 0
-        )
-        if source is None or (source == WALKED and not items_of_items):
+        source = item_source(position, len(target.elts), wrapper, arguments)
+        if source is None:
             return None
-        part = walked if source == WALKED else call.args[source].value  # type: ignore[union-attr]
-        return walked_source(element.value, part, name, qualify, items_of_items)
+        if source == WALKED:
+            return [] if items_of_items else None
+        inner = drawn_path(element, call.args[source], name, items_of_items)  # type: ignore[union-attr]
+        return None if inner is None else [source, *inner]
     return None
-
-
-def _binds(target: cst.BaseExpression, name: str) -> bool:
-    if isinstance(target, cst.Name):
-        return target.value == name
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_binds(e.value, name) for e in target.elements)
-    return False

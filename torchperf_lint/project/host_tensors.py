@@ -18,7 +18,7 @@ import ast
 from typing import Callable, Mapping, Sequence
 
 from ..analysis.branch_sides import dotted
-from ..analysis.unpacked_items import WALKED, item_source
+from ..analysis.unpacked_items import drawn_path
 from ..analysis.vocabulary import FROM_HOST_DATA, GENERATING_FACTORIES, LEGACY_CPU_TYPES
 
 # every value a local name is bound to, where plain assignments are all that bind it; else none
@@ -113,30 +113,14 @@ def comprehension_items(comprehension: ast.ListComp | ast.GeneratorExp) -> dict[
 
 
 def _bind_items(target: ast.AST, walked: ast.AST, found: dict[str, ast.AST]) -> None:
-    if isinstance(target, ast.Name):
-        found[target.id] = walked
-        return
-    if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in target.elts):
-        return
-    for element, part in zip(target.elts, _parts(walked, len(target.elts)), strict=True):
-        found.update((name.id, part) for name in ast.walk(element) if isinstance(name, ast.Name))
-
-
-def _parts(walked: ast.AST, count: int) -> list[ast.AST]:
-    """What each of `count` unpacked names is an item of (analysis/unpacked_items.py); a count
-    stands as a number."""
-    call = walked if isinstance(walked, ast.Call) else None
-    plain = call is not None and not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
-    wrapper = call.func.id if call is not None and plain and isinstance(call.func, ast.Name) else ""
-    arguments = len(call.args) if call is not None and plain else 0
-    parts: list[ast.AST] = []
-    for position in range(count):
-        source = item_source(position, count, wrapper, arguments)
-        if source is None:
-            parts.append(ast.Constant(0))
-        else:
-            parts.append(walked if source == WALKED else call.args[source])  # type: ignore[union-attr]
-    return parts
+    for name in {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}:
+        path = drawn_path(target, walked, name)
+        source: ast.AST = ast.Constant(0)  # a count: a number
+        if path is not None:
+            source = walked
+            for index in path:
+                source = source.args[index]  # type: ignore[attr-defined]  # the path's calls
+        found[name] = source
 
 
 def _without(elements: Mapping[str, ast.AST], name: str) -> dict[str, ast.AST]:
