@@ -12,7 +12,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tests.helpers import finding_lines, write_project
+from tests.helpers import write_project
+from tests.test_values_that_travel import routes
 from torchperf_lint.analysis.tensors import walked_source
 from torchperf_lint.analysis.unpacked_items import WALKED, item_source
 from torchperf_lint.project.host_tensors import HostTensors, comprehension_items
@@ -210,22 +211,32 @@ TRAIN = """
     """
 
 
-def _lines(tmp_path: Path, builder: str, criterion: str = CRITERION) -> list[int]:
+def _lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, builder: str, criterion: str = CRITERION
+) -> list[int]:
+    """TPL103's lines in criterion.py, the same on every route (the editor's, the CLI on the file and
+    on the project, flake8)."""
     files = {"matcher.py": MATCHER, "criterion.py": criterion, "train.py": TRAIN.format(builder=builder)}
-    return finding_lines(write_project(tmp_path, files), "criterion.py", "TPL103")
+    return routes(capsys, write_project(tmp_path, files), "criterion.py", "TPL103")
 
 
-def test_matcher_indices_built_on_the_host_index_cuda_tensors_in_each_loss(tmp_path: Path) -> None:
+def test_matcher_indices_built_on_the_host_index_cuda_tensors_in_each_loss(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     # the label gather, the permutation index in both losses: every step, every decoder layer
-    assert _lines(tmp_path, "build_host_matcher") == [22, 23, 27]
+    assert _lines(capsys, tmp_path, "build_host_matcher") == [22, 23, 27]
 
 
-def test_a_builder_that_may_return_a_matcher_of_device_indices_leaves_them_unknown(tmp_path: Path) -> None:
-    assert _lines(tmp_path, "build_matcher") == []
+def test_a_builder_that_may_return_a_matcher_of_device_indices_leaves_them_unknown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert _lines(capsys, tmp_path, "build_matcher") == []
 
 
-def test_indices_bound_to_anything_else_once_are_unknown(tmp_path: Path) -> None:
+def test_indices_bound_to_anything_else_once_are_unknown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     rebound = CRITERION.replace(
         "            return sum(losses)", "            indices = []\n            return sum(losses)"
     )
-    assert _lines(tmp_path, "build_host_matcher", rebound) == []
+    assert _lines(capsys, tmp_path, "build_host_matcher", rebound) == []
