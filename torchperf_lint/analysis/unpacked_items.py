@@ -14,7 +14,7 @@ from typing import Optional
 # item_source's answer for a name unpacked from the walked value's own items
 WALKED = -1
 # the wrappers whose items are drawn from their arguments
-ZIPPING = frozenset({"zip", "enumerate"})
+_WRAPPERS = frozenset({"zip", "enumerate"})
 
 
 def item_source(position: int, count: int, wrapper: str, arguments: int) -> Optional[int]:
@@ -41,20 +41,20 @@ def drawn_path(
         return [] if target.id == name else None
     if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in target.elts):
         return None
-    call = walked if isinstance(walked, ast.Call) else None
-    plain = call is not None and bool(call.args) and not call.keywords
-    plain = plain and not any(isinstance(a, ast.Starred) for a in call.args)  # type: ignore[union-attr]
-    func = call.func if call is not None else None
-    wrapper = func.id if plain and isinstance(func, ast.Name) and func.id in ZIPPING else ""
-    arguments = len(call.args) if call is not None and plain else 0
+    # the plain positional arguments of a `zip`/`enumerate` walked, none for anything else
+    args: list[ast.expr] = []
+    wrapper = ""
+    if isinstance(walked, ast.Call) and isinstance(walked.func, ast.Name) and walked.func.id in _WRAPPERS:
+        if not walked.keywords and not any(isinstance(a, ast.Starred) for a in walked.args):
+            args, wrapper = walked.args, walked.func.id
     for position, element in enumerate(target.elts):
         if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(element)):
             continue
-        source = item_source(position, len(target.elts), wrapper, arguments)
+        source = item_source(position, len(target.elts), wrapper if args else "", len(args))
         if source is None:
             return None
         if source == WALKED:
             return [] if items_of_items else None
-        inner = drawn_path(element, call.args[source], name, items_of_items)  # type: ignore[union-attr]
+        inner = drawn_path(element, args[source], name, items_of_items)
         return None if inner is None else [source, *inner]
     return None

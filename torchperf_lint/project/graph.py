@@ -1155,20 +1155,10 @@ class Project:
                 queue.append((FunctionRef(module, module.summary.loops[index].function), index, why))
             for index, _ in hot.get(id(module), ()):
                 queue.append((FunctionRef(module, index), None, why))
-            for model in self._moved_models(module):
+            for model, where in self._moved_models(module):
                 entry = self.entry_point(model)
                 if entry is not None:
-                    moved = f"{model.info.qualname} is moved to the device in {module.display}, which shows CUDA use"
-                    queue.append((entry, None, moved))
-            # a model the functions it calls move (DETR's main.py calls build_model, whose build()
-            # moves the criterion to `torch.device(args.device)`): it runs in this process too
-            for model, mover in self._moved_by_callees(module):
-                entry = self.entry_point(model)
-                if entry is not None:
-                    moved = (
-                        f"{model.info.qualname} is moved to the device in {mover.info.qualname} "
-                        f"({mover.module.display}), called from {module.display}, which shows CUDA use"
-                    )
+                    moved = f"{model.info.qualname} is moved to the device in {where}, which shows CUDA use"
                     queue.append((entry, None, moved))
             # the training function it calls (DETR's main.py calls engine.train_one_epoch once per
             # epoch): its step loops run in this process, on its device
@@ -1375,10 +1365,14 @@ class Project:
                 todo.extend((current.module, built, depth + 1) for built in current.info.builds)
         return None
 
-    def _moved_models(self, module: Module) -> Iterator[ClassRef]:
-        """The project's model classes `module` constructs and moves (`Net().to(device)`)."""
+    def _moved_models(self, module: Module) -> Iterator[tuple[ClassRef, str]]:
+        """The project's model classes `module` constructs and moves (`Net().to(device)`), then those
+        the functions it calls move (DETR's main.py calls build_model, whose build() moves the
+        criterion to `torch.device(args.device)`: it runs in this process too), each with where."""
         for info in [module.summary.toplevel, *module.summary.functions]:
-            yield from self._moved_by(module, info)
+            yield from ((model, module.display) for model in self._moved_by(module, info))
+        for model, mover in self._moved_by_callees(module):
+            yield model, f"{mover.info.qualname} ({mover.module.display}), called from {module.display}"
 
     def _moved_by(self, module: Module, info: Function) -> Iterator[ClassRef]:
         for callee in info.moved:
@@ -1388,7 +1382,8 @@ class Project:
 
     def _moved_by_callees(self, module: Module) -> Iterator[tuple[ClassRef, FunctionRef]]:
         """The model classes that the project functions `module` calls, or those call in turn (a
-        few calls deep), construct and move, with the function that moves each."""
+        few calls deep), construct and move, with the function that moves each; not those of
+        `module` itself, which _moved_models gives first."""
         seen: set[tuple[int, int]] = set()
         todo = deque(
             (callee, 1)
@@ -1400,8 +1395,8 @@ class Project:
             if function.key() in seen:
                 continue
             seen.add(function.key())
-            for model in self._moved_by(function.module, function.info):
-                yield model, function
+            if function.module is not module:
+                yield from ((model, function) for model in self._moved_by(function.module, function.info))
             if depth < _MOVER_DEPTH:
                 todo.extend(
                     (callee, depth + 1)

@@ -278,8 +278,9 @@ class Function:
         return bool(self.host_tensor_returns) and all(self.host_tensor_returns)
 
     def binders_of(self, name: str) -> list[Call]:
-        """Every call whose result the function binds to `name`, where those are all that bind it
-        (Call.bound_args); empty where some binding is not a call the summary describes."""
+        """Every call whose result the function binds a name Call.bound_args passes to (bound there
+        once, or only to calls: Function.call_bindings); empty where a binding is not one call the
+        summary describes."""
         binders = [call for call in (*self.calls, *self.cold_calls) if call.bound == name]
         return binders if len(binders) == self.call_bindings.get(name, 1) else []
 

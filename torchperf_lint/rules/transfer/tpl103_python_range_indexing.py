@@ -35,7 +35,7 @@ def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, 
                 return "list(range())", value
         # a project function's CPU tensors (`x[self.permutation(indices)]`); a torch factory
         # called in place is TPL101's
-        if not (qualified or "").startswith("torch.") and ctx.runs_on_cuda and ctx.host_index_tensor(value):
+        if not (qualified or "").startswith("torch.") and _cpu_tensor_index(value, ctx):
             return "a CPU tensor", None
         return None
     if isinstance(value, cst.List) and value.elements:
@@ -46,9 +46,14 @@ def _index_kind(value: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, 
         return "a list comprehension", None
     if ctx.is_index_array(value):
         return "a NumPy array", None
-    if ctx.runs_on_cuda and _made_per_step(value, ctx) and ctx.host_index_tensor(value):
+    if _cpu_tensor_index(value, ctx):
         return "a CPU tensor", None
     return None
+
+
+def _cpu_tensor_index(value: cst.BaseExpression, ctx: Context) -> bool:
+    """CPU tensors (or a tuple or list of them) made per step, indexing in a project on CUDA."""
+    return ctx.runs_on_cuda and _made_per_step(value, ctx) and ctx.host_index_tensor(value)
 
 
 def _made_per_step(value: cst.BaseExpression, ctx: Context) -> bool:
