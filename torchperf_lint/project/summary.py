@@ -1111,6 +1111,7 @@ class _Summarizer:
         self.block: list[ast.stmt] = []  # the statements of the block being walked
         self.pending: list[Callable[[], None]] = []
         self.guards: list[list[str]] = []  # tests on the current function's parameters around here
+        self._guard_texts: dict[int, Optional[str]] = {}  # id of a test -> its guard's text, or None
         self.leaving: list[int] = []  # per enclosing block that ends by leaving loops: the outermost
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
@@ -1504,6 +1505,13 @@ class _Summarizer:
     def _guard(self, test: ast.expr, side: str) -> Optional[list[str]]:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
         one side of a branch, for the project pass to decide (analysis/arguments.py)."""
+        text = self._guard_texts.get(id(test), "")  # a branch's two sides ask for one test
+        if text == "":
+            text = self._guard_text(test)
+            self._guard_texts[id(test)] = text
+        return [text, side] if text is not None else None
+
+    def _guard_text(self, test: ast.expr) -> Optional[str]:
         function = self.current()
         # the settings its module fixes (`if profile:`, `if FLASH:` in a forward) too: the project
         # pass hands a function their values where it reads them as globals (Function.flag_reads)
@@ -1512,7 +1520,7 @@ class _Summarizer:
             self.function_stack or function.namespaces or flags
         ):
             return None
-        return [ast.unparse(test), side]
+        return ast.unparse(test)
 
     def statements(self, nodes: list[ast.stmt]) -> None:
         """A block's statements; those after a guard that leaves in every training step are
