@@ -194,6 +194,7 @@ _facts_strategy = st.builds(
         tuple
     ),
     item_generators=st.lists(st.tuples(_ints, _names)).map(tuple),
+    precision_callers=st.lists(st.tuples(_ints, _names)).map(tuple),
 )
 
 

@@ -2195,3 +2195,74 @@ def test_a_construction_through_a_module_hands_its_arguments_after_self(
     trainer = EMA_TRAINER.split("\ndef main")[0]
     files = {"ema.py": EMA_HELPER, "train.py": trainer, "run.py": EMA_RUNNER}
     assert edited_routes(capsys, tmp_path, files, variant, "ema.py", "TPL204") == lines
+
+
+TRAIN_UTILS = """
+import torch
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+"""
+
+FSDP_SCRIPT = """
+import torch
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
+from utils.train_utils import train
+
+
+def main(model, loader):
+    model = FSDP(model.cuda(), mixed_precision=MixedPrecision(param_dtype=torch.bfloat16))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    train(model, loader, optimizer)
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), []),
+        # the script that calls the step names no precision: the step trains in fp32
+        ((", mixed_precision=MixedPrecision(param_dtype=torch.bfloat16)", ""), [9]),
+    ],
+)
+def test_a_step_run_for_a_script_that_names_its_precision_trains_at_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    """pytorch/examples' FSDP T5_training.py wraps the model under a bfloat16 MixedPrecision policy
+    and calls utils/train_utils.py's train(), which names no precision itself."""
+    files = {"utils/train_utils.py": TRAIN_UTILS, "t5_training.py": FSDP_SCRIPT}
+    assert edited_routes(capsys, tmp_path, files, variant, "utils/train_utils.py", "TPL701") == lines
+
+
+def test_a_step_another_module_also_calls_without_naming_precision_is_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    debug = "from utils.train_utils import train\n\n\ndef debug(model, loader, optimizer):\n    train(model, loader, optimizer)\n"
+    files = {"utils/train_utils.py": TRAIN_UTILS, "t5_training.py": FSDP_SCRIPT, "debug_run.py": debug}
+    root = write_project(tmp_path, files)
+    assert routes(capsys, root, "utils/train_utils.py", "TPL701") == [9]
+
+
+def test_a_step_run_for_a_script_whose_precision_is_an_opt_in_option_is_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """ConvNeXt's main.py names autocast behind `--use_amp`, off by default: its engine's step
+    trains in fp32 on the default run."""
+    script = (
+        "import argparse\nimport torch\nfrom utils.train_utils import train\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--use_amp', action='store_true')\n\n\n"
+        "def main(model, loader):\n"
+        "    args = parser.parse_args()\n"
+        "    optimizer = torch.optim.AdamW(model.cuda().parameters(), fused=True)\n"
+        "    with torch.autocast('cuda', enabled=args.use_amp):\n"
+        "        train(model, loader, optimizer)\n"
+    )
+    root = write_project(tmp_path, {"utils/train_utils.py": TRAIN_UTILS, "main.py": script})
+    assert routes(capsys, root, "utils/train_utils.py", "TPL701") == [9]

@@ -107,6 +107,9 @@ class EntryFacts:
     # a module that imports this one, directly or through others, and names a precision decision:
     # the process that runs this module's code may set its precision there
     precision_importer: Optional[str] = None
+    # functions running a training step whose every project caller is in another module naming a
+    # precision decision: function -> that module (project/graph.py, precision_callers)
+    precision_callers: tuple[tuple[int, str], ...] = ()
     cuda_helper: Optional[str] = None  # why it shows CUDA use: it calls a helper returning a CUDA device
     cuda_default: Optional[str] = None  # where the project makes CUDA the default device
     rpc_device_map: Optional[str] = None  # where the project lets RPC move CUDA tensors
@@ -233,6 +236,7 @@ class EntryFacts:
             channels_last_near=bool(data["channels_last_near"]),
             runs_on_cuda=_text(data["runs_on_cuda"]),
             precision_importer=_text(data.get("precision_importer")),
+            precision_callers=tuple((int(i), str(why)) for i, why in data.get("precision_callers", ())),
             cuda_helper=_text(data["cuda_helper"]),
             cuda_default=_text(data["cuda_default"]),
             rpc_device_map=_text(data.get("rpc_device_map")),
@@ -274,6 +278,9 @@ class EntryFacts:
 
     def published_weights_of(self, index: int) -> Optional[str]:
         return _row(self.published_weights, index)
+
+    def precision_callers_of(self, index: int) -> Optional[str]:
+        return _row(self.precision_callers, index)
 
     def arguments_of(self, index: int) -> dict[str, str]:
         return dict(_row(self.argument_values, index) or ())

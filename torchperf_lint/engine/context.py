@@ -612,6 +612,15 @@ class Context:
         index = self.hot.function_index(function) if function is not None else None
         return self.entry.published_weights_of(index) if index is not None else None
 
+    def precision_set_by_callers(self, node: cst.CSTNode) -> Optional[str]:
+        """The module that sets the precision of the training step `node` is in: every project call
+        of the function around it comes from another module naming a precision decision."""
+        if not self.entry.precision_callers:
+            return None
+        function = self.facts.enclosing_function(node)
+        index = self.hot.function_index(function) if function is not None else None
+        return self.entry.precision_callers_of(index) if index is not None else None
+
     @property
     def rpc_moves_cuda(self) -> bool:
         """The project (or this file) configures an RPC device map: a tensor returned over

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import re
 import sys
 from collections import deque
 from pathlib import Path
@@ -1078,6 +1079,21 @@ class Project:
             self._precision_importers = self._imported_by(importers, with_source=False)
         return self._precision_importers
 
+    def precision_callers(self, module: Module) -> tuple[tuple[int, str], ...]:
+        """Per function of `module` that runs a training step (`.backward()`, `optimizer.step()`),
+        the module it is called from when every call of it the project resolves comes from other
+        modules (not tests) that take a precision decision by default (_sets_precision): the
+        caller's process sets the step's precision (pytorch/examples' FSDP `T5_training.py` wraps
+        the model with a bfloat16 MixedPrecision policy and calls `utils/train_utils.py`'s
+        `train()`)."""
+        found: list[tuple[int, str]] = []
+        for index, info in enumerate(module.summary.functions):
+            callers = self.callers_of(FunctionRef(module, index)) if info.steps else []
+            owners = {id(caller.module): caller.module for caller, _ in callers if not caller.module.is_test}
+            if owners and all(owner is not module and _sets_precision(owner) for owner in owners.values()):
+                found.append((index, min(owner.display for owner in owners.values())))
+        return tuple(found)
+
     def _by_display(self) -> list[Module]:
         return sorted(self.modules.values(), key=lambda m: m.display)
 
@@ -1899,6 +1915,7 @@ class Project:
             channels_last_near=self.channels_last_near(module),
             cuda_helper=self.cuda_helpers().get(key),
             precision_importer=self.precision_importers().get(key),
+            precision_callers=self.precision_callers(module),
             cuda_default=self.cuda_default(module),
             rpc_device_map=self.rpc_device_map(),
             published_weights=tuple(
@@ -2062,3 +2079,17 @@ def _common_parts(a: Path, b: Path) -> int:
             break
         count += 1
     return count
+
+
+# a command-line option that switches reduced precision (`--use_amp`, `--fp16`, `--precision`)
+_PRECISION_OPTION = re.compile(r"amp|fp16|bf16|half|precision|autocast", re.IGNORECASE)
+
+
+def _sets_precision(module: Module) -> bool:
+    """`module` names a precision decision (vocabulary.mentions_reduced_precision), and none behind
+    an option the default run leaves off: every option of its that names precision defaults to
+    True (ConvNeXt's main.py names autocast behind `--use_amp`, False by default: opt-in)."""
+    options = module.summary.option_defaults
+    return module.summary.mentions_precision and all(
+        options[dest] == "True" for dest in options if _PRECISION_OPTION.search(dest)
+    )

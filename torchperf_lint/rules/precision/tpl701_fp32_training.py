@@ -133,7 +133,11 @@ class Fp32Training(Rule):
     (`tensor.cpu().to(torch.bfloat16)`, written to a file) is no precision decision; files that hand the step to a trainer
     (Lightning, Hugging Face `Trainer`, `accelerator.backward(loss)`, `fabric.backward(loss)`,
     `self.trainer.strategy.backward(loss)`, or a `def backward(self, loss)` hook that runs it
-    for its callers), which own the precision setting; files whose model runs reduced precision
+    for its callers), which own the precision setting; files whose every step runs in a function
+    that the project calls only from other modules naming a precision decision, none behind an
+    option that is off by default (a helper `train()` that `T5_training.py` calls with a model it
+    wrapped in FSDP under a bfloat16 `MixedPrecision` policy; not an engine whose `main.py` has
+    autocast behind `--use_amp`, False by default), whose process sets it; files whose model runs reduced precision
     by itself on its default configuration (a model class the file constructs, or one it builds,
     casts to float16/bfloat16 or enters autocast in `forward`/`__init__` on a path its defaults
     take: `use_fp16=True`, `num_fp16_res=4`; a `use_fp16=False` path is off by default and does
@@ -577,9 +581,12 @@ class Fp32Training(Rule):
         if not ctx.shows_cuda_use and ctx.entry.precision_importer is not None:
             return  # on CUDA for the script that imports it, which may set its precision
         calls = [c for c in ctx.nodes(cst.Call) if isinstance(c, cst.Call)]
-        backward = next(_backward_calls(calls, ctx), None)
-        if backward is None or ctx.entry.model_precision:
+        backwards = list(_backward_calls(calls, ctx))
+        if not backwards or ctx.entry.model_precision:
             return
+        if all(ctx.precision_set_by_callers(b) for b in backwards):
+            return  # each step runs for callers in modules that name a precision decision
+        backward = backwards[0]
         opt_in = None  # a precision decision only an opt-in option takes, named in the message
         for marker in self._precision_markers(ctx, calls):
             if _casts_a_host_copy(_used_at(marker, ctx), ctx):
