@@ -782,3 +782,38 @@ def test_a_construction_through_a_scoped_import_decides_its_tests(tmp_path: Path
     scoped_flag_off = model.replace("DetLoss(nc=8)", "DetLoss(nc=8, use_fl=False)")
     root = write_project(tmp_path / "off", {"focal.py": _FOCAL, "model.py": scoped_flag_off})
     assert finding_lines(root, "focal.py", SYNC) == [20, 22, 24]
+
+
+_EMPTY_DEFAULT = """
+    import torch
+    from torch import nn
+
+
+    class Detector(nn.Module):
+        def nms(self, x, labels=()):
+            if labels and len(labels[0]):
+                x = x * x.max().item()  # line 8
+            return x
+
+        def forward(self, x, boxes):
+            {calls}
+            return x
+"""
+
+
+@pytest.mark.parametrize(
+    ("calls", "hot"),
+    [
+        ("x = self.nms(x)", []),  # the default, an empty tuple: false
+        ("x = self.nms(x, labels=[])\n            x = self.nms(x)", []),  # `[]` and `()`: both false
+        ("x = self.nms(x, labels={})", []),
+        ("x = self.nms(x, labels=[boxes])", [8]),  # a list that holds something
+        ("x = self.nms(x, labels=boxes)", [8]),  # not known
+        ("x = self.nms(x)\n            x = self.nms(x, labels=(boxes,))", [8]),
+    ],
+)
+def test_an_empty_container_every_call_passes_is_false(tmp_path: Path, calls: str, hot: list[int]) -> None:
+    """yolov5's non_max_suppression(..., labels=()) autolabels only when a caller passes labels:
+    val.py passes `lb = [...] if save_hybrid else []`, with --save-hybrid off by default."""
+    root = write_project(tmp_path, {"model.py": _EMPTY_DEFAULT.replace("{calls}", calls)})
+    assert finding_lines(root, "model.py", SYNC) == hot

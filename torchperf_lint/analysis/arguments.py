@@ -5,8 +5,9 @@ construction passes `remap=None`). The project pass works out the values (projec
 both walks read a test through this one module, on CPython's `ast` (libcst's test is printed
 and parsed back), so they agree word for word.
 
-A value is a token: the repr of a literal (`None`, `False`, `3`, `'mean'`), or NOT_NONE for a
-value known only not to be None (a tuple, a list, an f-string).
+A value is a token: the repr of a literal (`None`, `False`, `3`, `'mean'`, an empty `()`, `[]` or
+`{}`, which is false), or NOT_NONE for a value known only not to be None (a tuple or list that holds
+something, an f-string).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ OPTIONS = "!options"
 # [the test, the body's token, the else side's token]; the project pass decides the test with
 # the caller's values and takes the side it picks (both, joined, when it is not decided)
 CHOSEN_PREFIX = "!if:"
+# an empty container, where call sites pass different ones (`()` and `[]`): not None, and false
+EMPTY = "()"
+_EMPTY = frozenset({"()", "[]", "{}"})
 
 
 def value_token(node: ast.AST) -> Optional[str]:
@@ -58,6 +62,10 @@ def value_token(node: ast.AST) -> Optional[str]:
         number = node.operand.value
         if isinstance(number, (int, float)) and not isinstance(number, bool):
             return repr(-number)
+    if (isinstance(node, (ast.Tuple, ast.List)) and not node.elts) or (
+        isinstance(node, ast.Dict) and not node.keys
+    ):
+        return repr(ast.literal_eval(node))  # an empty container: not None, and false
     if isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.JoinedStr, ast.Lambda)):
         return NOT_NONE
     if isinstance(node, (ast.ListComp, ast.DictComp, ast.SetComp)):
@@ -110,6 +118,8 @@ def merge(first: Optional[str], second: Optional[str]) -> Optional[str]:
         return None
     if first == second:
         return first
+    if first in _EMPTY and second in _EMPTY:
+        return EMPTY  # `labels=()` here, `labels=[]` there: false either way
     if first != "None" and second != "None":
         return NOT_NONE
     return None
