@@ -7,11 +7,13 @@ branch is not hot) read the test through analysis/arguments.py."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import finding_lines, write_project
+from torchperf_lint.analysis.arguments import items_token, truth
 
 SYNC = "TPL105"  # `.item()` in forward code: hot code reports it, cold code does not
 
@@ -817,3 +819,32 @@ def test_an_empty_container_every_call_passes_is_false(tmp_path: Path, calls: st
     val.py passes `lb = [...] if save_hybrid else []`, with --save-hybrid off by default."""
     root = write_project(tmp_path, {"model.py": _EMPTY_DEFAULT.replace("{calls}", calls)})
     assert finding_lines(root, "model.py", SYNC) == hot
+
+
+@pytest.mark.parametrize(
+    ("test", "holds"),
+    [
+        ("loss == 'masks'", False),  # none of the items is "masks"
+        ("loss != 'masks'", True),
+        ("loss == 'labels'", None),  # one item is, the others are not
+        ("loss in ('labels', 'boxes')", None),  # not a test the values decide
+        ("not flag and loss == 'masks'", False),
+    ],
+)
+def test_a_test_on_one_of_several_literals_holds_where_each_gives_the_same(test: str, holds: object) -> None:
+    one_of = items_token(repr(["labels", "boxes", "cardinality"]))
+    assert truth(ast.parse(test, mode="eval").body, {"loss": str(one_of), "flag": "False"}) is holds
+
+
+@pytest.mark.parametrize(
+    ("walked", "item"),
+    [
+        (repr(["labels", "labels"]), "'labels'"),  # every item is the same literal
+        (repr((1, 2)), '!oneof:["1", "2"]'),
+        ("[]", None),  # no item
+        ("!None", None),  # a list of what, not known
+        (repr([[1], [2]]), None),  # items that are no literals
+    ],
+)
+def test_an_item_of_a_list_of_literals_is_one_of_them(walked: str, item: object) -> None:
+    assert items_token(walked) == item

@@ -2266,3 +2266,158 @@ def test_a_step_run_for_a_script_whose_precision_is_an_opt_in_option_is_reported
     )
     root = write_project(tmp_path, {"utils/train_utils.py": TRAIN_UTILS, "main.py": script})
     assert routes(capsys, root, "utils/train_utils.py", "TPL701") == [9]
+
+
+DISPATCH_CRITERION = """
+import torch
+
+
+class SetCriterion(torch.nn.Module):
+    def __init__(self, losses):
+        super().__init__()
+        self.losses = losses
+
+    def loss_labels(self, outputs, targets, **kwargs):
+        return {"ce": torch.nn.functional.cross_entropy(outputs, targets)}
+
+    def loss_masks(self, outputs, targets, **kwargs):
+        return {"count": outputs.sum().item()}
+
+    def get_loss(self, loss, outputs, targets, **kwargs):
+        loss_map = {"labels": self.loss_labels, "masks": self.loss_masks}
+        return loss_map[loss](outputs, targets, **kwargs)
+
+    def forward(self, outputs, targets):
+        losses = {}
+        for loss in self.losses:
+            losses.update(self.get_loss(loss, outputs, targets))
+        for loss in self.losses:
+            kwargs = {"log": False}
+            losses.update(self.get_loss(loss, outputs, targets, **kwargs))
+        return losses
+"""
+
+DISPATCH_BUILDER = """
+import torch
+from criterion import SetCriterion
+
+
+def build(args):
+    losses = ["labels"]
+    if args.masks:
+        losses += ["masks"]
+    return SetCriterion(losses=losses)
+
+
+def main(args, model, loader, optimizer):
+    criterion = build(args)
+    for x, y in loader:
+        loss = sum(criterion(model(x.cuda()), y.cuda()).values())
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--masks", action="store_true")
+    main(parser.parse_args(), None, [], None)
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), []),  # the default run computes the "labels" loss alone
+        (('action="store_true"', 'action="store_false"'), [13]),  # --masks on by default
+        (('losses = ["labels"]', 'losses = ["labels", "masks"]'), [13]),
+        # what the list holds is not known: every entry of the table may run
+        (('losses = ["labels"]', "losses = args.losses"), [13]),
+    ],
+)
+def test_a_dispatch_table_runs_the_entries_its_keys_pick(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    """DETR's SetCriterion: `for loss in self.losses: self.get_loss(loss, ...)`, which calls
+    `loss_map[loss](...)`; `losses` is built in `build(args)`, with "masks" only under `--masks`."""
+    files = {"criterion.py": DISPATCH_CRITERION, "train.py": DISPATCH_BUILDER}
+    assert edited_routes(capsys, tmp_path, files, variant, "criterion.py", "TPL105") == lines
+
+
+MAIN_SCRIPT = """
+import argparse
+
+
+def get_args_parser():
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--log_loss", action="store_true")
+    return parser
+
+
+def main(args, model, loader, optimizer):
+    for x, y in loader:
+        loss = model(x.cuda(), y.cuda())
+        loss.backward()
+        optimizer.step()
+        if args.log_loss:
+            print(loss.item())
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(parents=[get_args_parser()])
+    main(parser.parse_args(), None, [], None)
+"""
+
+LAUNCHER = """
+import argparse
+import main as detection
+
+
+class Trainer:
+    def __init__(self, args):
+        self.args = args
+
+    def __call__(self):
+        import main as detection
+
+        detection.main(self.args, None, [], None)
+
+
+def run():
+    parser = argparse.ArgumentParser(parents=[detection.get_args_parser()])
+    parser.add_argument("--nodes", type=int, default=2)
+    Trainer(parser.parse_args())()
+
+
+def main():
+    run()
+
+
+def launch(function):
+    function()
+
+
+if __name__ == "__main__":
+    launch(main)
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), []),
+        # the launcher's own option of that name is on by default: the two disagree
+        (('parser.add_argument("--nodes", type=int, default=2)', "parser.set_defaults(log_loss=True)"), [16]),
+        # what the launcher hands main is no options
+        (("detection.main(self.args, None, [], None)", "detection.main(self, None, [], None)"), [16]),
+    ],
+)
+def test_options_a_launcher_keeps_on_its_instance_are_the_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    """DETR's run_with_submitit.py parses the options with main.py's parser as a parent, keeps
+    them on a Trainer and calls `main(self.args)`; it also hands its own `main` to a launcher,
+    which is not main.py's."""
+    files = {"main.py": MAIN_SCRIPT, "run_with_submitit.py": LAUNCHER}
+    assert edited_routes(capsys, tmp_path, files, variant, "main.py", "TPL107") == lines

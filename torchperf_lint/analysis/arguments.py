@@ -45,6 +45,13 @@ OPTIONS = "!options"
 # [the test, the body's token, the else side's token]; the project pass decides the test with
 # the caller's values and takes the side it picks (both, joined, when it is not decided)
 CHOSEN_PREFIX = "!if:"
+# a name a `for` binds to the items of a parameter or `self.` attribute (`for loss in
+# self.losses`, then `self.get_loss(loss, ...)`): ITEMS_PREFIX + what it walks; the project pass
+# reads the caller's value for that, a list or tuple of literals, as ONE_OF its items
+ITEMS_PREFIX = "!items:"
+# one of several literals (ONE_OF + the JSON list of their tokens): a test holds where it holds for
+# each of them (`loss == "masks"` for one of "labels", "boxes", "cardinality" does not)
+ONE_OF = "!oneof:"
 # an empty container, where call sites pass different ones (`()` and `[]`): not None, and false
 EMPTY = "()"
 _EMPTY = frozenset({"()", "[]", "{}"})
@@ -166,8 +173,35 @@ def _literal(token: str) -> tuple[bool, object]:
         return False, None
 
 
+def items_token(token: Optional[str]) -> Optional[str]:
+    """What an item of the value `token` stands for is: the literal every item is, or ONE_OF
+    them, for a list or tuple of literals; None for anything else."""
+    known, value = _literal(token) if token is not None else (False, None)
+    if not known or not isinstance(value, (list, tuple)) or not value:
+        return None
+    if not all(isinstance(item, (str, int, float, bool, type(None))) for item in value):
+        return None
+    members = list(dict.fromkeys(repr(item) for item in value))
+    return members[0] if len(members) == 1 else ONE_OF + json.dumps(members)
+
+
 def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
-    """Whether `test` holds under `values`; None when that is not decided."""
+    """Whether `test` holds under `values`; None when that is not decided. A name that holds
+    ONE_OF several literals decides the test where every one of them gives the same answer."""
+    for node in ast.walk(test):
+        name = _read(node)
+        token = values.get(name) if name is not None else None
+        if token is not None and token.startswith(ONE_OF):
+            try:
+                members = json.loads(token[len(ONE_OF) :])
+            except ValueError:
+                return None
+            answers = {truth(test, {**values, name: str(member)}) for member in members}  # type: ignore[dict-item]
+            return answers.pop() if len(answers) == 1 else None
+    return _truth(test, values)
+
+
+def _truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = truth(test.operand, values)
         return None if inner is None else not inner

@@ -30,12 +30,14 @@ from ..analysis.arguments import (
     BUILT_PREFIX,
     CHOSEN_PREFIX,
     INSTANCE_PREFIX,
+    ITEMS_PREFIX,
     NOT_NONE,
     NOT_NONE_TEST,
     PARAM_PREFIX,
     TRUTHY,
     chosen_sides,
     decided_sides,
+    items_token,
     merge,
     parse_test,
     truth,
@@ -92,9 +94,11 @@ def passed_tokens(
     for position, param in enumerate(callee.params):
         token: Optional[str]
         slot = str(position - bound)
-        if call.star and not call.spread:
+        placed = position < callee.positional and position >= bound and slot in call.args
+        if call.star and not call.spread and (call.unpacks_args or not (placed or param in call.args)):
+            # what `*args` fills is not known, nor what `**kwargs` may; `f(x, **kwargs)` places `x`
             token = None
-        elif position < callee.positional and position >= bound and slot in call.args:
+        elif placed:
             token = call.args[slot]
         elif param in call.args:
             token = call.args[param]
@@ -105,7 +109,7 @@ def passed_tokens(
             token = callee.defaults.get(param)
         if token is not None and token.startswith(PARAM_PREFIX):
             token = handed(token[len(PARAM_PREFIX) :], param)
-        elif token is not None and token.startswith((BUILT_PREFIX, CHOSEN_PREFIX)):
+        elif token is not None and token.startswith((BUILT_PREFIX, CHOSEN_PREFIX, ITEMS_PREFIX)):
             token = handed(token, param)  # only a handler that knows the caller's values resolves it
         found[param] = None if token == "?" else token
     return found
@@ -198,11 +202,15 @@ def argument_values(
         if entry[0].info.name not in (either if entry[0].info.cls >= 0 else handed):
             decided.setdefault(key, entry)
     instances: dict[str, Values] = {}
-    found = _handed_on(decided, project, options, outer, instances)
-    _instance_attributes(found, instances)
+    # what construction sets the attributes to, known before the calls that hand them on
+    attributes: dict[tuple[int, int], Values] = {}
     for cls, init, values in _constructions(project, handed | members, exported, options):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
-            found.setdefault(method.key(), {})[f"self.{attribute}"] = token
+            attributes.setdefault(method.key(), {})[f"self.{attribute}"] = token
+    found = _handed_on(decided, project, options, outer, instances, attributes)
+    _instance_attributes(found, instances)
+    for key, stored in attributes.items():
+        found.setdefault(key, {}).update(stored)
     for function, attribute in _absent_attributes(project, {*sites, *roots}):
         found.setdefault(function.key(), {})[f"self.{attribute}"] = ABSENT
     _name_not_none_tests(project, found)
@@ -272,6 +280,7 @@ def _handed_on(
     options: dict[tuple[int, int], Values],
     outer: set[str],
     instances: dict[str, Values],
+    attributes: Mapping[tuple[int, int], Values],
 ) -> dict[tuple[int, int], Values]:
     """The values of each function's parameters, where a caller that hands on a parameter of
     its own (or an option it holds) passes what its callers decided for it, and an instance it
@@ -285,11 +294,15 @@ def _handed_on(
     def handed_by(caller: FunctionRef, callee_key: tuple[int, int]) -> Handed:
         values = found.get(caller.key(), {})
         held = options.get(caller.key(), {})
+        stored = attributes.get(caller.key(), {})
         recursive = caller.key() == callee_key
 
         def handed(param: str, into: str) -> Optional[str]:
             if param.startswith(CHOSEN_PREFIX):
                 return choose(param, {**held, **values}, handed, into)
+            if param.startswith(ITEMS_PREFIX):  # `for loss in self.losses: f(loss)`: one of its items
+                walked = param[len(ITEMS_PREFIX) :]
+                return items_token(values.get(walked, stored.get(walked, held.get(walked))))
             if param.startswith(BUILT_PREFIX):
                 key = (caller.key(), param)
                 if key not in built:
@@ -330,7 +343,7 @@ def _handed_on(
 
 def _hands_on(call: Call) -> bool:
     return bool(call.spread) or any(
-        token.startswith((PARAM_PREFIX, CHOSEN_PREFIX)) for token in call.args.values()
+        token.startswith((PARAM_PREFIX, CHOSEN_PREFIX, ITEMS_PREFIX)) for token in call.args.values()
     )
 
 

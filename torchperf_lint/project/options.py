@@ -49,10 +49,17 @@ def option_values(project: ProjectView, configured: frozenset[str]) -> dict[tupl
     found: dict[tuple[int, int], Values] = {}
     for key, names in _holders(project).items():
         values: Values = {}
-        for name, origin in sorted(names.items()):
-            if origin not in known:
-                known[origin] = _known(project, project_module(project, origin), configured)
-            values.update((f"{name}.{dest}", token) for dest, token in known[origin].items())
+        for name, origins in sorted(names.items()):
+            for origin in origins:
+                if origin not in known:
+                    known[origin] = _known(project, project_module(project, origin), configured)
+            # options parsed by several scripts (main.py's and a launcher's whose parser takes it
+            # as a parent): what their defaults agree on
+            first, *others = [known[origin] for origin in origins]
+            agreed = {
+                dest: token for dest, token in first.items() if all(o.get(dest) == token for o in others)
+            }
+            values.update((f"{name}.{dest}", token) for dest, token in agreed.items())
         if values:
             found[key] = values
     return found
@@ -215,7 +222,8 @@ def _flags_joined(value: ast.BinOp, receiver: str, known: dict[str, str]) -> str
     return repr(joined)
 
 
-Holders = dict[tuple[int, int], dict[str, int]]  # function -> name -> the module that parsed them
+# function -> name -> the modules that parsed them (sorted ids)
+Holders = dict[tuple[int, int], dict[str, tuple[int, ...]]]
 
 
 def _holders(project: ProjectView) -> Holders:
@@ -232,11 +240,11 @@ def _holders(project: ProjectView) -> Holders:
     ]
     for caller, info in owners:
         if info.namespaces:
-            holders[caller.key()] = {name: id(caller.module) for name in info.namespaces}
+            holders[caller.key()] = {name: (id(caller.module),) for name in info.namespaces}
         for name, written in info.options_calls.items():
             origin = _options_returned_by(project, caller.module, written)
             if origin is not None:
-                holders.setdefault(caller.key(), {})[name] = origin
+                holders.setdefault(caller.key(), {})[name] = (origin,)
     passing = any(info.options_calls for _, info in owners) or any(
         OPTIONS in call.args.values() for _, info in owners for call in [*info.calls, *info.cold_calls]
     )
@@ -249,19 +257,79 @@ def _holders(project: ProjectView) -> Holders:
         for call in [*info.calls, *info.cold_calls]:
             for callee in project.resolve_call(caller, call) or _constructor(project, caller, call):
                 sites.setdefault(callee.key(), (callee, []))[1].append((caller, call))
-    sites = {key: entry for key, entry in sites.items() if entry[0].info.name not in handed}
+    sites = {key: entry for key, entry in sites.items() if not _handed_on(project, entry[0], handed)}
+    kept = _kept_from_init(project)
     for _ in range(_ROUNDS):
         changed = False
         for key, (callee, calls) in sites.items():
             own = holders.get(key, {})
-            for param, origin in _passed_options(callee, calls, holders).items():
-                if own.get(param) != origin:
-                    holders.setdefault(key, {})[param] = origin
+            for param, origins in _passed_options(callee, calls, holders).items():
+                if own.get(param) != origins:
+                    holders.setdefault(key, {})[param] = origins
                     own = holders[key]
                     changed = True
+        for init_key, stores in kept.items():
+            held = holders.get(init_key, {})
+            for param, (attribute, methods) in stores.items():
+                if param not in held:
+                    continue
+                for method in methods:
+                    mine = holders.setdefault(method, {})
+                    if mine.get(f"self.{attribute}") != held[param]:
+                        mine[f"self.{attribute}"] = held[param]
+                        changed = True
         if not changed:
             break
     return holders
+
+
+def _handed_on(project: ProjectView, callee: FunctionRef, handed: set[str]) -> bool:
+    """`callee` may be handed on as a callback, so that its callers are not all seen: its name is
+    read without a call, and for a module-level function, in a module where the name may be it
+    (detectron2's `launch(main, ...)` in d2/train_net.py hands on that module's `main`, not the
+    one in main.py)."""
+    name = callee.info.name
+    if name not in handed:
+        return False
+    if callee.info.cls >= 0 or callee.info.parent >= 0:
+        return True
+    readers = [module for module in project.modules.values() if name in module.summary.handed]
+    if not readers:
+        return True  # read as `mod.name`, or a member: not known which
+    for module in readers:
+        found = project.resolve_dotted(module, name)
+        if not isinstance(found, FunctionRef) or found.key() == callee.key():
+            return True
+    return False
+
+
+def _kept_from_init(
+    project: ProjectView,
+) -> dict[tuple[int, int], dict[str, tuple[str, list[tuple[int, int]]]]]:
+    """Per `__init__`, its parameters that it keeps on an attribute no other method of the class
+    stores (`self.args = args`), with the attribute and the class's methods that read it: the
+    options a construction hands `__init__` travel with the instance (submitit launchers'
+    `Trainer(args)`, then `main(self.args)` in `__call__`)."""
+    found: dict[tuple[int, int], dict[str, tuple[str, list[tuple[int, int]]]]] = {}
+    for module in project.modules.values():
+        functions = module.summary.functions
+        by_class: dict[int, list[int]] = {}
+        for index, info in enumerate(functions):
+            if info.cls >= 0:
+                by_class.setdefault(info.cls, []).append(index)
+        for indices in by_class.values():
+            stores: dict[str, list[tuple[int, str]]] = {}
+            for index in indices:
+                for attribute, param in functions[index].self_stores:
+                    stores.setdefault(attribute, []).append((index, param))
+            for attribute, where in stores.items():
+                index, param = where[0]
+                if len(where) > 1 or not param or functions[index].name != "__init__":
+                    continue
+                methods = [FunctionRef(module, i).key() for i in indices if i != index]
+                key = FunctionRef(module, index).key()
+                found.setdefault(key, {})[param] = (attribute, methods)
+    return found
 
 
 def _options_returned_by(project: ProjectView, module: Module, callee: str) -> Optional[int]:
@@ -284,22 +352,25 @@ def _constructor(project: ProjectView, caller: FunctionRef, call: Call) -> list[
 
 def _passed_options(
     callee: FunctionRef, calls: list[tuple[FunctionRef, Call]], holders: Holders
-) -> dict[str, int]:
-    """The parameters of `callee` every call passes options to, all parsed in one module."""
-    found: Optional[dict[str, int]] = None
+) -> dict[str, tuple[int, ...]]:
+    """The parameters of `callee` every call passes options to, with the modules that parsed them."""
+    found: Optional[dict[str, tuple[int, ...]]] = None
     for caller, call in calls:
         held = holders.get(caller.key(), {})
 
-        def handed(param: str, into: str, held: dict[str, int] = held) -> Optional[str]:
-            return f"{OPTIONS}:{held[param]}" if param in held else None
+        def handed(param: str, into: str, held: dict[str, tuple[int, ...]] = held) -> Optional[str]:
+            return f"{OPTIONS}:{','.join(map(str, held[param]))}" if param in held else None
 
-        passed: dict[str, int] = {}
+        passed: dict[str, tuple[int, ...]] = {}
         for param, token in passed_tokens(call, callee.info, bound_self(call, callee.info), handed).items():
             if token == OPTIONS:
-                passed[param] = id(caller.module)  # a name of the caller's module holds them
+                passed[param] = (id(caller.module),)  # a name of the caller's module holds them
             elif token is not None and token.startswith(f"{OPTIONS}:"):
-                passed[param] = int(token.split(":", 1)[1])
-        found = passed if found is None else {p: o for p, o in found.items() if passed.get(p) == o}
+                passed[param] = tuple(int(o) for o in token.split(":", 1)[1].split(","))
+        if found is None:
+            found = passed
+        else:
+            found = {p: tuple(sorted({*o, *passed[p]})) for p, o in found.items() if p in passed}
         if not found:
             return {}
     return found or {}

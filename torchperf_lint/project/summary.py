@@ -20,6 +20,7 @@ from ..analysis.accumulators import Accumulators, test_key, tests_a_list
 from ..analysis.added_keys import added_keys
 from ..analysis.arguments import (
     BUILT_PREFIX,
+    ITEMS_PREFIX,
     OPTIONS,
     PARAM_PREFIX,
     asserted_values,
@@ -909,6 +910,10 @@ class _Locals:
         # `ids = A if TEST else B`: the CHOSEN_PREFIX token, read where a call passes the name
         # bound nowhere else (analysis/arguments.py)
         self.chosen: dict[str, str] = {}
+        # `for NAME in self.ATTR` (or a parameter): NAME -> what each such loop walks
+        self.walked: dict[str, list[str]] = {}
+        # `NAME += [...]`: NAME -> (the guards around it, the value added, inside a loop)
+        self.extended: dict[str, list[tuple[list[list[str]], ast.AST, bool]]] = {}
         self.host_tensors: Optional[HostTensors] = None  # its reader, once asked (_host_tensors)
         if function is None:
             return
@@ -971,10 +976,10 @@ def _only_unpacked_mapping(node: ast.Call) -> Optional[ast.expr]:
     return unpacked[0]
 
 
-def _table_callables(func: ast.AST, scopes: tuple[_Locals, ...]) -> list[ast.expr]:
-    """The callables a call through a dict display may run: `loss_map[loss](...)` after
-    `loss_map = {"labels": self.loss_labels, "boxes": self.loss_boxes}` (the nearest scope that
-    binds the name, by that one assignment), the one under a literal key (`loss_map["boxes"]`);
+def _table_callables(func: ast.AST, scopes: tuple[_Locals, ...]) -> list[tuple[ast.expr, Optional[str]]]:
+    """The callables a call through a dict display may run, each with its key: `loss_map[loss](...)`
+    after `loss_map = {"labels": self.loss_labels, "boxes": self.loss_boxes}` (the nearest scope
+    that binds the name, by that one assignment), the one under a literal key (`loss_map["boxes"]`);
     none where a value is not a name or an attribute chain, or the table is bound otherwise."""
     if not isinstance(func, ast.Subscript):
         return []
@@ -988,8 +993,18 @@ def _table_callables(func: ast.AST, scopes: tuple[_Locals, ...]) -> list[ast.exp
         return []
     key = _string_key(func.slice)
     keys = [_string_key(name) if name is not None else None for name in table.keys]
-    chosen = [value for name, value in zip(keys, table.values, strict=True) if name == key]
-    return chosen if key is not None and chosen else list(table.values)
+    pairs = list(zip(table.values, keys, strict=True))
+    chosen = [(value, name) for value, name in pairs if name == key]
+    return chosen if key is not None and chosen else pairs
+
+
+def _key_guard(func: ast.AST, key: Optional[str], params: Iterable[str]) -> Optional[list[str]]:
+    """The guard of the call of one table entry, `loss == 'masks'` for `loss_map[loss](...)`, where
+    a parameter picks the entry: the project pass decides it with what the callers pass."""
+    picked = func.slice if isinstance(func, ast.Subscript) else None
+    if key is None or not isinstance(picked, ast.Name) or picked.id not in params:
+        return None
+    return [f"{picked.id} == {key!r}", "body"]
 
 
 def _spread_name(node: ast.Call) -> str:
@@ -1065,6 +1080,46 @@ def _chosen_token(name: str, local: _Locals) -> Optional[str]:
     if name in local.params or local.stores.get(name) != 1 or len(local.values.get(name, ())) != 1:
         return None
     return local.chosen.get(name)
+
+
+def _walked_token(name: str, local: _Locals) -> Optional[str]:
+    """ITEMS_PREFIX and what `name` walks, where every binding of the local is a `for` over the
+    same parameter or `self.` attribute (`for loss in self.losses:`)."""
+    walked = local.walked.get(name, [])
+    if not walked or name in local.params or local.stores.get(name) != len(walked) or len(set(walked)) != 1:
+        return None
+    return ITEMS_PREFIX + walked[0]
+
+
+def _extended_token(name: str, local: _Locals, guards: list[list[str]], line: int) -> Optional[str]:
+    """The CHOSEN_PREFIX token of a list of literals bound once and extended once by `+=` under one
+    guard more than the call has, both before the call: DETR's `losses = ['labels', 'boxes',
+    'cardinality']`, then `if args.masks: losses += ["masks"]`."""
+    values, extensions = local.values.get(name, []), local.extended.get(name, [])
+    if name in local.params or len(values) != 1 or len(extensions) != 1 or local.stores.get(name) != 2:
+        return None
+    added_guards, added, looped = extensions[0]
+    base, extra = _literal_items(values[0]), _literal_items(added)
+    if (
+        base is None
+        or extra is None
+        or looped
+        or added_guards[:-1] != guards
+        or len(added_guards) != len(guards) + 1
+    ):
+        return None
+    if not values[0].lineno < added.lineno < line:  # type: ignore[attr-defined]
+        return None
+    test, side = added_guards[-1]
+    whole, bare = repr(base + extra), repr(base)
+    return chosen(test, whole, bare) if side == "body" else chosen(test, bare, whole)
+
+
+def _literal_items(node: ast.AST) -> Optional[list[object]]:
+    """The items of a list or tuple display of literals (`["masks"]`), or None."""
+    if not isinstance(node, (ast.List, ast.Tuple)) or not all(isinstance(e, ast.Constant) for e in node.elts):
+        return None
+    return [cast(ast.Constant, e).value for e in node.elts]
 
 
 def _record_unpacked(node: ast.Assign, local: _Locals) -> None:
@@ -1468,12 +1523,25 @@ class _Summarizer:
             iterated = node.iter
             if isinstance(iterated, ast.Name) and iterated.id in self.locals().params:
                 self.item_loops[index] = iterated.id  # `for l in cfg:` one pass per item it is handed
+            walked = subject(iterated)
+            if (
+                isinstance(node.target, ast.Name)
+                and walked is not None
+                and (walked.startswith("self.") or walked in self.locals().params)
+            ):
+                self.locals().walked.setdefault(node.target.id, []).append(walked)
         self.loop_stack[-1].append(index)
         self.statements(node.body)
         self.loop_stack[-1].pop()
         self.statements(node.orelse)
 
     _For = _AsyncFor = _While = _loop
+
+    def _AugAssign(self, node: ast.AugAssign) -> None:
+        if self.function_stack and isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+            added = ([list(g) for g in self.guards], node.value, bool(self.loop_stack[-1]))
+            self.locals().extended.setdefault(node.target.id, []).append(added)
+        self.children(node)
 
     def _in_cold(self, nodes: list[ast.stmt], cold: bool, guard: Optional[list[str]] = None) -> None:
         self.cold += cold
@@ -2001,6 +2069,15 @@ class _Summarizer:
             if cls is not None:
                 return BUILT_PREFIX + cls
         if (
+            isinstance(argument, ast.Attribute)
+            and isinstance(argument.value, ast.Name)
+            and argument.value.id == "self"
+            and self.function_stack
+            and self.current().cls >= 0
+            and "self" in self.current().params
+        ):
+            return f"{PARAM_PREFIX}self.{argument.attr}"  # what the instance keeps (`main(self.args)`)
+        if (
             isinstance(argument, ast.Name)
             and self.function_stack
             and argument.id != "self"
@@ -2210,7 +2287,13 @@ class _Summarizer:
             func = node.func
             for slot, argument in named:
                 if args.get(slot) == "?" and isinstance(argument, ast.Name):
-                    args[slot] = _chosen_token(argument.id, scopes[0]) or "?"
+                    local = scopes[0]
+                    args[slot] = (
+                        _chosen_token(argument.id, local)
+                        or _walked_token(argument.id, local)
+                        or _extended_token(argument.id, local, guards, node.lineno)
+                        or "?"
+                    )
             if isinstance(func, ast.Attribute) and self._is_step(func, scopes[0]):
                 function.steps.append(loop)
                 if func.attr == "step":
@@ -2229,9 +2312,11 @@ class _Summarizer:
             described = _scaler_step(node, scopes[0]) or self._describe(func, scopes, function.cls)
             # `loss_map[loss](...)` calls one of the table's callables: a call of each
             dispatched = [
-                self._describe(value, scopes, function.cls) for value in _table_callables(func, scopes)
+                (self._describe(value, scopes, function.cls), _key_guard(func, key, scopes[0].params))
+                for value, key in _table_callables(func, scopes)
             ]
-            for kind, target in filter(None, [described] if described is not None else dispatched):
+            chosen_calls = [(described, None)] if described is not None else dispatched
+            for (kind, target), picked in [(d, g) for d, g in chosen_calls if d is not None]:
                 call = Call(
                     kind,
                     target,
@@ -2240,7 +2325,7 @@ class _Summarizer:
                     host_args=self._host_args(node, scopes[0]),
                     args=args,
                     star=star,
-                    guards=guards,
+                    guards=[*guards, picked] if picked else guards,
                 )
                 call.leaves = leaves
                 call.spread = spread
@@ -2382,12 +2467,14 @@ class _Summarizer:
 
     def _scoped_import(self, name: str, scope: _Locals) -> bool:
         """`name` is bound in `scope` only by an import that resolves it across the project
-        (`from pkg.loss import Loss` inside `init_criterion`), and no module-level name shadows it."""
+        (`from pkg.loss import Loss` inside `init_criterion`), and no module-level name shadows it
+        but an import of the same (DETR's launcher imports `main as detection` at both levels)."""
+        imported = self.summary.local_imports.get(name)
         return (
             name in scope.imported
             and not scope.stores.get(name)
-            and name in self.summary.local_imports
-            and name not in self.summary.imports
+            and imported is not None
+            and self.summary.imports.get(name, imported) == imported
             and name not in self.summary.globals
         )
 
