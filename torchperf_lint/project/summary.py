@@ -1082,6 +1082,10 @@ def _chosen_token(name: str, local: _Locals) -> Optional[str]:
     return local.chosen.get(name)
 
 
+# the longest list of literals a token spells out (a table of numbers is no list of choices)
+_MOST_LITERAL_ITEMS = 32
+
+
 def _walked_token(name: str, local: _Locals) -> Optional[str]:
     """ITEMS_PREFIX and what `name` walks, where every binding of the local is a `for` over the
     same parameter or `self.` attribute (`for loss in self.losses:`)."""
@@ -1116,8 +1120,10 @@ def _extended_token(name: str, local: _Locals, guards: list[list[str]], line: in
 
 
 def _literal_items(node: ast.AST) -> Optional[list[object]]:
-    """The items of a list or tuple display of literals (`["masks"]`), or None."""
-    if not isinstance(node, (ast.List, ast.Tuple)) or not all(isinstance(e, ast.Constant) for e in node.elts):
+    """The items of a short list or tuple display of literals (`["masks"]`), or None."""
+    if not isinstance(node, (ast.List, ast.Tuple)) or len(node.elts) > _MOST_LITERAL_ITEMS:
+        return None
+    if not all(isinstance(e, ast.Constant) for e in node.elts):
         return None
     return [cast(ast.Constant, e).value for e in node.elts]
 
