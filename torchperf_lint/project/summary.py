@@ -914,7 +914,6 @@ class _Locals:
         self.walked: dict[str, list[str]] = {}
         # `NAME += [...]`: NAME -> (the guards around it, the value added, inside a loop)
         self.extended: dict[str, list[tuple[list[list[str]], ast.AST, bool]]] = {}
-        self.host_tensors: Optional[HostTensors] = None  # its reader, once asked (_host_tensors)
         if function is None:
             return
         args = function.args
@@ -1173,6 +1172,7 @@ class _Summarizer:
         self.pending: list[Callable[[], None]] = []
         self.guards: list[list[str]] = []  # tests on the current function's parameters around here
         self._guard_texts: dict[int, Optional[str]] = {}  # id of a test -> its guard's text, or None
+        self._host_tensor_readers: dict[int, HostTensors] = {}  # by id of the function's locals
         self.leaving: list[int] = []  # per enclosing block that ends by leaving loops: the outermost
         self.not_handed: set[int] = set()  # ids of names read to be called, or only to test a type
         self.handed: set[str] = set()
@@ -1240,14 +1240,17 @@ class _Summarizer:
         }
 
     def _host_tensors(self, local: _Locals) -> HostTensors:
-        if local.host_tensors is None:
-            local.host_tensors = HostTensors(
+        """The function's reader, made once; kept here, not on `local`, whose methods it holds (a
+        reference cycle would keep the tree alive until a collection)."""
+        reader = self._host_tensor_readers.get(id(local))
+        if reader is None:
+            reader = self._host_tensor_readers[id(local)] = HostTensors(
                 local.assigned_values,
                 frozenset(local.params),
                 self.qualify,
                 lambda expr: self._holds_host_data(expr, local),
             )
-        return local.host_tensors
+        return reader
 
     def scopes(self) -> tuple[_Locals, ...]:
         """The current function's locals, then those of the functions it is nested in."""
@@ -2748,6 +2751,9 @@ def summarize(source: str) -> Optional[Summary]:
     summary.shows_cuda = shows_cuda_use(source, cuda_prefixes(summarizer.import_pairs))
     summary.mentions_precision = mentions_reduced_precision(source)
     summary.rpc_device_map = names_rpc_device_map(source)
+    # The walk's deferred readers and the scopes they close over hold the tree in reference
+    # cycles: broken here, the tree is freed at once instead of by a collection that walks it.
+    summarizer.__dict__.clear()
     return summary
 
 
