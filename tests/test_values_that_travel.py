@@ -2065,6 +2065,9 @@ def train(model, loader, optimizer):
         # the literal key picks the one callable the call runs
         (("loss_map[loss](outputs", 'loss_map["boxes"](outputs'), []),
         (("loss_map[loss](outputs", 'loss_map["labels"](outputs'), [7]),
+        # the loop walks the keys it names: "labels" is not among them
+        (('for loss in ("labels", "boxes"):', 'for loss in ("boxes",):'), []),
+        (('for loss in ("labels", "boxes"):', "for loss in self.names():"), [7]),
         # a table bound twice, or holding a value that is not a name: not followed
         (("        return loss_map[loss]", "        loss_map = {}\n        return loss_map[loss]"), []),
         (('"boxes": self.loss_boxes}', '"boxes": self.loss_boxes, "none": lambda o, t: {}}'), []),

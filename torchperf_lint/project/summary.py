@@ -26,6 +26,7 @@ from ..analysis.arguments import (
     asserted_values,
     chosen,
     is_boolean_test,
+    items_token,
     mentions,
     subject,
     value_token,
@@ -1085,12 +1086,20 @@ def _chosen_token(name: str, local: _Locals) -> Optional[str]:
 _MOST_LITERAL_ITEMS = 32
 
 
+# what `_walked_token` records for a loop over a display of literals, before their repr
+_LITERAL_WALK = "="
+
+
 def _walked_token(name: str, local: _Locals) -> Optional[str]:
-    """ITEMS_PREFIX and what `name` walks, where every binding of the local is a `for` over the
-    same parameter or `self.` attribute (`for loss in self.losses:`)."""
+    """What `name` holds where every binding of the local is a `for` over the same parameter or
+    `self.` attribute (`for loss in self.losses:`: ITEMS_PREFIX and what it walks, for the
+    project pass), or over the same display of literals (`for loss in ("labels", "boxes"):`:
+    one of them, analysis/arguments.py's items_token)."""
     walked = local.walked.get(name, [])
     if not walked or name in local.params or local.stores.get(name) != len(walked) or len(set(walked)) != 1:
         return None
+    if walked[0].startswith(_LITERAL_WALK):
+        return items_token(walked[0][len(_LITERAL_WALK) :])
     return ITEMS_PREFIX + walked[0]
 
 
@@ -1533,10 +1542,13 @@ class _Summarizer:
             if isinstance(iterated, ast.Name) and iterated.id in self.locals().params:
                 self.item_loops[index] = iterated.id  # `for l in cfg:` one pass per item it is handed
             walked = subject(iterated)
+            items = _literal_items(iterated)
+            if isinstance(node.target, ast.Name) and items is not None:
+                walked = _LITERAL_WALK + repr(items)  # `for loss in ("labels", "boxes"):`
             if (
                 isinstance(node.target, ast.Name)
                 and walked is not None
-                and (walked.startswith("self.") or walked in self.locals().params)
+                and (walked.startswith(("self.", _LITERAL_WALK)) or walked in self.locals().params)
             ):
                 self.locals().walked.setdefault(node.target.id, []).append(walked)
         self.loop_stack[-1].append(index)
