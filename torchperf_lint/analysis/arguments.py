@@ -191,13 +191,14 @@ def truth(test: ast.AST, values: Mapping[str, str]) -> Optional[bool]:
     for node in ast.walk(test):
         name = _read(node)
         token = values.get(name) if name is not None else None
-        if token is not None and token.startswith(ONE_OF):
-            try:
-                members = json.loads(token[len(ONE_OF) :])
-            except ValueError:
-                return None
-            answers = {truth(test, {**values, name: str(member)}) for member in members}  # type: ignore[dict-item]
-            return answers.pop() if len(answers) == 1 else None
+        if name is None or token is None or not token.startswith(ONE_OF):
+            continue
+        try:
+            members = json.loads(token[len(ONE_OF) :])
+        except ValueError:
+            return None
+        answers = {truth(test, {**values, name: str(member)}) for member in members}
+        return answers.pop() if len(answers) == 1 else None
     return _truth(test, values)
 
 
