@@ -10,7 +10,7 @@ the two agree word for word. The project pass never imports libcst.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Callable, Optional
 
 from .vocabulary import (
     COMPILING,
@@ -212,7 +212,7 @@ def _names_read(expr: ast.AST) -> set[str]:
     return {name for name in found if name is not None}
 
 
-def assigned_marks(assignments: list[tuple[list[ast.AST], ast.AST]]) -> Marks:
+def assigned_marks(assignments: Assignments) -> Marks:
     """What plain assignments (targets, value) set: each name or dotted attribute a target binds
     (each element of `a, b = ...` too), with the values assigned to it."""
     marks: Marks = {}
@@ -229,6 +229,33 @@ def assigned_marks(assignments: list[tuple[list[ast.AST], ast.AST]]) -> Marks:
                 if name is not None:
                     marks.setdefault(name, []).append(value)
     return marks
+
+
+Assignments = list[tuple[list[ast.AST], ast.AST]]  # (targets, value) of plain assignments
+
+
+def _undecided(test: ast.AST) -> Sides:
+    return False, False
+
+
+def leaves_every_step(
+    test: ast.AST,
+    leaving: str,
+    after: Callable[[], Assignments],
+    decided: Callable[[ast.AST], Sides] = _undecided,
+) -> bool:
+    """For `if test:` without else whose body ends by leaving (`leaving`: "return", "raise",
+    "continue" or "break"): every training step takes the body, as the test says itself
+    (`if x.device.type != "cpu": return ...`) or the function's arguments do (`decided`), or, for
+    `continue` and `return`, until a counter passes a mark that the assignments after the guard
+    move (`after`, read only then). What follows such a guard is cold: analysis/cold.py's
+    cold_from on libcst and the project pass's walk on `ast` both ask here."""
+    if cold_sides(test)[1] or decided(test)[1]:
+        return True
+    if leaving not in ("continue", "return"):
+        return False
+    marks = assigned_marks(after())
+    return bool(marks) and gate_sides(test, marks)[1]
 
 
 def off_cuda_sides(test: ast.AST) -> Sides:

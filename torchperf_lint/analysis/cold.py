@@ -8,6 +8,7 @@ guard that leaves the block unless the step is in such a mode (`if x.device.type
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import libcst as cst
@@ -213,35 +214,32 @@ def _leaves_unless_it_fails(statement: cst.BaseStatement) -> bool:
 
 def cold_from(
     statements: Sequence[cst.BaseStatement],
-    decided: Callable[[cst.BaseExpression], tuple[bool, bool]] = lambda test: (False, False),
+    decided: Callable[[ast.AST], tuple[bool, bool]] = lambda test: (False, False),
 ) -> int:
     """The index of the first statement that runs only when a guard before it did not leave,
-    where the guard leaves in every training step: `if x.device.type != "cpu": return ...` (or
-    where the arguments say so: `decided`), or leaves until a counter passes a mark that the
-    statements after it move (branch_sides.gate_sides). The length of `statements` when there is
-    none."""
+    where the guard leaves in every training step (branch_sides.leaves_every_step: `if
+    x.device.type != "cpu": return ...`, or where the arguments say so: `decided`, or until a
+    counter passes a mark that the statements after it move), or only after a handler caught an
+    error. The length of `statements` when there is none."""
     for index, statement in enumerate(statements):
-        if (
-            isinstance(statement, cst.If)
-            and statement.orelse is None
-            and _always_leaves(statement.body)
-            and (
-                cold_sides(statement.test)[1]
-                or decided(statement.test)[1]
-                or _gate_opens_once_per_interval(statement, statements[index + 1 :])
-            )
-        ) or _leaves_unless_it_fails(statement):
+        if _leaves_unless_it_fails(statement):
+            return index + 1
+        if not (
+            isinstance(statement, cst.If) and statement.orelse is None and _always_leaves(statement.body)
+        ):
+            continue
+        test = as_ast(statement.test)
+        leaving = type(final_statement(statement.body)).__name__.lower()
+        after = functools.partial(_plain_assignments, statements[index + 1 :])
+        if test is not None and branch_sides.leaves_every_step(test, leaving, after, decided):
             return index + 1
     return len(statements)
 
 
-def _gate_opens_once_per_interval(guard: cst.If, after: Sequence[cst.BaseStatement]) -> bool:
-    """`if count < mark: continue` (or return) with `mark = count` among the statements after it
-    (branch_sides.gate_sides)."""
-    if not isinstance(final_statement(guard.body), (cst.Continue, cst.Return)):
-        return False
-    assignments: list[tuple[list[ast.AST], ast.AST]] = []
-    for statement in after:
+def _plain_assignments(statements: Sequence[cst.BaseStatement]) -> branch_sides.Assignments:
+    """The plain assignments among `statements`, on `ast`, as branch_sides.assigned_marks reads them."""
+    found: branch_sides.Assignments = []
+    for statement in statements:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
@@ -254,9 +252,8 @@ def _gate_opens_once_per_interval(guard: cst.If, after: Sequence[cst.BaseStateme
             for target, value in pairs:
                 converted, assigned = as_ast(target), as_ast(value)
                 if converted is not None and assigned is not None:
-                    assignments.append(([converted], assigned))
-    marks = branch_sides.assigned_marks(assignments)
-    return bool(marks) and on_cst(lambda test: branch_sides.gate_sides(test, marks), guard.test)[1]
+                    found.append(([converted], assigned))
+    return found
 
 
 def crosses_cold_branch(child: cst.CSTNode, parent: cst.CSTNode, alias: Alias = _no_alias) -> bool:

@@ -25,7 +25,7 @@ from ..syntax.walker import (
     returned_values,
 )
 from .accumulators import test_key
-from .arguments import is_option_read
+from .arguments import decided_sides, is_option_read
 from .cold import (
     argument_sides,
     cold_from,
@@ -567,7 +567,7 @@ class HotPaths:
                 start = (
                     0
                     if fails_at_end(parent)
-                    else cold_from(parent.body, lambda test: argument_sides(test, values))
+                    else cold_from(parent.body, lambda test: decided_sides(test, values))
                 )
                 for index, statement in enumerate(parent.body):
                     self._cold_edges[(statement, parent)] = index >= start

@@ -32,12 +32,12 @@ from ..analysis.arguments import (
     value_token,
 )
 from ..analysis.branch_sides import (
-    assigned_marks,
+    Assignments,
     cold_sides,
     compared_counter,
     dotted,
     enumerate_counter,
-    gate_sides,
+    leaves_every_step,
 )
 from ..analysis.checkpoints import is_weights_url, loads_weights, registers_model
 from ..analysis.failing_blocks import fails_at_end
@@ -871,18 +871,18 @@ def _cold_guard(statement: ast.stmt, after: list[ast.stmt]) -> bool:
         return not tried.orelse and bool(tried.handlers) and _leaves(tried.body)
     if not (isinstance(statement, ast.If) and not statement.orelse and _leaves(statement.body)):
         return False
-    if cold_sides(statement.test)[1]:
-        return True
-    if not isinstance(statement.body[-1], (ast.Continue, ast.Return)):
-        return False
-    assignments: list[tuple[list[ast.AST], ast.AST]] = []
-    for later in after:
-        if isinstance(later, ast.Assign):
-            assignments.append((list(later.targets), later.value))
-        elif isinstance(later, ast.AnnAssign) and later.value is not None:
-            assignments.append(([later.target], later.value))
-    marks = assigned_marks(assignments)
-    return bool(marks) and gate_sides(statement.test, marks)[1]
+    leaving = type(statement.body[-1]).__name__.lower()  # `return`, `raise`, `continue`, `break`
+    return leaves_every_step(statement.test, leaving, lambda: _plain_assignments(after))
+
+
+def _plain_assignments(statements: list[ast.stmt]) -> Assignments:
+    found: Assignments = []
+    for statement in statements:
+        if isinstance(statement, ast.Assign):
+            found.append((list(statement.targets), statement.value))
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            found.append(([statement.target], statement.value))
+    return found
 
 
 class _Locals:
