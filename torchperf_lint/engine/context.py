@@ -109,6 +109,12 @@ class Context:
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         return self.facts.enclosing_function(node)
 
+    def enclosing_function_index(self, node: cst.CSTNode) -> Optional[int]:
+        """The project pass's number of the `def` around `node` (EntryFacts' per-function
+        tables); None at module level."""
+        function = self.facts.enclosing_function(node)
+        return self.hot.function_index(function) if function is not None else None
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
@@ -413,8 +419,7 @@ class Context:
         it a device tensor (host_copied_argument), not here, once for all of them."""
         if not self.entry.host_copier_functions:
             return False
-        function = self.facts.enclosing_function(node)
-        index = self.hot.function_index(function) if function is not None else None
+        index = self.enclosing_function_index(node)
         if index is None or index not in self.entry.host_copier_functions:
             return False
         return any(isinstance(a, cst.Return) for a in self.ancestors(node))
@@ -608,8 +613,7 @@ class Context:
         function around it builds a model whose checkpoints are downloaded), or None."""
         if not self.entry.published_weights:
             return None
-        function = self.facts.enclosing_function(node)
-        index = self.hot.function_index(function) if function is not None else None
+        index = self.enclosing_function_index(node)
         return self.entry.published_weights_of(index) if index is not None else None
 
     def precision_set_by_callers(self, node: cst.CSTNode) -> Optional[str]:
@@ -617,8 +621,7 @@ class Context:
         of the function around it comes from another module naming a precision decision."""
         if not self.entry.precision_callers:
             return None
-        function = self.facts.enclosing_function(node)
-        index = self.hot.function_index(function) if function is not None else None
+        index = self.enclosing_function_index(node)
         return self.entry.precision_callers_of(index) if index is not None else None
 
     @property

@@ -758,8 +758,7 @@ def _first_move_of_a_model_it_runs(move: cst.Call, model: str, ctx: Context) -> 
 def _builds_a_model_stepped_elsewhere(move: cst.Call, ctx: Context) -> bool:
     """The move is in a model builder that a training script of the project calls for the model
     it steps (`def load_model(path): model = Darknet(path).to(device); ...; return model`)."""
-    function = ctx.enclosing_function(move)
-    index = ctx.hot.function_index(function) if function is not None else None
+    index = ctx.enclosing_function_index(move)
     return index is not None and index in ctx.entry.stepped_model_builders
 
 
