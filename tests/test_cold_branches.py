@@ -508,12 +508,21 @@ such mode"""
         raise RuntimeError
     if a:
         return 1
+    if b:
+        raise SystemExit(1)
+    if b:
+        raise
+    if a:
+        return 2; raise KeyError(a)
+    if a:
+        raise ValueError from KeyError(a)
 '''
 
 
 def test_both_passes_read_which_blocks_end_by_raising_alike() -> None:
-    """The file pass parses a libcst block back and asks analysis/failing_blocks.py, which the
-    project pass asks of its own statements: the same answer for each `if` body."""
+    """The file pass parses a libcst block back (converts the raised expression, where the raise
+    is all the block holds) and asks analysis/failing_blocks.py, which the project pass asks of its
+    own statements: the same answer for each `if` body."""
     import ast
 
     import libcst as cst
@@ -529,4 +538,4 @@ def test_both_passes_read_which_blocks_end_by_raising_alike() -> None:
     [definition] = module.body
     assert isinstance(definition, cst.FunctionDef)
     on_cst = [fails_at_end(branch.body) for branch in definition.body.body if isinstance(branch, cst.If)]
-    assert on_ast == on_cst == [True, True, False, True, False, False]
+    assert on_ast == on_cst == [True, True, False, True, False, False, False, True, False, True]

@@ -14,12 +14,11 @@ import re
 import tokenize
 from collections.abc import Iterable
 
-import libcst as cst
-
 from .engine.findings import Finding
 from .engine.noqa import NOQA_INLINE, NoqaIndex
 from .engine.runner import ERROR_CODE
 from .notebook import NotebookError, read_notebook, write_back
+from .syntax.parsing import parse_module
 
 _LINE_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
@@ -112,7 +111,7 @@ def _in_module(line: int, finding: Finding) -> Finding:
 
 def _check_parses(source: str) -> None:
     try:
-        cst.parse_module(source)
+        parse_module(source)
     except Exception as error:  # noqa: BLE001 - any failure means "do not write this"
         raise NotAdded(
             f"noqa comments not added: the result would not parse ({type(error).__name__})"

@@ -174,14 +174,29 @@ def fails_at_end(block: cst.BaseSuite) -> bool:
     ran) and nothing before leaves it (`if a: return x` ... `raise ValueError(...)` dispatches):
     what it does runs only on the way to the error. analysis/failing_blocks.py reads it, on the
     block parsed back, as the project pass does; only a block whose last statement raises is."""
-    if not isinstance(final_statement(block), cst.Raise):
+    last = final_statement(block)
+    if not isinstance(last, cst.Raise):
         return False
+    if _only_statement(block, last):
+        # the common `if bad: raise ValueError(...)`: its one expression converted, not the block
+        # rendered and parsed back
+        raised = as_ast(last.exc) if last.exc is not None else None
+        if raised is not None or last.exc is None:
+            return failing_blocks.fails_at_end([ast.Raise(exc=raised, cause=None)])
     try:  # a block renders as the suite after a colon: under any header it parses alone
         parsed = ast.parse(f"if 1:{_CODE.code_for_node(block)}")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     header = parsed.body[0]
     return isinstance(header, ast.If) and failing_blocks.fails_at_end(header.body)
+
+
+def _only_statement(block: cst.BaseSuite, last: cst.Raise) -> bool:
+    """`last` is all the block holds."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return len(block.body) == 1
+    line = block.body[0] if len(block.body) == 1 else None
+    return isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and line.body[0] is last
 
 
 def fails_after(ancestors: Iterator[cst.CSTNode]) -> bool:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
+import fnmatch
 import functools
+import os
 import re
 import sys
 from pathlib import Path
@@ -231,17 +233,22 @@ _CONDA_FILES = ("environment*.yml", "environment*.yaml", "conda.yml", "conda.yam
 
 
 def _project_files(directory: Path) -> list[tuple[Path, Callable[[Path], Optional[Declared]]]]:
+    # the folder is listed once: a lint asks this of every folder above the files, often /tmp or $HOME
+    try:
+        names = sorted(entry.name for entry in os.scandir(directory) if entry.is_file())
+    except OSError:
+        return []
     files: list[tuple[Path, Callable[[Path], Optional[Declared]]]] = []
-    if (directory / "pyproject.toml").is_file():
+    if "pyproject.toml" in names:
         files.append((directory / "pyproject.toml", _read_pyproject))
-    if (directory / "setup.cfg").is_file():
+    if "setup.cfg" in names:
         files.append((directory / "setup.cfg", _read_setup_cfg))
     requirements = sorted(
-        directory.glob("requirements*.txt"), key=lambda p: (p.name != "requirements.txt", p.name)
+        fnmatch.filter(names, "requirements*.txt"), key=lambda name: (name != "requirements.txt", name)
     )
-    files.extend((path, _read_requirements) for path in requirements if path.is_file())
-    conda = sorted({path for pattern in _CONDA_FILES for path in directory.glob(pattern)})
-    files.extend((path, _read_conda) for path in conda if path.is_file())
+    files.extend((directory / name, _read_requirements) for name in requirements)
+    conda = sorted({name for pattern in _CONDA_FILES for name in fnmatch.filter(names, pattern)})
+    files.extend((directory / name, _read_conda) for name in conda)
     return files
 
 

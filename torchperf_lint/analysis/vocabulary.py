@@ -381,7 +381,10 @@ _RPC_DEVICE_MAP = re.compile(r"\b(?:device_maps|set_device_map|set_devices)\b")
 
 def names_rpc_device_map(source: str) -> bool:
     """The source configures an RPC device map (`TensorPipeRpcBackendOptions(device_maps=...)`,
-    `options.set_device_map(...)`, `set_devices`): a tensor returned over RPC may be on a GPU."""
+    `options.set_device_map(...)`, `set_devices`): a tensor returned over RPC may be on a GPU.
+    The substring check first, as in `shows_cuda_use`."""
+    if "device_map" not in source and "set_devices" not in source:
+        return False
     return _RPC_DEVICE_MAP.search(source) is not None
 
 

@@ -12,6 +12,7 @@ import libcst as cst
 
 from ..analysis.entry import NO_FACTS, EntryFacts
 from ..settings import Settings
+from ..syntax.parsing import parse_module
 from .findings import Finding, Fix, Replacement, allowed
 from .runner import FileResult, RunnableRule, lint_bytes
 
@@ -180,7 +181,7 @@ def _render(module: cst.Module, fixes: Sequence[Fix]) -> bytes | None:
     parse."""
     try:
         candidate = _apply(module, fixes)
-        cst.parse_module(candidate)
+        parse_module(candidate)
     except Exception:  # noqa: BLE001 - any failure means "do not hand this back"
         return None
     return candidate

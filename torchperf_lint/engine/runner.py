@@ -15,6 +15,7 @@ from ..analysis.entry import NO_FACTS, EntryFacts
 from ..analysis.torch_apis import EVERY_API, shown
 from ..paths import matches_path
 from ..settings import Settings
+from ..syntax.parsing import parse_module
 from ..syntax.positions import node_ranges
 from ..syntax.walker import FileFacts, walk
 from .context import Context
@@ -51,7 +52,7 @@ class FileResult:
 def parse(data: bytes | str, path: str) -> tuple[cst.Module | None, Finding | None]:
     """The module, or a TPL000 finding saying why it could not be parsed."""
     try:
-        return cst.parse_module(data), None
+        return parse_module(data), None
     except cst.ParserSyntaxError as error:
         return None, _syntax_error(data, path, error)
     except RecursionError:
