@@ -186,7 +186,7 @@ def module_options(tree: ast.Module, source: str, nodes: Optional[list[ast.AST]]
         _declared(nodes, found.defaults)
         if "cuda" in source:
             _open_cuda_switches(nodes, found.defaults)
-    if "parse_" in source or namespaces:
+    if namespaces or any(method in source for method in _PARSE):
         _find_holders(tree, nodes, found.holders, found.returning)
     holders_anywhere = {name for names in found.holders.values() for name in names}
     _stores(nodes, holders_anywhere, found)
