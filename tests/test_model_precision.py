@@ -53,8 +53,12 @@ def test_an_fp16_path_that_is_off_by_default_does_not(tmp_path: Path) -> None:
 
 
 def _of(source: str) -> str:
-    tree = ast.parse(textwrap.dedent(source))
-    return reduced_precision(next(n for n in tree.body if isinstance(n, ast.ClassDef)))
+    source = textwrap.dedent(source)
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
+    found = reduced_precision(cls)
+    # the summary hands the class's text, read first: it must leave out no marker
+    assert reduced_precision(cls, ast.get_source_segment(source, cls)) == found
+    return found
 
 
 @pytest.mark.parametrize(

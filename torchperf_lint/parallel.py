@@ -35,8 +35,10 @@ def check_paths(
         for checker in checkers:
             checker.projects.save()
         # What lives from here to the end of the run (the project's summaries, the rules) leaves
-        # the collector's view, once collected: every full collection would walk it again.
-        gc.collect()
+        # the collector's view, once collected: every full collection would walk it again. The
+        # youngest generation holds all the project pass made (the collector was off), so its
+        # cycles are all there; the older ones (the imports) need no second walk.
+        gc.collect(0)
         gc.freeze()
         if processes <= 1 or len(paths) < 2:
             return [

@@ -117,6 +117,8 @@ class HotPaths:
         self._class_index = {node: i for i, node in enumerate(facts.class_of)}
         self._module_class_cache: dict[str, bool] = {}
         self._owners: dict[cst.CSTNode, Optional[Owner]] = {}
+        self._enclosing: dict[cst.CSTNode, Optional[Owner]] = {}
+        self._held_out: dict[cst.BaseExpression, Optional[str]] = {}
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
         self._preparing = {node for node, info in facts.functions.items() if _prepares_dataset(info)}
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
@@ -371,8 +373,12 @@ class HotPaths:
         of training: named so (`val_loader`, `testloader`) or built from a dataset named so
         (`DataLoader(test_set)`, `DataLoader(dataset=holdout)`). An evaluation loop, whatever its
         function is called and whether or not the model was put in eval mode."""
-        converted = as_ast(iterable)
-        return held_out_loader(converted, self._calls_at(iterable)) if converted else None
+        if iterable not in self._held_out:  # asked for each model call in the loop
+            converted = as_ast(iterable)
+            self._held_out[iterable] = (
+                held_out_loader(converted, self._calls_at(iterable)) if converted else None
+            )
+        return self._held_out[iterable]
 
     def loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
         """The loader's name when `expr` (a name, attribute or call) names or builds a DataLoader."""
@@ -507,7 +513,17 @@ class HotPaths:
     def _owner(self, node: cst.CSTNode) -> Optional[Owner]:
         """The innermost step-loop body or function that holds `node`; None when `node` is in a
         branch a step does not take (analysis/cold.py) before either is reached."""
-        owners = self._owners
+        return self._owner_of(node, self._owners, True)
+
+    def _enclosing_owner(self, node: cst.CSTNode) -> Optional[Owner]:
+        """`_owner` without the cold branches: the only owner `_owner` may give, so a node whose
+        enclosing owner is not hot is cold, at the cost of a plain walk up (most of a library's
+        functions are not hot; the cold-branch readings are what costs)."""
+        return self._owner_of(node, self._enclosing, False)
+
+    def _owner_of(
+        self, node: cst.CSTNode, owners: dict[cst.CSTNode, Optional[Owner]], through_cold: bool
+    ) -> Optional[Owner]:
         if node in owners:
             return owners[node]
         parents = self._facts.parents
@@ -524,10 +540,11 @@ class HotPaths:
                     break
                 same.append(child)
             kind = type(current)
-            if kind in _BRANCHES and self._crosses_cold_branch(child, current):
-                break
-            if kind is cst.If and self._leaves_step_loop(child, current):  # type: ignore[arg-type]
-                break
+            if through_cold:
+                if kind in _BRANCHES and self._crosses_cold_branch(child, current):
+                    break
+                if kind is cst.If and self._leaves_step_loop(child, current):  # type: ignore[arg-type]
+                    break
             if kind is cst.Param:
                 if child is current.default:  # type: ignore[attr-defined]
                     defined_outside = True
@@ -777,9 +794,11 @@ class HotPaths:
         return roots
 
     def _propagate(self) -> dict[cst.FunctionDef, Reason]:
+        # each call under the owner that holds it but for cold branches; `_spread` reads the
+        # branches only for the calls of owners that turn out hot
         calls_by_owner: dict[Owner, list[cst.Call]] = {}
         for call in self._facts.calls:
-            owner = self._owner(call)
+            owner = self._enclosing_owner(call)
             if owner is not None:
                 calls_by_owner.setdefault(owner, []).append(call)
         hot: dict[cst.FunctionDef, Reason] = {}
@@ -857,6 +876,8 @@ class HotPaths:
         while queue:
             owner, reason = queue.popleft()
             for call in calls_by_owner.get(owner, ()):
+                if self._owner(call) is not owner:
+                    continue  # in a branch a step does not take
                 for callee in self.resolve_call(call):
                     if callee in hot or callee in self._rare:
                         continue
@@ -901,7 +922,13 @@ class HotPaths:
         """Why `node` is hot, or None when it is cold."""
         if node in self._memo:
             return self._memo[node]
-        owner = self._owner(node)
+        enclosing = self._enclosing_owner(node)
+        hot_owner = (
+            enclosing in self.hot_functions
+            or enclosing in self.step_loops
+            or enclosing in self.inference_loops
+        )
+        owner = self._owner(node) if hot_owner else None
         result: Optional[Reason] = None
         if isinstance(owner, (cst.For, cst.While)):
             result = self.step_loops.get(owner) or self.inference_loops[owner]

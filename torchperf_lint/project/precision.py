@@ -18,11 +18,15 @@ _CAST_METHODS = frozenset({"half", "bfloat16"})
 _TORCH_NAMES = frozenset({"torch", "th", "pt"})
 _NOT_TORCH = frozenset({"self", "np", "numpy", "jnp", "cls"})
 _ENTRY_METHODS = ("__init__", "forward")
+_MARKER_WORDS = ("float16", "half", "autocast")  # in every marker: bfloat16 holds float16
 Value = Union[bool, None]  # a guard's value on the default configuration; None: cannot be read
 
 
-def reduced_precision(cls: ast.ClassDef) -> str:
-    """How the class runs reduced precision by default (`casts to float16 in forward`), or ""."""
+def reduced_precision(cls: ast.ClassDef, text: Optional[str] = None) -> str:
+    """How the class runs reduced precision by default (`casts to float16 in forward`), or "".
+    `text`, the class's source where known, is read first: what `_marker` finds is spelled in it."""
+    if text is not None and not any(word in text for word in _MARKER_WORDS):
+        return ""
     methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     defaults = _attribute_defaults(methods.get("__init__"))
     for name in _ENTRY_METHODS:

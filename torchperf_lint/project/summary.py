@@ -1416,7 +1416,7 @@ class _Summarizer:
         bases = [d for d in (dotted(b) for b in node.bases) if d]
         self.summary.classes.append(Class(node.name, outer + node.name, node.lineno, bases))
         self.summary.classes[index].items_in_memory = items_in_memory(node)
-        self.summary.classes[index].reduced_precision = reduced_precision(node)
+        self.summary.classes[index].reduced_precision = reduced_precision(node, self.lines_of(node))
         self.summary.classes[index].conv_wrapper = conv_wrapper(node)
         if not self.function_stack and not self.class_stack:
             self.summary.globals[node.name] = ["class", index]
