@@ -190,6 +190,14 @@ def measure(name: str, roots: list[Path], args: argparse.Namespace) -> dict[str,
         "torchperf-lint warm (cache hit)",
         "TorchFix 0.7.0 -j 1",
     )
+    # both linters' bytecode compiled before any timed run, as pip leaves an installed tool: a fresh
+    # checkout would otherwise pay its compile in the first run timed (the previous release's one)
+    for checkout in filter(None, (REPOSITORY, args.previous)):
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(checkout / "torchperf_lint")],
+            check=True,
+            env=CHILD_ENV,
+        )
     run_command(cli + ["--cache-dir", str(cache), "--jobs", "1", *copies])  # fills the cache
     cold_runs, warm_runs, torchfix_runs = [], [], []
     for repetition in range(args.repeat):  # alternately: the machine's load falls on each alike
