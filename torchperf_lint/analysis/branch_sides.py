@@ -212,6 +212,9 @@ def _names_read(expr: ast.AST) -> set[str]:
     return {name for name in found if name is not None}
 
 
+Assignments = list[tuple[list[ast.AST], ast.AST]]  # (targets, value) of plain assignments
+
+
 def assigned_marks(assignments: Assignments) -> Marks:
     """What plain assignments (targets, value) set: each name or dotted attribute a target binds
     (each element of `a, b = ...` too), with the values assigned to it."""
@@ -229,9 +232,6 @@ def assigned_marks(assignments: Assignments) -> Marks:
                 if name is not None:
                     marks.setdefault(name, []).append(value)
     return marks
-
-
-Assignments = list[tuple[list[ast.AST], ast.AST]]  # (targets, value) of plain assignments
 
 
 def _undecided(test: ast.AST) -> Sides:

@@ -235,7 +235,7 @@ _CONDA_FILES = ("environment*.yml", "environment*.yaml", "conda.yml", "conda.yam
 def _project_files(directory: Path) -> list[tuple[Path, Callable[[Path], Optional[Declared]]]]:
     # the folder is listed once: a lint asks this of every folder above the files, often /tmp or $HOME
     try:
-        names = sorted(entry.name for entry in os.scandir(directory) if entry.is_file())
+        names = {entry.name for entry in os.scandir(directory) if entry.is_file()}
     except OSError:
         return []
     files: list[tuple[Path, Callable[[Path], Optional[Declared]]]] = []

@@ -257,7 +257,9 @@ def _holders(project: ProjectView) -> Holders:
         for call in [*info.calls, *info.cold_calls]:
             for callee in project.resolve_call(caller, call) or _constructor(project, caller, call):
                 sites.setdefault(callee.key(), (callee, []))[1].append((caller, call))
-    sites = {key: entry for key, entry in sites.items() if not _handed_on(project, entry[0], handed)}
+    sites = {
+        key: entry for key, entry in sites.items() if not _handed_on_as_callback(project, entry[0], handed)
+    }
     kept = _kept_from_init(project)
     for _ in range(_ROUNDS):
         changed = False
@@ -283,7 +285,7 @@ def _holders(project: ProjectView) -> Holders:
     return holders
 
 
-def _handed_on(project: ProjectView, callee: FunctionRef, handed: set[str]) -> bool:
+def _handed_on_as_callback(project: ProjectView, callee: FunctionRef, handed: set[str]) -> bool:
     """`callee` may be handed on as a callback, so that its callers are not all seen: its name is
     read without a call, and for a module-level function, in a module where the name may be it
     (detectron2's `launch(main, ...)` in d2/train_net.py hands on that module's `main`, not the

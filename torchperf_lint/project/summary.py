@@ -1606,10 +1606,9 @@ class _Summarizer:
     def _guard(self, test: ast.expr, side: str) -> Optional[list[str]]:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
         one side of a branch, for the project pass to decide (analysis/arguments.py)."""
-        text = self._guard_texts.get(id(test), "")  # a branch's two sides ask for one test
-        if text == "":
-            text = self._guard_text(test)
-            self._guard_texts[id(test)] = text
+        if id(test) not in self._guard_texts:  # a branch's two sides ask for one test
+            self._guard_texts[id(test)] = self._guard_text(test)
+        text = self._guard_texts[id(test)]
         return [text, side] if text is not None else None
 
     def _guard_text(self, test: ast.expr) -> Optional[str]:
