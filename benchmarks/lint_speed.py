@@ -326,6 +326,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--suffix", default="", help="added to the result files' names")
     args = parser.parse_args(argv)
+    # this checkout's rule catalogue (flake8's row selects every code), installed or not
+    sys.path.insert(0, str(REPOSITORY))
     if args.corpus:
         corpora = {"given corpus": list(args.corpus)}
     else:
