@@ -2424,3 +2424,63 @@ def test_options_a_launcher_keeps_on_its_instance_are_the_options(
     which is not main.py's."""
     files = {"main.py": MAIN_SCRIPT, "run_with_submitit.py": LAUNCHER}
     assert edited_routes(capsys, tmp_path, files, variant, "main.py", "TPL107") == lines
+
+
+# a script's step loop, whose one caller passes `track=False`; another module hands on a function
+# of the same name to a launcher
+TRACKED_TRAINING = """
+import torch
+
+
+def train(model, loader, opt, track):
+    total = 0.0
+    for x, y in loader:
+        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if track:
+            total = total + loss.item()
+
+
+def main():
+    model = torch.nn.Linear(2, 2).cuda()
+    data = torch.utils.data.TensorDataset(torch.zeros(8, 2), torch.zeros(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train(model, torch.utils.data.DataLoader(data), opt, track=False)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+OWN_LAUNCHER = """
+def train():
+    print("launched")
+
+
+def launch(function):
+    function()
+
+
+if __name__ == "__main__":
+    launch(train)
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, lines",
+    [
+        (("", ""), []),
+        # the launcher hands on the script's own `train`: its callers are not all seen
+        (('def train():\n    print("launched")', "from main import train"), [12]),
+    ],
+)
+def test_a_function_of_the_same_name_handed_on_elsewhere_keeps_its_callers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: tuple[str, str], lines: list[int]
+) -> None:
+    """Every project fact about a module-level function's callers (here the values they pass)
+    asks one question, whether it may be handed on: a name read without a call in a module
+    where that name is another function says nothing about it."""
+    files = {"main.py": TRACKED_TRAINING, "launcher.py": OWN_LAUNCHER}
+    assert edited_routes(capsys, tmp_path, files, variant, "main.py", "TPL107") == lines

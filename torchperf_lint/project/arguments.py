@@ -23,7 +23,7 @@ the linted code runs.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable, Mapping, Optional
+from typing import AbstractSet, Callable, Iterable, Mapping, Optional
 
 from ..analysis.arguments import (
     ABSENT,
@@ -180,31 +180,26 @@ def argument_values(
     """`options`: per function, the command-line options the default run decides
     (project/options.py), which a call may hand on (`UNet(n_classes=args.classes)`)."""
     options = options or {}
-    handed: set[str] = set(project.handed_names())
-    members: set[str] = set()  # handed on as an attribute of a local object: methods only
     outer: set[str] = set()
     exported: set[str] = set()
     for module in project.modules.values():
-        members.update(module.summary.handed_members)
         outer.update(module.summary.outer_stores)
         if module.is_package:
             exported.update(module.summary.imports)
     roots = {function.key() for function, _ in project.roots()}
-    either = members | handed
     decided = {
         key: entry
         for key, entry in sites.items()
-        if key not in roots
-        and entry[0].index >= 0
-        and entry[0].info.name not in (either if entry[0].info.cls >= 0 else handed)
+        if key not in roots and entry[0].index >= 0 and not project.handed_on(entry[0])
     }
     for key, entry in _own_step_sites(project, sites, roots).items():
-        if entry[0].info.name not in (either if entry[0].info.cls >= 0 else handed):
+        if not project.handed_on(entry[0]):
             decided.setdefault(key, entry)
     instances: dict[str, Values] = {}
     # what construction sets the attributes to, known before the calls that hand them on
     attributes: dict[tuple[int, int], Values] = {}
-    for cls, init, values in _constructions(project, handed | members, exported, options):
+    handed = project.handed_names() | project.handed_members()  # classes: by name
+    for cls, init, values in _constructions(project, handed, exported, options):
         for method, attribute, token in _attributes(project, cls, init, values, outer):
             attributes.setdefault(method.key(), {})[f"self.{attribute}"] = token
     found = _handed_on(decided, project, options, outer, instances, attributes)
@@ -389,7 +384,7 @@ def _instance_attributes(found: dict[tuple[int, int], Values], instances: dict[s
 
 
 def _constructions(
-    project: ProjectView, handed: set[str], exported: set[str], options: dict[tuple[int, int], Values]
+    project: ProjectView, handed: AbstractSet[str], exported: set[str], options: dict[tuple[int, int], Values]
 ) -> Iterable[tuple[ClassRef, FunctionRef, Values]]:
     """Each class of the project with the values every construction passes its `__init__`
     (an option the caller holds counts as its default, `UNet(n_classes=args.classes)`); a class

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Mapping, Optional
+from typing import AbstractSet, Callable, Mapping, Optional
 
 from ..analysis.arguments import boolean_token, fallback_result, operand_token, parse_test
 from ..analysis.fallbacks import CALLS_SECOND, INLINE_TEST
@@ -47,13 +47,10 @@ def construction_methods(
         reached = _reached(project, init, cls)
         every.update(reached)
         common = set(reached) if common is None else common & set(reached)
-    handed = set(project.handed_names())
-    for module in project.modules.values():
-        handed.update(module.summary.handed_members)
     found = {init.key()}
     for key in common or ():
         method = every[key]
-        if key == init.key() or method.info.name in handed:
+        if key == init.key() or project.handed_on(method):
             continue
         if all(caller.key() in every for caller, _ in project.callers_of(method)):
             found.add(key)
@@ -110,7 +107,7 @@ def _fallback(project: ProjectView, method: FunctionRef, written: str) -> Option
     return shape if isinstance(test, FunctionRef) and test.info.tests_not_none else None
 
 
-def default_classes(project: ProjectView, handed: set[str]) -> dict[tuple[int, int], ClassRef]:
+def default_classes(project: ProjectView, handed: AbstractSet[str]) -> dict[tuple[int, int], ClassRef]:
     """The project classes in their default configuration: no call of the project builds them
     or a subclass of theirs (whose `super().__init__` may hand on what its construction
     passes), and no name of theirs is handed on or exported, which would let code the project

@@ -86,7 +86,6 @@ class InMemoryDatasets:
             return self._parameters
 
         project = self.project
-        handed = project.handed_names()
         seen: dict[tuple[int, int], tuple[FunctionRef, set[str]]] = {}
         for module in project.modules.values():
             for offset, info in enumerate((module.summary.toplevel, *module.summary.functions)):
@@ -99,7 +98,7 @@ class InMemoryDatasets:
         self._parameters = {
             key: frozenset(names)
             for key, (function, names) in seen.items()
-            if names and function.info.name not in handed
+            if names and not project.handed_on(function)
         }
         return self._parameters
 

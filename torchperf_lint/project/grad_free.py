@@ -36,7 +36,6 @@ def grad_free_functions(project: ProjectView) -> dict[int, frozenset[int]]:
         )
 
     roots = {function.key() for function, _ in project.roots()}
-    handed = project.handed_names()
     free: set[tuple[int, int]] = set()
 
     def call_free(caller: FunctionRef, call: Call) -> bool:
@@ -61,7 +60,7 @@ def grad_free_functions(project: ProjectView) -> dict[int, frozenset[int]]:
         if function.key() in seen or function.index < 0:
             continue
         seen.add(function.key())
-        if function.key() in roots or function.info.name in handed:
+        if function.key() in roots or project.handed_on(function):
             continue
         candidates.append(function)
         for call in (*function.info.calls, *function.info.cold_calls):

@@ -87,6 +87,8 @@ class Project:
         self._reachable: Optional[frozenset[str]] = None
         self._precision_importers: Optional[dict[int, str]] = None
         self._handed: Optional[frozenset[str]] = None
+        self._members: Optional[frozenset[str]] = None
+        self._handed_on_memo: dict[tuple[int, int], bool] = {}
         self._built: Optional[frozenset[tuple[int, int]]] = None
         self._runs_step_memo: dict[tuple[int, int], bool] = {}
         self._runs_model_memo: dict[tuple[int, int], bool] = {}
@@ -468,7 +470,7 @@ class Project:
         where a call naming it resolves to nothing the project knows (`trainer.add_train_dataset(...)`
         on a trainer built by a helper it does not follow: it may be this one) or its name is
         handed on (a callback: its callers are not seen)."""
-        if function.index < 0 or function.info.name in self.handed_names():
+        if function.index < 0 or self.handed_on(function):
             return None
         by_callee, unresolved = self._callers_named(function.info.name)
         if unresolved:
@@ -703,6 +705,41 @@ class Project:
                         names.add(attr)
             self._handed = frozenset(names)
         return self._handed
+
+    def handed_on(self, function: FunctionRef) -> bool:
+        """`function` may run from a call the project does not spell, so that its callers are
+        not all seen: its name is read without a call (a callback, a registry entry), and a
+        method's also as a member of a local object (`hooks.append(trainer.step)`). A
+        module-level function counts only where such a read may name it: detectron2's
+        `launch(main, ...)` in d2/train_net.py hands on that module's `main`, not main.py's."""
+        key = function.key()
+        if key not in self._handed_on_memo:
+            self._handed_on_memo[key] = self._may_be_handed_on(function)
+        return self._handed_on_memo[key]
+
+    def _may_be_handed_on(self, function: FunctionRef) -> bool:
+        name = function.info.name
+        if function.info.cls >= 0:
+            return name in self.handed_names() or name in self.handed_members()
+        if name not in self.handed_names():
+            return False
+        if function.info.parent >= 0:
+            return True
+        readers = [module for module in self.modules.values() if name in module.summary.handed]
+        if not readers:
+            return True  # read as `mod.name`: which one is not known
+        return any(
+            not isinstance(found, FunctionRef) or found.key() == function.key()
+            for found in (self.resolve_dotted(module, name) for module in readers)
+        )
+
+    def handed_members(self) -> frozenset[str]:
+        """Names read as a member of a local object without a call (`obj.method`): methods only."""
+        if self._members is None:
+            self._members = frozenset(
+                name for module in self.modules.values() for name in module.summary.handed_members
+            )
+        return self._members
 
     def _hands_project_name(self, module: Module, base: str, attr: str) -> bool:
         """`base.attr` read in `module`, `base` imported, may name a function or class of the
@@ -940,7 +977,7 @@ class Project:
             for index, info in enumerate(module.summary.functions):
                 function = FunctionRef(module, index)
                 if info.handed_model_loops and (
-                    info.name in self.handed_names()  # chosen as a value (`sampler_fn = edm_sampler`)
+                    self.handed_on(function)  # chosen as a value (`sampler_fn = edm_sampler`)
                     or any(not caller.module.is_test for caller, _ in self.callers_of(function))
                 ):
                     self._drivers.setdefault(function.key(), function)

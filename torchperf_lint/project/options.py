@@ -232,7 +232,6 @@ def _holders(project: ProjectView) -> Holders:
 
     holders: Holders = {}
     sites: dict[tuple[int, int], tuple[FunctionRef, list[tuple[FunctionRef, Call]]]] = {}
-    handed: set[str] = set()
     owners = [
         (FunctionRef(module, offset - 1), info)
         for module in project.modules.values()
@@ -250,16 +249,11 @@ def _holders(project: ProjectView) -> Holders:
     )
     if not passing:
         return holders  # no call passes the options on: no parameter holds them
-    handed.update(project.handed_names())
-    for module in project.modules.values():
-        handed.update(module.summary.handed_members)
     for caller, info in owners:
         for call in [*info.calls, *info.cold_calls]:
             for callee in project.resolve_call(caller, call) or _constructor(project, caller, call):
                 sites.setdefault(callee.key(), (callee, []))[1].append((caller, call))
-    sites = {
-        key: entry for key, entry in sites.items() if not _handed_on_as_callback(project, entry[0], handed)
-    }
+    sites = {key: entry for key, entry in sites.items() if not project.handed_on(entry[0])}
     kept = _kept_from_init(project)
     for _ in range(_ROUNDS):
         changed = False
@@ -283,26 +277,6 @@ def _holders(project: ProjectView) -> Holders:
         if not changed:
             break
     return holders
-
-
-def _handed_on_as_callback(project: ProjectView, callee: FunctionRef, handed: set[str]) -> bool:
-    """`callee` may be handed on as a callback, so that its callers are not all seen: its name is
-    read without a call, and for a module-level function, in a module where the name may be it
-    (detectron2's `launch(main, ...)` in d2/train_net.py hands on that module's `main`, not the
-    one in main.py)."""
-    name = callee.info.name
-    if name not in handed:
-        return False
-    if callee.info.cls >= 0 or callee.info.parent >= 0:
-        return True
-    readers = [module for module in project.modules.values() if name in module.summary.handed]
-    if not readers:
-        return True  # read as `mod.name`, or a member: not known which
-    for module in readers:
-        found = project.resolve_dotted(module, name)
-        if not isinstance(found, FunctionRef) or found.key() == callee.key():
-            return True
-    return False
 
 
 def _kept_from_init(
