@@ -15,6 +15,7 @@ from typing import Callable, Iterator, Optional, Union
 import libcst as cst
 
 from ..syntax.ast_view import as_ast
+from ..syntax.unset import UNSET
 from ..syntax.walker import (
     ClassInfo,
     FileFacts,
@@ -373,12 +374,13 @@ class HotPaths:
         of training: named so (`val_loader`, `testloader`) or built from a dataset named so
         (`DataLoader(test_set)`, `DataLoader(dataset=holdout)`). An evaluation loop, whatever its
         function is called and whether or not the model was put in eval mode."""
-        if iterable not in self._held_out:  # asked for each model call in the loop
-            converted = as_ast(iterable)
-            self._held_out[iterable] = (
-                held_out_loader(converted, self._calls_at(iterable)) if converted else None
-            )
-        return self._held_out[iterable]
+        known = self._held_out.get(iterable, UNSET)  # asked for each model call in the loop
+        if known is not UNSET:
+            return known
+        converted = as_ast(iterable)
+        found = held_out_loader(converted, self._calls_at(iterable)) if converted else None
+        self._held_out[iterable] = found
+        return found
 
     def loader_label(self, expr: cst.BaseExpression) -> Optional[str]:
         """The loader's name when `expr` (a name, attribute or call) names or builds a DataLoader."""
@@ -524,8 +526,9 @@ class HotPaths:
     def _owner_of(
         self, node: cst.CSTNode, owners: dict[cst.CSTNode, Optional[Owner]], through_cold: bool
     ) -> Optional[Owner]:
-        if node in owners:
-            return owners[node]
+        known = owners.get(node, UNSET)
+        if known is not UNSET:
+            return known
         parents = self._facts.parents
         # Every node on the way up whose own walk would go on exactly as this one does has the
         # same owner: remember it for them too (calls of one statement share their ancestors).
@@ -535,8 +538,9 @@ class HotPaths:
         result: Optional[Owner] = None
         while current is not None:
             if not defined_outside:
-                if child in owners:
-                    result = owners[child]
+                known = owners.get(child, UNSET)
+                if known is not UNSET:
+                    result = known
                     break
                 same.append(child)
             kind = type(current)
@@ -920,8 +924,9 @@ class HotPaths:
     # -- queries ----------------------------------------------------------------------
     def reason(self, node: cst.CSTNode) -> Optional[Reason]:
         """Why `node` is hot, or None when it is cold."""
-        if node in self._memo:
-            return self._memo[node]
+        known = self._memo.get(node, UNSET)  # None is an answer: cold
+        if known is not UNSET:
+            return known
         enclosing = self._enclosing_owner(node)
         hot_owner = (
             enclosing in self.hot_functions

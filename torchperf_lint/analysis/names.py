@@ -8,6 +8,7 @@ from typing import Callable, Mapping, Optional
 
 import libcst as cst
 
+from ..syntax.unset import UNSET
 from ..syntax.walker import Binding, FileFacts, Scope, ancestors, dotted_name, final_statement
 
 _BUILTINS = frozenset(dir(builtins))
@@ -155,8 +156,9 @@ class Names:
         """
         if type(expr) is cst.Call:  # not isinstance: libcst's classes are ABCs, slow to miss
             expr = expr.func
-        if expr in self._qualified:
-            return self._qualified[expr]
+        known = self._qualified.get(expr, UNSET)  # None is an answer: a local variable
+        if known is not UNSET:
+            return known
         result = self._resolve(expr)
         self._qualified[expr] = result
         return result

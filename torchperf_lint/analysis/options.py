@@ -24,6 +24,7 @@ import ast
 import dataclasses
 from typing import Iterator, Optional, Union
 
+from ..syntax.ast_nodes import every_node
 from .arguments import value_token
 
 UNKNOWN = "?"
@@ -46,6 +47,9 @@ class ModuleOptions:
     # the module's functions that return the options: name -> -1 for the whole value, i for
     # element i of a tuple (`def parse_opt(): ...; return opt`)
     returning: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def holders_anywhere(self) -> set[str]:
+        return {name for names in self.holders.values() for name in names}
 
 
 def _dest(call: ast.Call) -> Optional[tuple[str, bool]]:
@@ -175,21 +179,21 @@ def _returned(own: list[ast.AST], holders: set[str], returning: dict[str, int]) 
     return None
 
 
-def module_options(tree: ast.Module, source: str, nodes: Optional[list[ast.AST]] = None) -> ModuleOptions:
-    """What `tree` says of command-line options; a module whose text never declares or parses
-    them is read once, for its stores. `nodes`: every node of `tree` but contexts and operators
-    (syntax/ast_nodes.py's `every_node`), when the caller has them."""
+def module_options(tree: ast.Module, source: str) -> ModuleOptions:
+    """What `tree` says of command-line options, read only where its text declares or parses
+    them; the stores on them are the caller's to record, node by node in a walk of its own
+    (`record_store`, with `holders_anywhere()`): the project pass's summarizer walks every node."""
     found = ModuleOptions()
-    nodes = list(ast.walk(tree)) if nodes is None else nodes
     namespaces = "Namespace(" in source or "HParams(" in source
-    if "add_argument" in source or "set_defaults" in source or namespaces:
+    declares = "add_argument" in source or "set_defaults" in source or namespaces
+    parses = namespaces or any(method in source for method in _PARSE)
+    nodes = every_node(tree) if declares or parses else []
+    if declares:
         _declared(nodes, found.defaults)
         if "cuda" in source:
             _open_cuda_switches(nodes, found.defaults)
-    if namespaces or any(method in source for method in _PARSE):
+    if parses:
         _find_holders(tree, nodes, found.holders, found.returning)
-    holders_anywhere = {name for names in found.holders.values() for name in names}
-    _stores(nodes, holders_anywhere, found)
     return found
 
 
@@ -329,27 +333,33 @@ def _option_targets(
             yield from _option_targets(element, value.elts[position] if paired else None)  # type: ignore[union-attr]
 
 
-def _stores(nodes: list[ast.AST], holders: set[str], found: ModuleOptions) -> None:
-    for node in nodes:
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for whole in targets:
-                for target, value in _option_targets(whole, node.value):
-                    if value is node.value:
-                        text = _stored_text(node, target)
-                    else:
-                        text = ast.unparse(value) if value is not None else UNKNOWN
-                    found.stores.setdefault(target.attr, []).append([target.value.id, text])  # type: ignore[attr-defined]
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            for target, _ in _option_targets(node.target, None):  # `for opt.weights in weights:`
-                found.stores.setdefault(target.attr, []).append([target.value.id, UNKNOWN])  # type: ignore[attr-defined]
-        elif not isinstance(node, ast.Call):
-            continue
-        elif _stores_by_computed_name(node, holders):
-            found.computed_store = True
-        elif (named := _named_setattr(node)) is not None:
-            attribute, receiver, text = named
-            found.stores.setdefault(attribute, []).append([receiver, text])
+# the kinds of node that may store on the options
+STORING = frozenset(
+    {ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.Call}
+)
+
+
+def record_store(node: ast.AST, holders: set[str], found: ModuleOptions) -> None:
+    """What `node` stores on a name that may hold the options, into `found`."""
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for whole in targets:
+            for target, value in _option_targets(whole, node.value):
+                if value is node.value:
+                    text = _stored_text(node, target)
+                else:
+                    text = ast.unparse(value) if value is not None else UNKNOWN
+                found.stores.setdefault(target.attr, []).append([target.value.id, text])  # type: ignore[attr-defined]
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        for target, _ in _option_targets(node.target, None):  # `for opt.weights in weights:`
+            found.stores.setdefault(target.attr, []).append([target.value.id, UNKNOWN])  # type: ignore[attr-defined]
+    elif not isinstance(node, ast.Call):
+        return
+    elif _stores_by_computed_name(node, holders):
+        found.computed_store = True
+    elif (named := _named_setattr(node)) is not None:
+        attribute, receiver, text = named
+        found.stores.setdefault(attribute, []).append([receiver, text])
 
 
 def _named_setattr(node: ast.AST) -> Optional[tuple[str, str, str]]:

@@ -47,7 +47,7 @@ from ..analysis.layers import CONTAINERS, LOOP_REPEATS
 from ..analysis.loader_loops import builds_loader, iterated_loader
 from ..analysis.loop_targets import batch_names
 from ..analysis.module_flags import module_flags
-from ..analysis.options import module_options, parsed_position
+from ..analysis.options import STORING, ModuleOptions, module_options, parsed_position, record_store
 from ..analysis.vocabulary import (
     DEFAULT_DEVICE_SETTERS,
     GRADIENT_SYNC_WRAPPERS,
@@ -73,7 +73,7 @@ from ..analysis.vocabulary import (
     sets_cuda_default,
     shows_cuda_use,
 )
-from ..syntax.ast_nodes import child_fields, every_node, own_nodes
+from ..syntax.ast_nodes import child_fields, own_nodes
 from .conv_wrappers import conv_wrapper
 from .dataset_items import items_in_memory
 from .device_tensors import ON_DEVICE, device_source
@@ -1209,12 +1209,14 @@ class _Summarizer:
         self.bound_calls: dict[int, str] = {}  # ids of calls `name = f(...)` binds -> the name
         self.stored_calls: dict[int, str] = {}  # ids of calls `self.ATTR = f(...)` stores -> ATTR
         self.unpacked_calls: dict[int, list[str]] = {}  # ids of calls `a, b = f(...)` unpacks -> the names
-        self.holders: dict[int, list[str]] = {}  # scope node id -> names holding the options
+        # what the module says of its options (the names holding them per scope node id, the
+        # functions returning them); the walk records their stores into it
+        self.options = ModuleOptions()
+        self.option_holders: set[str] = set()
         self.loop_nodes: dict[int, LoopNode] = {}  # loop index -> its node
         # indices of the loops around here on one value of whose enumerate counter the current
         # branch is taken (`if i == 0:`): cold when that loop iterates a DataLoader
         self.one_pass_of: list[int] = []
-        self.options_returned: dict[str, int] = {}  # the module's functions returning them
         self.with_names: list[str] = []  # the `with` items around here in the current function
 
     def lines_of(self, node: ast.AST) -> str:
@@ -1329,6 +1331,8 @@ class _Summarizer:
     # -- walking ------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> None:
         kind = type(node)
+        if kind in STORING:
+            record_store(node, self.option_holders, self.options)
         try:
             handler = _HANDLERS[kind]
         except KeyError:
@@ -1456,7 +1460,7 @@ class _Summarizer:
             cls >= 0 and prepares_dataset(node.name, self.summary.classes[cls].bases)
         )
         function = Function(node.name, qualname, node.lineno, cls, parent, params, decorators, rare=rare)
-        function.namespaces = self.holders.get(id(node), [])
+        function.namespaces = self.options.holders.get(id(node), [])
         function.varkw = args.kwarg is not None
         function.returns_annotation = _annotated_class(node.returns)
         registry = next((d for d in decorators if registers_model(d)), None)
@@ -2088,7 +2092,7 @@ class _Summarizer:
         namespaces = self.current().namespaces
         if isinstance(argument, ast.Name) and argument.id in namespaces:
             return OPTIONS
-        if isinstance(argument, ast.Call) and parsed_position(argument, self.options_returned) == -1:
+        if isinstance(argument, ast.Call) and parsed_position(argument, self.options.returning) == -1:
             return OPTIONS  # `main(parse_opt())`, `main(parser.parse_args())`
         if (
             isinstance(argument, ast.Attribute)
@@ -2242,6 +2246,7 @@ class _Summarizer:
 
     def _Call(self, node: ast.Call) -> None:
         func = node.func
+        callee_name = dotted(func)
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Call)
@@ -2258,10 +2263,9 @@ class _Summarizer:
             key = _string_key(node.args[0])
             if key is not None:
                 self._read_key(key, False)  # what `.get` hands on is not followed
-        if is_cudnn_decision_call(dotted(node.func) or ""):
+        if is_cudnn_decision_call(callee_name or ""):
             self.summary.cudnn_decision = True
         self.not_handed.add(id(node.func))
-        callee_name = dotted(node.func)
         if (
             callee_name in ("isinstance", "issubclass", "setattr", "getattr", "hasattr")
             and len(node.args) > 1
@@ -2301,13 +2305,13 @@ class _Summarizer:
         args = {str(i): self._token(a) for i, a in enumerate(node.args)}
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
         named = _call_slots(node)
-        setter = self.qualify(dotted(node.func) or "")
+        setter = self.qualify(callee_name or "")
         if self.function_stack and runs_rarely("", (), (setter,)):
             function.rare = True
         if setter in DEFAULT_DEVICE_SETTERS:
             function.default_devices.append(sets_cuda_default(setter, self._setter_argument(node)))
-        if self.function_stack and not function.weights and loads_weights(dotted(node.func) or "", setter):
-            function.weights = (dotted(node.func) or "").split(".")[-1]
+        if self.function_stack and not function.weights and loads_weights(callee_name or "", setter):
+            function.weights = (callee_name or "").split(".")[-1]
         if isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
             function.loads_state = True
         for keyword in node.keywords:
@@ -2742,13 +2746,13 @@ def summarize(source: str) -> Optional[Summary]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     summarizer = _Summarizer(source)
-    options = module_options(tree, source, every_node(tree))
-    summarizer.holders = options.holders
-    summarizer.options_returned = options.returning
+    # the options' stores are recorded by the walk below (record_store), node by node
+    options = module_options(tree, source)
+    summarizer.options = options
+    summarizer.option_holders = options.holders_anywhere()
     summarizer.summary.toplevel.namespaces = options.holders.get(id(tree), [])
     summarizer.summary.option_defaults = options.defaults
     summarizer.summary.option_stores = options.stores
-    summarizer.summary.option_computed_store = options.computed_store
     summarizer.summary.options_returning = options.returning
     flags = module_flags(tree, source)
     summarizer.summary.module_flags = flags.flags
@@ -2767,6 +2771,7 @@ def summarize(source: str) -> Optional[Summary]:
         return None
     summarizer.item_counted_builds()
     summary = summarizer.summary
+    summary.option_computed_store = options.computed_store
     summary.toplevel.optimizers = summarizer._optimizer_names(summarizer.module_locals)
     summary.handed = sorted(summarizer.handed | _handed_bases(summary, summarizer.attribute_bases))
     summary.handed_imported = sorted([base, attr] for base, attr in summarizer.handed_imported)
