@@ -640,3 +640,32 @@ def test_fix_leaves_one_blank_line_where_removed_statements_had_several() -> Non
         "self.scale = 0.125",
     )
     assert "q = q + 1\n\n        return F.scaled_dot_product_attention(" in _fix(source)
+
+
+MULTI_QUERY = """
+    sim = torch.einsum("b h i d, b j d -> b h i j", q, k) * self.scale
+    attn = sim.softmax(dim=-1)
+    return torch.einsum("b h i j, b j d -> b h i d", attn, v)
+    """
+
+
+def test_a_key_shared_by_the_heads_gets_the_grouped_query_advice() -> None:
+    """imagen's multi-query attention: the message says how SDPA takes one key for every head, and
+    that advice computes what the hand-written chain does."""
+    (finding,) = _lint(_attention_module(MULTI_QUERY, "self.scale = 0.125"))
+    assert finding.fix is None
+    assert "a heads dimension of size 1 on k and v and enable_gqa=True" in finding.message
+    q = torch.randn(2, 4, 5, 8)
+    k, v = torch.randn(2, 7, 8), torch.randn(2, 7, 8)
+    attn = (torch.einsum("b h i d, b j d -> b h i j", q, k) * 0.125).softmax(dim=-1)
+    hand = torch.einsum("b h i j, b j d -> b h i d", attn, v)
+    advised = torch.nn.functional.scaled_dot_product_attention(
+        q, k.unsqueeze(1), v.unsqueeze(1), scale=0.125, enable_gqa=True
+    )
+    torch.testing.assert_close(advised, hand)
+
+
+def test_a_key_with_heads_of_its_own_gets_the_plain_sketch() -> None:
+    source = _attention_module(MULTI_QUERY.replace("b j d", "b h j d"), "self.scale = 0.125")
+    (finding,) = _lint(source)
+    assert "enable_gqa" not in finding.message
