@@ -1,8 +1,9 @@
 """Branches a training step takes once or rarely (RULES.md, "Tensor and device inference"): cache-miss
-builders, work on one step of many, cached builders and sampling or visualisation helpers. Each is
-read the same by the file's walk (analysis/cold.py, analysis/hotpath.py) and by the project pass
-(project/summary.py, project/graph.py): a helper in another module called only from such a
-branch is not hot."""
+builders, work on one step of many, cached builders and sampling or visualisation helpers. The
+branches are read the same by the file's walk (analysis/cold.py, analysis/hotpath.py) and by the
+project pass (project/summary.py, project/graph.py): a helper in another module called only from
+such a branch is not hot. The helpers are read once, by the project pass (`Function.rare`), and the
+file's walk asks it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_lint.api import lint_source
+from torchperf_lint.api import lint_source, project_facts
+from torchperf_lint.settings import Settings
 
 SYNC = "TPL105"  # `.item()` in forward code: hot code reports it, cold code does not
 
@@ -137,6 +139,18 @@ RARE_HELPERS = {
         "",
         "def visualize_depth(x):\n    return x * x.max().item()\n\nbuild = visualize_depth\n",
     ),
+    # the import inside the helper (ultralytics' `import matplotlib.pyplot as plt  # scope for
+    # faster 'import ultralytics'`): the project pass used to read only the module's imports
+    "imports-matplotlib-itself": (
+        "",
+        "def build(x):\n    import matplotlib.pyplot as plt\n    plt.plot(x.cpu())\n    return x * x.max().item()\n",
+    ),
+    # an optional logger (`wandb = None` where it is missing): the file's walk used to find two
+    # bindings of `wandb` and know neither
+    "logs-images-to-an-optional-wandb": (
+        "try:\n    import wandb\nexcept ImportError:\n    wandb = None\n",
+        "def build(x):\n    wandb.log({'x': wandb.Image(x.cpu())})\n    return x * x.max().item()\n",
+    ),
 }
 
 
@@ -147,3 +161,19 @@ def test_a_cached_builder_or_a_visualisation_helper_is_cold_whoever_calls_it(
     body = "x = visualize_depth(x)" if "visualize_depth" in helper else "x = build(x)"
     assert _in_file(_forward(body, helper, header)) == []
     assert _across_modules(tmp_path, _forward(body, helper, header)) == []
+
+
+def test_a_helper_importing_something_else_itself_stays_hot(tmp_path: Path) -> None:
+    """The look-alike: an import inside the helper that draws nothing."""
+    helper = "def build(x):\n    import math\n    return x * math.sqrt(x.max().item())\n"
+    source = _forward("x = build(x)", helper)
+    assert _in_file(source) == [6]
+    assert _across_modules(tmp_path, source) == [5]
+
+
+def test_the_file_pass_asks_the_project_which_functions_run_rarely() -> None:
+    """One answer for both passes: the hot paths read the project summary's `rare` by position
+    (EntryFacts.rare_functions), with no reading of their own."""
+    header, helper = RARE_HELPERS["imports-matplotlib-itself"]
+    facts = project_facts(_forward("x = build(x)", helper, header), "<string>", Settings())
+    assert facts.rare_functions == frozenset({0})  # build, not Net.forward

@@ -142,6 +142,11 @@ class EntryFacts:
     # per generator function, the parameter whose items it yields as they come (`def cycle(dl):
     # ... yield data`; analysis/item_generators.py): `next(...)` of it draws the argument's items
     item_generators: tuple[tuple[int, str], ...] = ()
+    # functions that run once or rarely whoever calls them (project/summary.py, Function.rare): a
+    # cached builder, a visualisation helper, a dataset's one-off preparation; and of those, the
+    # preparation methods (`process()`, `prepare_data()` of a dataset class)
+    rare_functions: frozenset[int] = frozenset()
+    preparing_functions: frozenset[int] = frozenset()
     display_name: str = ""  # the module's path relative to the project root, for reasons
     counts: tuple[int, int, int] = (-1, -1, -1)  # functions, classes, loops the project counted
 
@@ -264,6 +269,8 @@ class EntryFacts:
             item_generators=tuple(
                 (int(index), str(param)) for index, param in data.get("item_generators", ())
             ),
+            rare_functions=frozenset(_ints(data.get("rare_functions", ()))),
+            preparing_functions=frozenset(_ints(data.get("preparing_functions", ()))),
             display_name=str(data["display_name"]),
             counts=tuple(_ints(data["counts"])),  # type: ignore[arg-type]
         )

@@ -19,7 +19,6 @@ from ..syntax.unset import UNSET
 from ..syntax.walker import (
     ClassInfo,
     FileFacts,
-    FunctionInfo,
     Loop,
     dotted_name,
     registrations,
@@ -48,8 +47,6 @@ from .vocabulary import (
     STEP_HOOKS,
     is_module_base,
     is_optimizer_name,
-    prepares_dataset,
-    runs_rarely,
     scaler_stepped,
 )
 
@@ -121,11 +118,11 @@ class HotPaths:
         self._enclosing: dict[cst.CSTNode, Optional[Owner]] = {}
         self._held_out: dict[cst.BaseExpression, Optional[str]] = {}
         self._cold_edges: dict[tuple[cst.CSTNode, cst.CSTNode], bool] = {}
-        self._preparing = {node for node, info in facts.functions.items() if _prepares_dataset(info)}
+        # the project's answers (project/summary.py, Function.rare), by position
+        self._preparing = self._by_position(entry.preparing_functions)
         self.step_loops: dict[Loop, Reason] = self._find_step_loops()
         self.inference_loops: dict[Loop, Reason] = self._find_inference_loops()
-        self._rare = {node for node, info in facts.functions.items() if self._runs_rarely(info)}
-        self._rare |= self._preparing
+        self._rare = self._by_position(entry.rare_functions)
         self._rare.update(self._trainers())
         # a function that drives a model it is handed in a loop of its own runs once per many
         # model calls: that loop is its step, outside model code (project/graph.py)
@@ -865,11 +862,10 @@ class HotPaths:
             if isinstance(current, cst.FunctionDef):
                 yield current
 
-    def _runs_rarely(self, info: FunctionInfo) -> bool:
-        """A cached builder or a visualisation helper: cold whoever calls it (vocabulary.py)."""
-        qualified = self._names.qualified_name
-        decorators = (qualified(d.decorator) for d in info.node.decorators)
-        return runs_rarely(info.name, decorators, (qualified(c) for c in info.calls))
+    def _by_position(self, indices: frozenset[int]) -> set[cst.FunctionDef]:
+        """The file's functions at these positions among its `def`s, as the project pass numbers them."""
+        functions = self._functions
+        return {functions[i] for i in indices if i < len(functions)}
 
     def _spread(
         self,
@@ -984,9 +980,3 @@ def _if_sides(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(value, cst.IfExp):
         return [*_if_sides(value.body), *_if_sides(value.orelse)]
     return [value]
-
-
-def _prepares_dataset(info: FunctionInfo) -> bool:
-    return info.cls is not None and prepares_dataset(
-        info.name, (dotted_name(base.value) for base in info.cls.node.bases)
-    )

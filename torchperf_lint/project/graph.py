@@ -27,6 +27,7 @@ from ..analysis.vocabulary import (
     extra_entry_points,
     is_module_base,
     nn_class_name,
+    prepares_dataset,
 )
 from .arguments import (
     Sites,
@@ -1984,6 +1985,15 @@ class Project:
                 if function.yields_items_of
             ),
             bounded_loops=frozenset(i for i, loop in enumerate(module.summary.loops) if loop.bounded),
+            rare_functions=frozenset(
+                i for i, function in enumerate(module.summary.functions) if function.rare
+            ),
+            preparing_functions=frozenset(
+                i
+                for i, function in enumerate(module.summary.functions)
+                if function.cls >= 0
+                and prepares_dataset(function.name, module.summary.classes[function.cls].bases)
+            ),
             display_name=module.display,
             counts=(len(module.summary.functions), len(module.summary.classes), len(module.summary.loops)),
         )

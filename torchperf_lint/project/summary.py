@@ -899,6 +899,7 @@ class _Locals:
         self.params: set[str] = set()
         self.stores: dict[str, int] = {}  # how many places bind each name
         self.imported: set[str] = set()  # bound by an import statement of the function
+        self.import_entries: dict[str, list[Any]] = {}  # those names -> what they import, as `imports`
         self.yields = False  # a generator: its body yields
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
         # names a `for` binds to the batches of a loader it walks itself (`for x, y in loader`):
@@ -1239,8 +1240,21 @@ class _Summarizer:
     # -- names --------------------------------------------------------------------------
     def qualify(self, name: str) -> str:
         """`optim.SGD` -> `torch.optim.SGD` through the module's absolute imports."""
-        head, _, rest = name.partition(".")
-        entry = self.summary.imports.get(head)
+        return self._qualified(name, self.summary.imports.get(name.partition(".")[0]))
+
+    def qualify_here(self, name: str) -> str:
+        """`qualify`, where the imports of the functions around here come first (`import
+        matplotlib.pyplot as plt` in the body of a plotting helper, or of the function it is
+        nested in); a name they bind otherwise is theirs, not the module's import."""
+        head = name.partition(".")[0]
+        for _, local in reversed(self.function_stack):
+            if head in local.names:
+                return self._qualified(name, local.import_entries.get(head))
+        return self._qualified(name, self.summary.imports.get(head))
+
+    @staticmethod
+    def _qualified(name: str, entry: Optional[list[Any]]) -> str:
+        _, _, rest = name.partition(".")
         if entry is None or entry[2]:
             return name
         module, imported, _ = entry
@@ -1401,6 +1415,7 @@ class _Summarizer:
         local = self.locals()
         local.names.add(bound)
         local.imported.add(bound)
+        local.import_entries[bound] = entry
         known = self.summary.local_imports.get(bound)
         if known is None and bound not in self.conflicting_imports:
             self.summary.local_imports[bound] = entry
@@ -2306,7 +2321,7 @@ class _Summarizer:
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
         named = _call_slots(node)
         setter = self.qualify(callee_name or "")
-        if self.function_stack and runs_rarely("", (), (setter,)):
+        if self.function_stack and runs_rarely("", (), (self.qualify_here(callee_name or ""),)):
             function.rare = True
         if setter in DEFAULT_DEVICE_SETTERS:
             function.default_devices.append(sets_cuda_default(setter, self._setter_argument(node)))
