@@ -171,6 +171,19 @@ def test_a_helper_importing_something_else_itself_stays_hot(tmp_path: Path) -> N
     assert _across_modules(tmp_path, source) == [5]
 
 
+def test_a_helper_drawing_only_on_a_branch_the_step_skips_stays_hot(tmp_path: Path) -> None:
+    """yolov5's `on_train_batch_end` logs `wandb.Image` only under `if self.plots:`: the rest of
+    it runs every step, so the drawing call does not make the whole function rare."""
+    header = "from torchvision.utils import save_image\n"
+    helper = (
+        "def build(x, step):\n    if step == 0:\n        save_image(x, 'a.png')\n"
+        "    return x * x.max().item()\n"
+    )
+    source = _forward("x = build(x, key)", helper, header)
+    assert _in_file(source) == [8]
+    assert _across_modules(tmp_path, source) == [7]
+
+
 def test_the_file_pass_asks_the_project_which_functions_run_rarely() -> None:
     """One answer for both passes: the hot paths read the project summary's `rare` by position
     (EntryFacts.rare_functions), with no reading of their own."""

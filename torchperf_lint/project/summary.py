@@ -2321,7 +2321,13 @@ class _Summarizer:
         args.update((k.arg, self._token(k.value)) for k in node.keywords if k.arg)
         named = _call_slots(node)
         setter = self.qualify(callee_name or "")
-        if self.function_stack and runs_rarely("", (), (self.qualify_here(callee_name or ""),)):
+        # a drawing call on a branch the step does not take leaves the rest of the function per step
+        # (yolov5's on_train_batch_end logs `wandb.Image` only under `if self.plots:`, a debug flag)
+        if (
+            self.function_stack
+            and not self.cold
+            and runs_rarely("", (), (self.qualify_here(callee_name or ""),))
+        ):
             function.rare = True
         if setter in DEFAULT_DEVICE_SETTERS:
             function.default_devices.append(sets_cuda_default(setter, self._setter_argument(node)))
