@@ -898,8 +898,8 @@ class _Locals:
         self.nested: dict[str, FunctionNode] = {}
         self.params: set[str] = set()
         self.stores: dict[str, int] = {}  # how many places bind each name
-        self.imported: set[str] = set()  # bound by an import statement of the function
-        self.import_entries: dict[str, list[Any]] = {}  # those names -> what they import, as `imports`
+        # the names an import statement of the function binds -> what they import, as `imports`
+        self.imported: dict[str, list[Any]] = {}
         self.yields = False  # a generator: its body yields
         self.unpacked: dict[str, list[tuple[ast.Call, int]]] = {}  # `a, b = f()`: (the call, position)
         # names a `for` binds to the batches of a loader it walks itself (`for x, y in loader`):
@@ -1249,7 +1249,7 @@ class _Summarizer:
         head = name.partition(".")[0]
         for _, local in reversed(self.function_stack):
             if head in local.names:
-                return self._qualified(name, local.import_entries.get(head))
+                return self._qualified(name, local.imported.get(head))
         return self._qualified(name, self.summary.imports.get(head))
 
     @staticmethod
@@ -1414,8 +1414,7 @@ class _Summarizer:
         function that imports the name imports the same thing."""
         local = self.locals()
         local.names.add(bound)
-        local.imported.add(bound)
-        local.import_entries[bound] = entry
+        local.imported[bound] = entry
         known = self.summary.local_imports.get(bound)
         if known is None and bound not in self.conflicting_imports:
             self.summary.local_imports[bound] = entry
@@ -1620,7 +1619,7 @@ class _Summarizer:
             for name in ast.walk(test.test)
             if isinstance(name, ast.Name) and name.id in flags
         }
-        return sorted(read - local.names - local.params - local.imported)
+        return sorted(read - local.names - local.params - local.imported.keys())
 
     def _guard(self, test: ast.expr, side: str) -> Optional[list[str]]:
         """The guard a test on the function's parameters (or `self.` attributes) puts around
